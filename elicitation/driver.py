@@ -1,0 +1,149 @@
+"""Drivers that run an elicitor against an oracle, or rebuild its state from a logged answer list.
+
+The web app never keeps state it cannot rebuild: `replay` feeds a fresh elicitor the recorded answers,
+checks every regenerated query against the stored one (``REPLAY_ATOL``) and returns either the pending
+query or the finished result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from .errors import InvalidAnswerError, InvalidConfigError, ReplayMismatchError
+from .types import Elicitation, Elicitor, FloatArray, Query
+
+__all__ = ["REPLAY_ATOL", "Done", "Pending", "replay", "run"]
+
+#: Largest difference between a logged and a regenerated query rate that still counts as "the same query".
+REPLAY_ATOL = 1e-9
+
+M = TypeVar("M")
+
+
+@dataclass(frozen=True, eq=False)
+class Pending(Generic[M]):
+    """An elicitor waiting for an answer to ``query`` after ``n_answered`` answers."""
+
+    elicitor: Elicitor[Elicitation[M]]
+    query: Query
+    n_answered: int
+    log: tuple[tuple[Query, bool], ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Done(Generic[M]):
+    """A finished elicitation; ``result.log`` holds every query and answer."""
+
+    result: Elicitation[M]
+
+
+def _finish(value: Elicitation[M], log: list[tuple[Query, bool]]) -> Elicitation[M]:
+    if value.num_queries != len(log):
+        raise AssertionError(f"elicitor reported {value.num_queries} queries but asked {len(log)}")
+    return replace(value, log=tuple(log))
+
+
+def run(
+    elicitor: Elicitor[Elicitation[M]],
+    oracle: Callable[[FloatArray, FloatArray], Any],
+    *,
+    max_queries: int | None = None,
+) -> Elicitation[M]:
+    """Drive ``elicitor`` to completion, answering each query with ``oracle(first, second)``.
+
+    Parameters
+    ----------
+    elicitor : Elicitor
+        A fresh (not yet started) elicitor, e.g. ``qpme(sphere)``.
+    oracle : callable
+        ``oracle(first, second) -> bool``; ``True`` means ``first`` is preferred.
+    max_queries : int, optional
+        Safety bound; defaults to the elicitor's own ``max_queries``.
+
+    Returns
+    -------
+    Elicitation
+        The elicitor's result with ``log`` filled in.
+
+    Raises
+    ------
+    InvalidAnswerError
+        If the oracle returns something other than a boolean.
+    """
+    limit = elicitor.max_queries if max_queries is None else max_queries
+    log: list[tuple[Query, bool]] = []
+    try:
+        query = next(elicitor)
+        while True:
+            if len(log) >= limit:
+                raise InvalidConfigError(f"elicitor {elicitor.name!r} exceeded its budget of {limit} queries")
+            answer = oracle(query.first, query.second)
+            if not isinstance(answer, (bool, np.bool_)):
+                raise InvalidAnswerError(f"the oracle must return a boolean, got {answer!r}")
+            log.append((query, bool(answer)))
+            query = elicitor.send(bool(answer))
+    except StopIteration as stop:
+        return _finish(stop.value, log)
+
+
+def replay(
+    elicitor: Elicitor[Elicitation[M]],
+    answers: Sequence[bool],
+    *,
+    expected_queries: Sequence[Query] | None = None,
+    atol: float = REPLAY_ATOL,
+) -> Pending[M] | Done[M]:
+    """Feed ``answers`` to a fresh ``elicitor`` and return where it stands.
+
+    Parameters
+    ----------
+    elicitor : Elicitor
+        A fresh elicitor built from the same configuration and seed as the logged session.
+    answers : sequence of bool
+        The recorded answers, in order.
+    expected_queries : sequence of Query, optional
+        The queries stored with those answers (same length); each regenerated query must match its stored
+        twin within ``atol``.
+
+    Returns
+    -------
+    Pending or Done
+        ``Pending(elicitor, query, n_answered, log)`` when the elicitor wants another answer, else
+        ``Done(result)``.
+
+    Raises
+    ------
+    ReplayMismatchError
+        If a regenerated query differs from the stored one, or the log holds more answers than the elicitor
+        asks for.
+    InvalidAnswerError
+        If a logged answer is not a boolean.
+    """
+    if expected_queries is not None and len(expected_queries) != len(answers):
+        raise InvalidConfigError(
+            f"expected_queries has {len(expected_queries)} entries but answers has {len(answers)}"
+        )
+    log: list[tuple[Query, bool]] = []
+    try:
+        query = next(elicitor)
+        for index, answer in enumerate(answers):
+            if not isinstance(answer, (bool, np.bool_)):
+                raise InvalidAnswerError(f"logged answer {index} is not a boolean: {answer!r}")
+            if expected_queries is not None and not query.matches(expected_queries[index], atol):
+                raise ReplayMismatchError(
+                    f"replayed query {index} ({query.search or elicitor.name}) differs from the logged one; "
+                    "the session was recorded with a different configuration or algorithm version"
+                )
+            log.append((query, bool(answer)))
+            query = elicitor.send(bool(answer))
+    except StopIteration as stop:
+        if len(log) < len(answers):
+            raise ReplayMismatchError(
+                f"the elicitor finished after {len(log)} answers but the log holds {len(answers)}"
+            ) from None
+        return Done(_finish(stop.value, log))
+    return Pending(elicitor=elicitor, query=query, n_answered=len(log), log=tuple(log))

@@ -1,0 +1,36 @@
+"""Errors raised by the elicitation core; each class names whose fault it is."""
+
+from __future__ import annotations
+
+__all__ = [
+    "DegenerateMetricError",
+    "ElicitationError",
+    "InvalidAnswerError",
+    "InvalidConfigError",
+    "NumericalError",
+    "ReplayMismatchError",
+]
+
+
+class ElicitationError(Exception):
+    """Base class of every error raised by `elicitation`; never raised directly."""
+
+
+class InvalidConfigError(ElicitationError, ValueError):
+    """The caller passed a bad parameter (shape, range, tolerance...)."""
+
+
+class InvalidAnswerError(ElicitationError, ValueError):
+    """An elicitor received something other than a boolean answer."""
+
+
+class ReplayMismatchError(ElicitationError):
+    """A stored answer log and the current code disagree on the queries asked."""
+
+
+class NumericalError(ElicitationError):
+    """The maths failed: a singular system or a non-finite estimate."""
+
+
+class DegenerateMetricError(NumericalError):
+    """The metric violates an assumption the algorithm relies on (e.g. zero gradient at o)."""

@@ -1,0 +1,382 @@
+"""Frozen value types shared by every elicitor: queries, spheres, metrics and results.
+
+Rates follow the paper (Section 2): ``r[i] = P(h = i | Y = i)`` for a ``k``-class problem, so a rate
+vector has shape ``(n_classes,)``; fairness queries carry one rate vector per group, shape
+``(n_groups, n_classes)``. Metrics are scale invariant, so every metric class stores its coefficients in
+the paper's normalisation and exposes ``prefers(first, second)``, the noise-free oracle answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import InvalidAnswerError, InvalidConfigError
+
+__all__ = [
+    "ASYMMETRY_ATOL",
+    "NSD_ATOL",
+    "Elicitation",
+    "Elicitor",
+    "FairQuadraticMetric",
+    "FloatArray",
+    "LinearMetric",
+    "Metric",
+    "Oracle",
+    "Query",
+    "QuadraticMetric",
+    "Sphere",
+    "ask",
+    "as_rate_array",
+    "pair_index",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Largest |B - B^T| entry accepted as "symmetric" (rounding from user input or reconstruction).
+ASYMMETRY_ATOL = 1e-8
+#: Largest positive eigenvalue accepted as "negative semi-definite".
+NSD_ATOL = 1e-9
+#: Coefficient norms below this are treated as zero (no direction to normalise).
+_ZERO_NORM = 1e-12
+
+
+def as_rate_array(values: npt.ArrayLike, name: str, *, ndim: int | None = None) -> FloatArray:
+    """Return a read-only float copy of ``values``, rejecting non-finite entries and wrong ranks."""
+    try:
+        array = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidConfigError(f"{name} must be an array of numbers: {exc}") from exc
+    if ndim is not None and array.ndim != ndim:
+        raise InvalidConfigError(f"{name} must have {ndim} dimension(s), got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise InvalidConfigError(f"{name} must contain only finite numbers")
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class Query:
+    """One pairwise comparison: is ``first`` preferred to ``second``?
+
+    ``first`` and ``second`` are rate arrays, ``(n_classes,)`` or ``(n_groups, n_classes)`` for fairness.
+    ``search`` names the sub-search that asked it (e.g. ``"qpme/z2/lpme"``), ``kind`` the role of the
+    comparison (``"orthant"``, ``"shrink"``, ``"pivot"``, ...), ``coordinate`` the angle or coordinate being
+    searched and ``step`` its position within that search; they exist for display and audit only.
+    """
+
+    first: FloatArray
+    second: FloatArray
+    search: str = ""
+    kind: str = ""
+    coordinate: int | None = None
+    step: int = 0
+
+    def __post_init__(self) -> None:
+        first = as_rate_array(self.first, "first")
+        second = as_rate_array(self.second, "second")
+        if first.shape != second.shape:
+            raise InvalidConfigError(
+                f"first and second must have the same shape, got {first.shape} and {second.shape}"
+            )
+        object.__setattr__(self, "first", first)
+        object.__setattr__(self, "second", second)
+
+    def matches(self, other: Query, atol: float) -> bool:
+        """True when both rate arrays agree with ``other``'s within ``atol``."""
+        return (
+            self.first.shape == other.first.shape
+            and bool(np.allclose(self.first, other.first, rtol=0.0, atol=atol))
+            and bool(np.allclose(self.second, other.second, rtol=0.0, atol=atol))
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Sphere:
+    """A ball of rates ``{r : ||r - center|| <= radius}`` that must lie inside the unit cube."""
+
+    center: FloatArray
+    radius: float
+
+    def __post_init__(self) -> None:
+        center = as_rate_array(self.center, "center", ndim=1)
+        if center.shape[0] < 2:
+            raise InvalidConfigError(f"center must have at least 2 entries (classes), got {center.shape[0]}")
+        radius = float(self.radius)
+        if not np.isfinite(radius) or radius <= 0.0:
+            raise InvalidConfigError(f"radius must be a positive finite number, got {self.radius!r}")
+        if np.any(center - radius < 0.0) or np.any(center + radius > 1.0):
+            raise InvalidConfigError(
+                f"radius {radius:g} around center {np.round(center, 6).tolist()} leaves the unit cube [0, 1]^k; "
+                f"the largest allowed radius here is {float(np.min(np.minimum(center, 1.0 - center))):g}"
+            )
+        object.__setattr__(self, "center", center)
+        object.__setattr__(self, "radius", radius)
+
+    @property
+    def n_classes(self) -> int:
+        """Dimension ``k`` of the rate space."""
+        return int(self.center.shape[0])
+
+    def contains(self, rates: npt.ArrayLike, atol: float = 1e-9) -> bool:
+        """True when ``rates`` lies in the closed ball (up to ``atol``)."""
+        return float(np.linalg.norm(np.asarray(rates, dtype=np.float64) - self.center)) <= self.radius + atol
+
+    @classmethod
+    def around_uniform(cls, n_classes: int, radius: float) -> Sphere:
+        """The sphere at the uniform random classifier's rate ``o = (1/k, ..., 1/k)``."""
+        if n_classes < 2:
+            raise InvalidConfigError(f"n_classes must be at least 2, got {n_classes}")
+        return cls(np.full(n_classes, 1.0 / n_classes), radius)
+
+
+def _normalised(vector: FloatArray, name: str) -> FloatArray:
+    norm = float(np.linalg.norm(vector))
+    if norm < _ZERO_NORM:
+        raise InvalidConfigError(f"{name} must not be zero: a metric needs a direction")
+    result = vector / norm
+    result.setflags(write=False)
+    return result
+
+
+def _check_symmetric(matrix: FloatArray, name: str) -> FloatArray:
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise InvalidConfigError(f"{name} must be a square matrix, got shape {matrix.shape}")
+    if not np.allclose(matrix, matrix.T, rtol=0.0, atol=ASYMMETRY_ATOL):
+        raise InvalidConfigError(f"{name} must be symmetric (|{name} - {name}^T| <= {ASYMMETRY_ATOL:g})")
+    symmetric = (matrix + matrix.T) / 2.0
+    return symmetric
+
+
+class Metric:
+    """Common interface of the metric classes: evaluate rates and answer a query as an exact oracle."""
+
+    #: Fair metrics are costs (lower is better); the others are utilities.
+    higher_is_better: bool = True
+
+    def __call__(self, rates: npt.ArrayLike) -> float:
+        raise NotImplementedError
+
+    def prefers(self, first: npt.ArrayLike, second: npt.ArrayLike) -> bool:
+        """The noise-free oracle answer (Definition 1): is ``first`` strictly better than ``second``?"""
+        a, b = self(first), self(second)
+        return a > b if self.higher_is_better else a < b
+
+    def value_gap(self, first: npt.ArrayLike, second: npt.ArrayLike) -> float:
+        """``|phi(first) - phi(second)|``, the quantity Definition 4's noise threshold acts on."""
+        return abs(self(first) - self(second))
+
+
+@dataclass(frozen=True, eq=False)
+class LinearMetric(Metric):
+    """``phi(r) = <a, r>`` with ``||a||_2 = 1`` (Section 2.2)."""
+
+    a: FloatArray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "a", _normalised(as_rate_array(self.a, "a", ndim=1), "a"))
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.a.shape[0])
+
+    def __call__(self, rates: npt.ArrayLike) -> float:
+        r = np.asarray(rates, dtype=np.float64)
+        return float(self.a @ r)
+
+
+@dataclass(frozen=True, eq=False)
+class QuadraticMetric(Metric):
+    """``phi(r) = <a, r> + 1/2 r^T B r`` with ``B`` NSD and ``||a||^2 + ||B||_F^2 = 1`` (Definition 2).
+
+    ``require_nsd=False`` admits indefinite ``B`` (the general-rates and cubic variants need it).
+    """
+
+    a: FloatArray
+    B: FloatArray
+    require_nsd: bool = True
+
+    def __post_init__(self) -> None:
+        a = as_rate_array(self.a, "a", ndim=1)
+        B = _check_symmetric(as_rate_array(self.B, "B", ndim=2), "B")
+        if B.shape[0] != a.shape[0]:
+            raise InvalidConfigError(f"B must be {a.shape[0]}x{a.shape[0]} to match a, got {B.shape}")
+        if self.require_nsd and float(np.max(np.linalg.eigvalsh(B))) > NSD_ATOL:
+            raise InvalidConfigError("B must be negative semi-definite (largest eigenvalue <= 0)")
+        scale = float(np.sqrt(a @ a + np.sum(B * B)))
+        if scale < _ZERO_NORM:
+            raise InvalidConfigError("a and B must not both be zero")
+        a, B = a / scale, B / scale
+        a.setflags(write=False)
+        B.setflags(write=False)
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "B", B)
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.a.shape[0])
+
+    def gradient(self, rates: npt.ArrayLike) -> FloatArray:
+        """``a + B r``; at ``o`` this is the paper's ``d`` (Equation 4)."""
+        result: FloatArray = self.a + self.B @ np.asarray(rates, dtype=np.float64)
+        return result
+
+    def __call__(self, rates: npt.ArrayLike) -> float:
+        r = np.asarray(rates, dtype=np.float64)
+        return float(self.a @ r + 0.5 * r @ self.B @ r)
+
+
+def pair_index(n_groups: int) -> tuple[tuple[int, int], ...]:
+    """The group pairs ``(u, v)`` with ``u < v`` in the fixed order used for ``B_pairs``."""
+    return tuple((u, v) for u in range(n_groups) for v in range(u + 1, n_groups))
+
+
+@dataclass(frozen=True, eq=False)
+class FairQuadraticMetric(Metric):
+    """The fair cost of Definition 3 (lower is better).
+
+    ``phi(r^{1:m}) = (1 - lam) <a, 1 - r> + lam/2 sum_{u<v} (r^u - r^v)^T B^{uv} (r^u - r^v)``
+    with overall rates ``r = sum_g tau[g] * r^g``, ``a >= 0``, ``||a||_2 = 1``, ``B^{uv}`` PSD and
+    ``1/2 sum ||B^{uv}||_F = 1``. ``B_pairs`` maps ``(u, v)`` (``u < v``, 0-based) to ``(k, k)`` matrices;
+    ``tau`` has shape ``(n_groups, n_classes)``, ``tau[g, i] = P(G = g | Y = i)``, columns summing to one.
+    """
+
+    a: FloatArray
+    B_pairs: Mapping[tuple[int, int], FloatArray]
+    lam: float
+    tau: FloatArray
+    higher_is_better = False
+
+    def __post_init__(self) -> None:
+        a = as_rate_array(self.a, "a", ndim=1)
+        if np.any(a < -NSD_ATOL):
+            raise InvalidConfigError("a (misclassification costs) must be non-negative")
+        a = _normalised(np.clip(a, 0.0, None), "a")
+        tau = as_rate_array(self.tau, "tau", ndim=2)
+        m, k = tau.shape
+        if m < 2:
+            raise InvalidConfigError(f"tau must describe at least 2 groups, got {m}")
+        if k != a.shape[0]:
+            raise InvalidConfigError(f"tau must have {a.shape[0]} columns (classes), got {k}")
+        if np.any(tau < 0.0) or not np.allclose(tau.sum(axis=0), 1.0, atol=1e-8):
+            raise InvalidConfigError("tau must be non-negative with every column (class) summing to one")
+        expected = pair_index(m)
+        if set(self.B_pairs) != set(expected):
+            raise InvalidConfigError(f"B_pairs must have exactly the keys {list(expected)}")
+        pairs: dict[tuple[int, int], FloatArray] = {}
+        for key in expected:
+            B = _check_symmetric(as_rate_array(self.B_pairs[key], f"B_pairs[{key}]", ndim=2), f"B{key}")
+            if B.shape != (k, k):
+                raise InvalidConfigError(f"B_pairs[{key}] must be {k}x{k}, got {B.shape}")
+            if float(np.min(np.linalg.eigvalsh(B))) < -NSD_ATOL:
+                raise InvalidConfigError(f"B_pairs[{key}] must be positive semi-definite")
+            pairs[key] = B
+        total = 0.5 * sum(float(np.linalg.norm(B)) for B in pairs.values())
+        if total < _ZERO_NORM:
+            raise InvalidConfigError("B_pairs must not all be zero")
+        for key, B in pairs.items():
+            scaled = B / total
+            scaled.setflags(write=False)
+            pairs[key] = scaled
+        lam = float(self.lam)
+        if not 0.0 <= lam <= 1.0:
+            raise InvalidConfigError(f"lam must lie in [0, 1], got {self.lam!r}")
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "tau", tau)
+        object.__setattr__(self, "B_pairs", MappingProxyType(pairs))
+        object.__setattr__(self, "lam", lam)
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.a.shape[0])
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.tau.shape[0])
+
+    def overall_rates(self, group_rates: npt.ArrayLike) -> FloatArray:
+        """``r = sum_g tau^g * r^g``, shape ``(n_classes,)``."""
+        result: FloatArray = np.sum(self.tau * np.asarray(group_rates, dtype=np.float64), axis=0)
+        return result
+
+    def violation(self, group_rates: npt.ArrayLike) -> float:
+        """The fairness-violation term ``1/2 sum (r^u - r^v)^T B^{uv} (r^u - r^v)``."""
+        r = np.asarray(group_rates, dtype=np.float64)
+        return float(sum(0.5 * (r[u] - r[v]) @ B @ (r[u] - r[v]) for (u, v), B in self.B_pairs.items()))
+
+    def __call__(self, rates: npt.ArrayLike) -> float:
+        r = np.asarray(rates, dtype=np.float64)
+        if r.shape != self.tau.shape:
+            raise InvalidConfigError(f"rates must have shape {self.tau.shape} (groups x classes), got {r.shape}")
+        error = float(self.a @ (1.0 - self.overall_rates(r)))
+        return (1.0 - self.lam) * error + self.lam * self.violation(r)
+
+
+M = TypeVar("M")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, eq=False)
+class Elicitation(Generic[M]):
+    """What an elicitor returns: the elicited ``metric``, how many queries it asked, and diagnostics.
+
+    ``log`` holds ``(query, answer)`` pairs; elicitors leave it empty and the drivers (`run`, `replay`)
+    fill it. ``details`` carries algorithm-specific intermediate results (slopes, pivots, intervals).
+    """
+
+    metric: M
+    num_queries: int
+    details: Mapping[str, Any] = field(default_factory=dict)
+    log: tuple[tuple[Query, bool], ...] = ()
+
+
+class Elicitor(Generator[Query, bool, R]):
+    """A generator of queries with a known query budget; composes with ``yield from``.
+
+    Public entry points validate their arguments eagerly, then wrap their private generator body in this
+    class so that callers can read ``max_queries`` (for progress bars and budget checks) and ``name``.
+    """
+
+    def __init__(self, body: Generator[Query, bool, R], *, name: str, max_queries: int) -> None:
+        self._body = body
+        self.name = name
+        self.max_queries = max_queries
+
+    def send(self, value: bool) -> Query:
+        return self._body.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Query:  # noqa: D102 - protocol method
+        if val is None and tb is None:
+            return self._body.throw(typ)
+        return self._body.throw(typ, val, tb)
+
+    def close(self) -> None:
+        self._body.close()
+
+    def __iter__(self) -> Iterator[Query]:
+        return self
+
+    def __next__(self) -> Query:
+        return self._body.send(None)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        return f"Elicitor({self.name!r}, max_queries={self.max_queries})"
+
+
+def ask(query: Query) -> Generator[Query, bool, bool]:
+    """Yield ``query`` and return the validated answer (``True``: first preferred).
+
+    Every elicitor obtains answers through this helper so that a non-boolean ``send`` fails loudly.
+    """
+    answer = yield query
+    if not isinstance(answer, (bool, np.bool_)):
+        raise InvalidAnswerError(f"answers must be booleans (True: first preferred), got {answer!r}")
+    return bool(answer)
+
+
+Oracle = Callable[[FloatArray, FloatArray], bool]
