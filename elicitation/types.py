@@ -8,7 +8,7 @@ the paper's normalisation and exposes ``prefers(first, second)``, the noise-free
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
@@ -28,11 +28,11 @@ __all__ = [
     "LinearMetric",
     "Metric",
     "Oracle",
-    "Query",
     "QuadraticMetric",
+    "Query",
     "Sphere",
-    "ask",
     "as_rate_array",
+    "ask",
     "pair_index",
 ]
 
@@ -112,8 +112,8 @@ class Sphere:
             raise InvalidConfigError(f"radius must be a positive finite number, got {self.radius!r}")
         if np.any(center - radius < 0.0) or np.any(center + radius > 1.0):
             raise InvalidConfigError(
-                f"radius {radius:g} around center {np.round(center, 6).tolist()} leaves the unit cube [0, 1]^k; "
-                f"the largest allowed radius here is {float(np.min(np.minimum(center, 1.0 - center))):g}"
+                f"radius {radius:g} around center {np.round(center, 6).tolist()} leaves the unit cube "
+                f"[0, 1]^k; the largest allowed radius here is {float(np.min(np.minimum(center, 1.0 - center))):g}"
             )
         object.__setattr__(self, "center", center)
         object.__setattr__(self, "radius", radius)
@@ -312,7 +312,9 @@ class FairQuadraticMetric(Metric):
     def __call__(self, rates: npt.ArrayLike) -> float:
         r = np.asarray(rates, dtype=np.float64)
         if r.shape != self.tau.shape:
-            raise InvalidConfigError(f"rates must have shape {self.tau.shape} (groups x classes), got {r.shape}")
+            raise InvalidConfigError(
+                f"rates must have shape {self.tau.shape} (groups x classes), got {r.shape}"
+            )
         error = float(self.a @ (1.0 - self.overall_rates(r)))
         return (1.0 - self.lam) * error + self.lam * self.violation(r)
 
@@ -350,7 +352,7 @@ class Elicitor(Generator[Query, bool, R]):
     def send(self, value: bool) -> Query:
         return self._body.send(value)
 
-    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Query:  # noqa: D102 - protocol method
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Query:
         if val is None and tb is None:
             return self._body.throw(typ)
         return self._body.throw(typ, val, tb)
@@ -358,7 +360,7 @@ class Elicitor(Generator[Query, bool, R]):
     def close(self) -> None:
         self._body.close()
 
-    def __iter__(self) -> Iterator[Query]:
+    def __iter__(self) -> Elicitor[R]:
         return self
 
     def __next__(self) -> Query:
