@@ -96,6 +96,10 @@ class Query:
         )
 
 
+def _largest_radius(center: FloatArray) -> float:
+    return float(np.min(np.minimum(center, 1.0 - center)))
+
+
 @dataclass(frozen=True, eq=False)
 class Sphere:
     """A ball of rates ``{r : ||r - center|| <= radius}`` that must lie inside the unit cube."""
@@ -113,7 +117,7 @@ class Sphere:
         if np.any(center - radius < 0.0) or np.any(center + radius > 1.0):
             raise InvalidConfigError(
                 f"radius {radius:g} around center {np.round(center, 6).tolist()} leaves the unit cube "
-                f"[0, 1]^k; the largest allowed radius here is {float(np.min(np.minimum(center, 1.0 - center))):g}"
+                f"[0, 1]^k; the largest allowed radius here is {_largest_radius(center):g}"
             )
         object.__setattr__(self, "center", center)
         object.__setattr__(self, "radius", radius)
