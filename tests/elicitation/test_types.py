@@ -40,7 +40,7 @@ def test_sphere_rejects_bad_parameters(center: list[float], radius: float, messa
 
 
 def test_sphere_error_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="largest allowed radius here is 0.5"):
+    with pytest.raises(ValueError, match=r"largest allowed radius here is 0\.5"):
         Sphere(np.array([0.5, 0.5]), 0.7)
 
 
