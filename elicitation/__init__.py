@@ -9,6 +9,15 @@ from .errors import (
     NumericalError,
     ReplayMismatchError,
 )
+from .oracles import (
+    ExactOracle,
+    LogisticOracle,
+    ThresholdNoiseOracle,
+    random_fair_metric,
+    random_linear_metric,
+    random_quadratic_metric,
+    satisfies_regularity,
+)
 from .types import (
     Elicitation,
     Elicitor,
@@ -27,10 +36,12 @@ __all__ = [
     "Elicitation",
     "ElicitationError",
     "Elicitor",
+    "ExactOracle",
     "FairQuadraticMetric",
     "InvalidAnswerError",
     "InvalidConfigError",
     "LinearMetric",
+    "LogisticOracle",
     "Metric",
     "NumericalError",
     "Pending",
@@ -38,6 +49,11 @@ __all__ = [
     "Query",
     "ReplayMismatchError",
     "Sphere",
+    "ThresholdNoiseOracle",
+    "random_fair_metric",
+    "random_linear_metric",
+    "random_quadratic_metric",
     "replay",
     "run",
+    "satisfies_regularity",
 ]
