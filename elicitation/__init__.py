@@ -9,6 +9,14 @@ from .errors import (
     NumericalError,
     ReplayMismatchError,
 )
+from .evaluation import (
+    ElicitationErrors,
+    RankingQuality,
+    agreement,
+    elicitation_errors,
+    ranking_quality,
+    theorem2_lower_bound,
+)
 from .oracles import (
     ExactOracle,
     LogisticOracle,
@@ -35,6 +43,7 @@ __all__ = [
     "Done",
     "Elicitation",
     "ElicitationError",
+    "ElicitationErrors",
     "Elicitor",
     "ExactOracle",
     "FairQuadraticMetric",
@@ -47,13 +56,18 @@ __all__ = [
     "Pending",
     "QuadraticMetric",
     "Query",
+    "RankingQuality",
     "ReplayMismatchError",
     "Sphere",
     "ThresholdNoiseOracle",
+    "agreement",
+    "elicitation_errors",
     "random_fair_metric",
     "random_linear_metric",
     "random_quadratic_metric",
+    "ranking_quality",
     "replay",
     "run",
     "satisfies_regularity",
+    "theorem2_lower_bound",
 ]

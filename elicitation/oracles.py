@@ -17,7 +17,7 @@ An oracle is any callable ``oracle(first, second) -> bool`` answering "is ``firs
 Every oracle counts its calls (``calls``) and how many of its answers disagreed with the exact answer
 (``wrong_answers``), so simulations can report both.
 
-The random metric generators follow Definition 2/3 and Appendix G's setup as the authors' published
+The random metric generators follow Definition 2/3 and Appendix H's setup as the authors' published
 implementation draws it: linear coefficients uniform in ``[0, 1]^k``; a curvature matrix with random
 orthonormal eigenvectors and eigenvalues uniform in ``[1, 2]`` (negated for ``B`` in ``NSD_k``, kept for
 ``B^{uv}`` in ``PSD_k``); ``||a||^2`` a uniform share in ``[0.3, 0.7]`` of the unit total so that ``a``
@@ -61,7 +61,7 @@ __all__ = [
     "satisfies_regularity",
 ]
 
-#: Appendix G: a metric "follows Assumption 3" when the gradient has a coordinate larger than 1e-2.
+#: Appendix H: a metric "follows Assumption 3" when the gradient has a coordinate larger than 1e-2.
 DEFAULT_MIN_GRADIENT: Final = 1e-2
 #: Range of ``||a||^2`` (share of the unit total) for random quadratic metrics, as in the authors' setup.
 DEFAULT_LINEAR_SHARE: Final = (0.3, 0.7)
@@ -332,7 +332,7 @@ def satisfies_regularity(
     inner_radius : float
         ``varrho``; the points are ``o``, ``o + (rho - varrho) alpha_j`` and ``o - (rho - varrho) alpha_1``.
     min_norm : float
-        Each gradient needs a coordinate of absolute value ``>= min_norm`` (Appendix G's "one coordinate
+        Each gradient needs a coordinate of absolute value ``>= min_norm`` (Appendix H's "one coordinate
         of the gradient greater than 1e-2"), i.e. an infinity norm of at least ``min_norm``.
     min_pivot : float
         Optional stricter check used by the authors' "well-formed" metrics: at every point the pivot
@@ -388,7 +388,7 @@ def random_quadratic_metric(
     nonnegative_a: bool = True,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
 ) -> QuadraticMetric:
-    """Draw a quadratic metric of Definition 2 the way Appendix G's experiments do.
+    """Draw a quadratic metric of Definition 2 the way Appendix H's experiments do.
 
     ``a`` is uniform in ``[0, 1]^k`` (signed uniform in ``[-1, 1]^k`` if ``nonnegative_a`` is false), ``B``
     is ``-S`` for a random positive definite ``S`` (Haar eigenvectors, eigenvalues uniform in ``[1, 2]``),
@@ -475,7 +475,7 @@ def random_fair_metric(
     tau: npt.ArrayLike | None = None,
     tradeoff_range: tuple[float, float] = DEFAULT_TRADEOFF_RANGE,
 ) -> FairQuadraticMetric:
-    """Draw a fair quadratic metric of Definition 3 the way Appendix G's experiments do.
+    """Draw a fair quadratic metric of Definition 3 the way Appendix H's experiments do.
 
     ``a`` is uniform in ``[0, 1]^k`` normalised to unit length (redrawn until every entry is at least
     ``1e-2``), each ``B^{uv}`` a random positive definite matrix (Haar eigenvectors, eigenvalues in
