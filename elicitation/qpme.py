@@ -1,0 +1,551 @@
+"""QPME: elicit a quadratic metric from k + 2 LPME runs on small spheres (Algorithm 1, Appendix C).
+
+Theory of operation
+-------------------
+Around the sphere centre ``o`` the oracle's metric is, up to a constant (Equation 4),
+``phi(r) = <d, r - o> + 1/2 (r - o)^T B (r - o)`` with ``d = a + B o``. Its gradient at ``o + delta`` is
+``g(delta) = d + B delta``, which is *linear* in the unknowns ``(d, B)``.
+
+1. **Non-degeneracy** (Section 3, last paragraph): trivial queries ``(o + varrho alpha_i, o)`` (and, if all
+   answer "no", ``(o - varrho alpha_i, o)``) find a coordinate where the metric moves; if none does, the
+   gradient at ``o`` is zero at this resolution and we raise `DegenerateMetricError` instead of dividing
+   by zero later.
+2. **Local slopes** (lines 1-4): LPME on ``S_o``, on ``S_{z_j}`` with ``z_j = o + (rho - varrho) alpha_j``
+   and on ``S_{-z_p}`` with ``-z_p = o - (rho - varrho) alpha_p`` returns unit slopes ``f``. The pivot ``p``
+   is the coordinate whose slope entries stay farthest from zero over the first ``k + 1`` runs (the most
+   reliable denominator), not blindly the first one. For ``k = 2`` the ``k + 2`` runs give exactly as many
+   equations as unknowns, so a fifth run at the other ``-z`` adds redundancy (the closed form ignores it).
+3. **Reconstruction** (line 5), two interchangeable solvers:
+
+   * ``"closed_form"`` - the paper's Equation 8 (Appendix C) generalised to pivot ``p`` and a second
+     coordinate ``q``: ratios ``F_{i,p,l} = f_{il} / f_{pl}`` give ``d`` and column ``j`` of ``B`` from the
+     run at ``z_j``, and the run at ``-z_p`` fixes ``B_pp``. Lower-triangle entries are mirrored.
+   * ``"lstsq"`` (default) - every run says "``g`` is parallel to ``f``", i.e. ``(I - f f^T) g = 0``:
+     ``k`` linear equations in ``x = (d, B)`` per run, all ``(k + 2) k`` of them stacked with symmetry built
+     in (one unknown per pair ``B_ij = B_ji``). The unit-norm ``x`` minimising the residual is the last right
+     singular vector; off-diagonal unknowns carry a ``sqrt(2)`` so that ``||x|| = 1`` *is*
+     ``||d||^2 + ||B||_F^2 = 1``. Because LPME returns the boundary point where the metric peaks, the KKT
+     condition makes ``f`` parallel to the gradient at ``c + varrho f`` (not at the centre ``c``), so the
+     equations are written there: for a quadratic oracle this removes the local-linearisation bias the
+     paper's analysis pays ``O(varrho)`` for, which lets ``varrho`` grow for noise robustness.
+
+`shifted_quadratic` returns ``(d, B)`` as a `ShiftedQuadratic` (symmetric ``B``, not projected); `qpme`
+builds on it: ``a = d - B o``, optionally projects ``B`` onto the NSD cone and normalises
+(``||a||^2 + ||B||_F^2 = 1``, done by `QuadraticMetric`).
+
+Paper symbols
+-------------
+=======================  =======================  ===============================================
+paper                    code                     meaning
+=======================  =======================  ===============================================
+``o``, ``rho``           ``sphere``               query sphere, centre and radius
+``varrho``               ``inner_radius``         radius of the small LPME spheres
+``epsilon``              ``epsilon``              LPME binary-search tolerance
+``d``                    ``d``                    gradient at ``o``, ``a + B o`` (Equation 4)
+``B``                    ``B``                    Hessian of the metric (symmetric, NSD)
+``alpha_j``              axis ``j``               standard basis vector
+``z_j``                  ``centers[j + 1]``       ``o + (rho - varrho) alpha_j``
+``f_0, f_j, f^-_1``      ``slopes`` rows          unit slopes from the ``k + 2`` LPME runs
+``F_{i,j,l}``            ratios in closed form    ``f_{il} / f_{jl}``
+``d_1`` (pivot)          ``pivot``                coordinate the closed form divides by
+=======================  =======================  ===============================================
+
+Query complexity: at most ``2 k`` trivial queries plus ``k + 2`` LPME runs,
+``O(k^2 log(1/epsilon))`` in total (Theorem 1); `Elicitor.max_queries` is the exact worst case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from .errors import DegenerateMetricError, InvalidConfigError, NumericalError
+from .geometry import inner_sphere, validate_inner_radius
+from .lpme import DEFAULT_CYCLES, DEFAULT_TOLERANCE, lpme, lpme_max_queries, validate_epsilon
+from .types import Elicitation, Elicitor, FloatArray, QuadraticMetric, Query, Sphere, ask
+
+__all__ = [
+    "DEFAULT_INNER_RATIO",
+    "RECONSTRUCTIONS",
+    "Reconstruction",
+    "ShiftedQuadratic",
+    "default_inner_radius",
+    "qpme",
+    "qpme_max_queries",
+    "reconstruct_closed_form",
+    "reconstruct_lstsq",
+    "shifted_quadratic",
+]
+
+Reconstruction = Literal["lstsq", "closed_form"]
+#: The reconstruction solvers `shifted_quadratic` accepts.
+RECONSTRUCTIONS: tuple[str, ...] = ("lstsq", "closed_form")
+#: Default ``varrho / rho``: large enough that compared rates differ in value under Definition-4 noise
+#: (the authors' 5e-3 breaks down at eps_Omega = 1e-3), small enough that k + 2 spheres fit.
+DEFAULT_INNER_RATIO = 0.25
+#: Singular-value gap below which the homogeneous system has no unique solution direction.
+_RANK_TOL = 1e-12
+#: A pivot-ratio denominator smaller than this cannot be divided by (closed form).
+_MIN_DENOMINATOR = 1e-12
+
+
+def default_inner_radius(sphere: Sphere) -> float:
+    """The default ``varrho``: ``DEFAULT_INNER_RATIO * rho``."""
+    return DEFAULT_INNER_RATIO * sphere.radius
+
+
+@dataclass(frozen=True, eq=False)
+class ShiftedQuadratic:
+    """The oracle's utility up to a constant: ``phi(s) ~ <d, s - o> + 1/2 (s - o)^T B (s - o)``.
+
+    ``d`` has shape ``(n_classes,)``, ``B`` ``(n_classes, n_classes)`` (symmetric, not projected, not
+    required NSD); both share one positive scale with ``||d||^2 + ||B||_F^2 = 1``. ``o`` is the centre of
+    the sphere the elicitation ran on. ``pivot`` is the coordinate the run chose as reference (centre of the
+    ``-z`` sphere and the closed form's divisor).
+    """
+
+    d: FloatArray
+    B: FloatArray
+    pivot: int
+
+    def __post_init__(self) -> None:
+        d = np.array(self.d, dtype=np.float64)
+        B = np.array(self.B, dtype=np.float64)
+        if d.ndim != 1 or B.shape != (d.shape[0], d.shape[0]):
+            raise InvalidConfigError(f"d must be (k,) and B (k, k), got {d.shape} and {B.shape}")
+        if not (np.all(np.isfinite(d)) and np.all(np.isfinite(B))):
+            raise NumericalError("the reconstructed metric is not finite")
+        B = (B + B.T) / 2.0
+        scale = float(np.sqrt(d @ d + np.sum(B * B)))
+        if scale == 0.0:
+            raise NumericalError("the reconstructed metric is zero")
+        d, B = d / scale, B / scale
+        d.setflags(write=False)
+        B.setflags(write=False)
+        object.__setattr__(self, "d", d)
+        object.__setattr__(self, "B", B)
+        object.__setattr__(self, "pivot", int(self.pivot))
+
+    def gradient(self, offset: FloatArray) -> FloatArray:
+        """``d + B (s - o)`` for ``offset = s - o``."""
+        result: FloatArray = self.d + self.B @ offset
+        return result
+
+
+def _validate_sphere(sphere: object) -> Sphere:
+    if not isinstance(sphere, Sphere):
+        raise InvalidConfigError(f"sphere must be a Sphere, got {type(sphere).__name__}")
+    return sphere
+
+
+def _resolve_inner_radius(sphere: Sphere, inner_radius: float | None) -> float:
+    if inner_radius is None:
+        return default_inner_radius(sphere)
+    return validate_inner_radius(sphere, inner_radius)
+
+
+def qpme_max_queries(
+    n_classes: int, epsilon: float, cycles: int = DEFAULT_CYCLES, early_stop: bool = True
+) -> int:
+    """Upper bound on the queries of `qpme` / `shifted_quadratic`: ``2 k`` trivial + the LPME runs.
+
+    There are ``k + 2`` LPME runs, plus one for ``k = 2`` (a second ``-z`` sphere).
+    """
+    runs = n_classes + 2 + (1 if n_classes == 2 else 0)
+    return 2 * n_classes + runs * lpme_max_queries(n_classes, epsilon, cycles, early_stop)
+
+
+def shifted_quadratic(
+    sphere: Sphere,
+    *,
+    epsilon: float = DEFAULT_TOLERANCE,
+    inner_radius: float | None = None,
+    reconstruction: Reconstruction = "lstsq",
+    search: str = "qpme",
+    cycles: int = DEFAULT_CYCLES,
+    early_stop: bool = True,
+) -> Elicitor[Elicitation[ShiftedQuadratic]]:
+    """Elicit the oracle's metric around ``o = sphere.center`` as ``(d, B)`` (Algorithm 1, lines 1-5).
+
+    Parameters
+    ----------
+    sphere : Sphere
+        Query sphere ``S`` (centre ``o``, radius ``rho``); every query lies inside it.
+    epsilon : float
+        LPME binary-search tolerance, in ``(0, pi/2)``.
+    inner_radius : float, optional
+        ``varrho`` in ``(0, rho)``; default ``DEFAULT_INNER_RATIO * rho``.
+    reconstruction : {"lstsq", "closed_form"}
+        Least squares over all slope equations with symmetry built in (default), or the paper's closed
+        form (Equation 8) pivoting on one coordinate.
+    search : str
+        Prefix of every query's ``search`` label (fair QPME passes its own).
+    cycles, early_stop : int, bool
+        Passed to every LPME run (see `elicitation.lpme.lpme`).
+
+    Yields
+    ------
+    Query
+        ``kind="pivot"`` trivial queries, then the LPME queries of the ``k + 2`` runs, labelled
+        ``{search}/o/lpme``, ``{search}/z{j}/lpme`` and ``{search}/-z{p}/lpme`` (1-based ``j``, ``p``).
+
+    Receives
+    --------
+    bool
+        ``True`` when ``first`` is preferred.
+
+    Returns
+    -------
+    Elicitor of Elicitation[ShiftedQuadratic]
+        ``metric`` holds ``d``, ``B`` and ``pivot``; ``details`` the slopes (``(runs, k)``), the small
+        spheres' centres, the reconstruction used and its residual.
+
+    Raises
+    ------
+    InvalidConfigError
+        On a bad sphere, ``epsilon``, ``inner_radius`` or ``reconstruction`` (raised eagerly).
+    DegenerateMetricError
+        (while running) if no trivial query shows a non-zero gradient at ``o``.
+    NumericalError
+        (while running) if the slopes do not determine a finite metric.
+
+    Notes
+    -----
+    At most ``qpme_max_queries(k, epsilon, cycles, early_stop)`` queries.
+    """
+    sphere = _validate_sphere(sphere)
+    eps = validate_epsilon(epsilon)
+    varrho = _resolve_inner_radius(sphere, inner_radius)
+    if reconstruction not in RECONSTRUCTIONS:
+        raise InvalidConfigError(f"reconstruction must be one of {RECONSTRUCTIONS}, got {reconstruction!r}")
+    if isinstance(cycles, bool) or not isinstance(cycles, int) or cycles < 1:
+        raise InvalidConfigError(f"cycles must be an integer >= 1, got {cycles!r}")
+    return Elicitor(
+        _shifted_steps(sphere, eps, varrho, reconstruction, search, cycles, bool(early_stop)),
+        name=search,
+        max_queries=qpme_max_queries(sphere.n_classes, eps, cycles, bool(early_stop)),
+    )
+
+
+def _shifted_steps(
+    sphere: Sphere,
+    epsilon: float,
+    varrho: float,
+    reconstruction: str,
+    search: str,
+    cycles: int,
+    early_stop: bool,
+) -> Generator[Query, bool, Elicitation[ShiftedQuadratic]]:
+    k = sphere.n_classes
+    o = sphere.center
+    asked = 0
+
+    # Trivial queries: does moving varrho along some axis change the metric? (Section 3, Appendix C.)
+    moving: tuple[int, int] | None = None
+    for sign in (1, -1):
+        for i in range(k):
+            probe = o.copy()
+            probe[i] += sign * varrho
+            query = Query(probe, o, search, "pivot", i, asked)
+            asked += 1
+            if (yield from ask(query)):
+                moving = (i, sign)
+                break
+        if moving is not None:
+            break
+    if moving is None:
+        raise DegenerateMetricError(
+            f"the metric's gradient at the sphere centre is zero at resolution inner_radius={varrho:g}: "
+            "no rate within that distance along any axis is preferred to the centre, so QPME has no "
+            "direction to start from (Assumption 2)"
+        )
+
+    spheres = [inner_sphere(sphere, varrho)] + [inner_sphere(sphere, varrho, axis=j) for j in range(k)]
+    labels = ["o"] + [f"z{j + 1}" for j in range(k)]
+    slopes: list[FloatArray] = []
+    for small, label in zip(spheres, labels, strict=True):
+        result = yield from lpme(
+            small, epsilon, cycles=cycles, early_stop=early_stop, search=f"{search}/{label}/lpme"
+        )
+        asked += result.num_queries
+        slopes.append(np.array(result.metric.a))
+
+    # The most reliable pivot: its slope entries stay farthest from zero in every run so far.
+    pivot = int(np.argmax(np.min(np.abs(np.array(slopes)), axis=0)))
+    # For k = 2 the paper's k + 2 runs give exactly as many equations as unknowns, so one unlucky slope
+    # leaves the system singular; a run at the other -z makes it overdetermined (about 14 more queries).
+    negative_axes = [pivot] + ([1 - pivot] if k == 2 else [])
+    for axis in negative_axes:
+        negative = inner_sphere(sphere, varrho, axis=axis, sign=-1)
+        result = yield from lpme(
+            negative, epsilon, cycles=cycles, early_stop=early_stop, search=f"{search}/-z{axis + 1}/lpme"
+        )
+        asked += result.num_queries
+        slopes.append(np.array(result.metric.a))
+        spheres.append(negative)
+
+    f = np.array(slopes)
+    centers = np.array([s.center for s in spheres])
+    if reconstruction == "closed_form":
+        d, B = reconstruct_closed_form(f[: k + 2], sphere.radius - varrho, pivot)
+        residual = float("nan")
+    else:
+        d, B, residual = reconstruct_lstsq(f, centers - o, varrho)
+    f.setflags(write=False)
+    centers.setflags(write=False)
+    return Elicitation(
+        metric=ShiftedQuadratic(d, B, pivot),
+        num_queries=asked,
+        details={
+            "slopes": f,
+            "centers": centers,
+            "pivot": pivot,
+            "moving_axis": moving,
+            "inner_radius": varrho,
+            "reconstruction": reconstruction,
+            "residual": residual,
+        },
+    )
+
+
+def _gradient_map(offset: FloatArray) -> FloatArray:
+    """Matrix ``L`` with ``L @ x = d + B offset`` for ``x = (d, diag B, sqrt(2) * upper B)``."""
+    k = offset.shape[0]
+    n_pairs = k * (k - 1) // 2
+    L = np.zeros((k, 2 * k + n_pairs))
+    L[:, :k] = np.eye(k)
+    L[np.arange(k), k + np.arange(k)] = offset
+    column = 2 * k
+    for i in range(k):
+        for j in range(i + 1, k):
+            L[i, column] = offset[j] / np.sqrt(2.0)
+            L[j, column] = offset[i] / np.sqrt(2.0)
+            column += 1
+    return L
+
+
+def _unpack(x: FloatArray, k: int) -> tuple[FloatArray, FloatArray]:
+    d = x[:k].copy()
+    B = np.diag(x[k : 2 * k])
+    column = 2 * k
+    for i in range(k):
+        for j in range(i + 1, k):
+            B[i, j] = B[j, i] = x[column] / np.sqrt(2.0)
+            column += 1
+    return d, B
+
+
+def reconstruct_lstsq(
+    slopes: FloatArray, offsets: FloatArray, inner_radius: float
+) -> tuple[FloatArray, FloatArray, float]:
+    """Least-squares ``(d, B)`` from unit slopes measured on spheres at ``o + offsets``.
+
+    Parameters
+    ----------
+    slopes : ndarray, shape (n_runs, n_classes)
+        Unit LPME slopes ``f``.
+    offsets : ndarray, shape (n_runs, n_classes)
+        Centre of each run's sphere minus ``o``.
+    inner_radius : float
+        Radius of those spheres; slope ``f`` is taken as the gradient direction at ``offset + varrho f``.
+        Pass ``0`` for the paper's local-linear model (gradient at the centre).
+
+    Returns
+    -------
+    d, B, residual
+        ``||d||^2 + ||B||_F^2 = 1`` with ``B`` symmetric and the sign fixed so the gradients point along the
+        slopes; ``residual`` is the smallest singular value (0 for consistent slopes).
+
+    Raises
+    ------
+    NumericalError
+        If the equations leave more than one direction free or the estimate is not finite.
+    """
+    f = np.asarray(slopes, dtype=np.float64)
+    k = f.shape[1]
+    blocks, maps = [], []
+    for slope, offset in zip(f, np.asarray(offsets, dtype=np.float64), strict=True):
+        L = _gradient_map(offset + inner_radius * slope)
+        maps.append(L)
+        blocks.append((np.eye(k) - np.outer(slope, slope)) @ L)
+    A = np.vstack(blocks)
+    if not np.all(np.isfinite(A)):
+        raise NumericalError("the LPME slopes are not finite")
+    _, singular, vt = np.linalg.svd(A)
+    n_unknowns = A.shape[1]
+    if singular.shape[0] < n_unknowns - 1 or singular[n_unknowns - 2] <= _RANK_TOL * max(singular[0], 1.0):
+        raise NumericalError("the slope equations do not determine (d, B) up to scale")
+    x = vt[-1]
+    residual = float(singular[-1]) if singular.shape[0] == n_unknowns else 0.0
+    # Fix the sign: the gradients must point along the elicited slopes, not against them.
+    if sum(float(slope @ (L @ x)) for slope, L in zip(f, maps, strict=True)) < 0.0:
+        x = -x
+    d, B = _unpack(x, k)
+    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(B))):
+        raise NumericalError("the least-squares reconstruction is not finite")
+    return d, B, residual
+
+
+def reconstruct_closed_form(slopes: FloatArray, offset: float, pivot: int) -> tuple[FloatArray, FloatArray]:
+    """The paper's closed form (Appendix C, Equation 8) with pivot coordinate ``p``.
+
+    Parameters
+    ----------
+    slopes : ndarray, shape (n_classes + 2, n_classes)
+        Rows ``f_0`` (at ``o``), ``f_1 .. f_k`` (at ``z_j``) and ``f^-_p`` (at ``o - offset * alpha_p``).
+    offset : float
+        ``rho - varrho``.
+    pivot : int
+        ``p``; the paper's ``d_1`` becomes ``d_p``. The paper's second coordinate (index 2 in Equation 8)
+        becomes the ``q != p`` whose slope ratio differs most between ``z_p`` and ``-z_p``.
+
+    Returns
+    -------
+    d, B
+        Normalised so that ``||d||^2 + ||B||_F^2 = 1``; ``B`` symmetric (lower triangle mirrored, pivot
+        row and column from the run at ``z_p``).
+
+    Raises
+    ------
+    NumericalError
+        If a ratio divides by (nearly) zero.
+    """
+    f = np.asarray(slopes, dtype=np.float64)
+    k = f.shape[1]
+    p = pivot
+    f0, fz, fminus = f[0], f[1 : k + 1], f[k + 1]
+    denominators = np.concatenate(([f0[p]], fz[:, p], [fminus[p]]))
+    if np.any(np.abs(denominators) < _MIN_DENOMINATOR):
+        raise NumericalError(f"a slope vanishes in the pivot coordinate {p}: the closed form divides by zero")
+    F0 = f0 / f0[p]  # F_{i,p,0}
+    Fz = fz / fz[:, p : p + 1]  # row j: F_{i,p,j} for all i
+    Fminus = fminus / fminus[p]  # F^-_{i,p,p}
+    others = [i for i in range(k) if i != p]
+    gaps = np.array([Fminus[i] - Fz[p, i] for i in others])
+    q = others[int(np.argmax(np.abs(gaps)))]
+    gap = Fminus[q] - Fz[p, q]
+    if abs(gap) < _MIN_DENOMINATOR:
+        raise NumericalError("the slopes at z_p and -z_p coincide: B_pp cannot be determined")
+    D = f0[p]  # d_p, on the scale where d = f_0 exactly.
+    d = F0 * D
+    hB_pp = (Fminus[q] + Fz[p, q] - 2.0 * F0[q]) / gap * D
+    # Pivot column from the run at z_p: d_j + h B_jp = F_{j,p,p} (d_p + h B_pp).
+    hB_p = Fz[p] * (D + hB_pp) - d
+    hB_p[p] = hB_pp
+    # Column j from the run at z_j: d_i + h B_ij = F_{i,p,j} (d_p + h B_pj).
+    hC = np.empty((k, k))
+    for j in range(k):
+        hC[:, j] = Fz[j] * (D + hB_p[j]) - d
+    hC[:, p] = hB_p
+    lower = np.tril(hC)
+    hB = lower + np.tril(hC, -1).T
+    hB[p, :] = hB[:, p] = hB_p
+    B = hB / offset
+    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(B))):
+        raise NumericalError("the closed-form reconstruction is not finite")
+    scale = float(np.sqrt(d @ d + np.sum(B * B)))
+    if scale == 0.0:
+        raise NumericalError("the closed-form reconstruction is zero")
+    return d / scale, B / scale
+
+
+def _project_nsd(B: FloatArray) -> FloatArray:
+    """The nearest (Frobenius) negative semi-definite matrix: clip positive eigenvalues to zero."""
+    values, vectors = np.linalg.eigh((B + B.T) / 2.0)
+    result: FloatArray = (vectors * np.minimum(values, 0.0)) @ vectors.T
+    return (result + result.T) / 2.0
+
+
+def qpme(
+    sphere: Sphere,
+    epsilon: float = DEFAULT_TOLERANCE,
+    *,
+    inner_radius: float | None = None,
+    reconstruction: Reconstruction = "lstsq",
+    project_nsd: bool = True,
+    search: str = "qpme",
+    cycles: int = DEFAULT_CYCLES,
+    early_stop: bool = True,
+) -> Elicitor[Elicitation[QuadraticMetric]]:
+    """Elicit a quadratic metric ``<a, r> + 1/2 r^T B r`` with ``||a||^2 + ||B||_F^2 = 1`` (Algorithm 1).
+
+    Parameters
+    ----------
+    sphere : Sphere
+        Query sphere ``S``; every query lies inside it.
+    epsilon : float
+        LPME binary-search tolerance, in ``(0, pi/2)``.
+    inner_radius : float, optional
+        ``varrho`` in ``(0, rho)``; default ``DEFAULT_INNER_RATIO * rho``.
+    reconstruction : {"lstsq", "closed_form"}
+        See `shifted_quadratic`.
+    project_nsd : bool
+        Replace ``B_hat`` by its nearest NSD matrix (the family is NSD). ``False`` keeps the raw symmetric
+        estimate and returns a `QuadraticMetric` with ``require_nsd=False``.
+    search : str
+        Prefix of the queries' ``search`` labels.
+    cycles, early_stop : int, bool
+        Passed to every LPME run.
+
+    Yields
+    ------
+    Query
+        As `shifted_quadratic`.
+
+    Receives
+    --------
+    bool
+        ``True`` when ``first`` is preferred.
+
+    Returns
+    -------
+    Elicitor of Elicitation[QuadraticMetric]
+        ``metric`` is the normalised ``(a_hat, B_hat)`` with ``a_hat = d - B_hat_raw o``; ``details`` adds
+        ``shifted`` (the `ShiftedQuadratic`) to those of `shifted_quadratic`.
+
+    Raises
+    ------
+    InvalidConfigError
+        On bad arguments (eagerly).
+    DegenerateMetricError
+        (while running) if the gradient at ``o`` is zero.
+    NumericalError
+        (while running) if no finite metric can be reconstructed.
+
+    Notes
+    -----
+    At most ``qpme_max_queries(k, epsilon, cycles, early_stop)`` queries, ``O(k^2 log(1/epsilon))``.
+    """
+    inner = shifted_quadratic(
+        sphere,
+        epsilon=epsilon,
+        inner_radius=inner_radius,
+        reconstruction=reconstruction,
+        search=search,
+        cycles=cycles,
+        early_stop=early_stop,
+    )
+    return Elicitor(_qpme_steps(inner, sphere, bool(project_nsd)), name=search, max_queries=inner.max_queries)
+
+
+def _qpme_steps(
+    inner: Elicitor[Elicitation[ShiftedQuadratic]], sphere: Sphere, project_nsd: bool
+) -> Generator[Query, bool, Elicitation[QuadraticMetric]]:
+    shifted = yield from inner
+    d, B = shifted.metric.d, shifted.metric.B
+    a = d - B @ sphere.center
+    if project_nsd:
+        B = _project_nsd(B)
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(B))):
+        raise NumericalError("the quadratic estimate is not finite")
+    if float(np.sqrt(a @ a + np.sum(B * B))) == 0.0:
+        raise NumericalError("the quadratic estimate is zero")
+    metric = QuadraticMetric(a, B, require_nsd=project_nsd)
+    return Elicitation(
+        metric=metric,
+        num_queries=shifted.num_queries,
+        details={**shifted.details, "shifted": shifted.metric, "projected_nsd": project_nsd},
+    )

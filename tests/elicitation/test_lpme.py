@@ -1,0 +1,183 @@
+"""Tests of LPME (Algorithm 2): accuracy, query budget, sphere containment, replay and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import answer_sequences, unit_vectors
+
+from elicitation import (
+    Done,
+    InvalidAnswerError,
+    InvalidConfigError,
+    LinearMetric,
+    NumericalError,
+    Pending,
+    Sphere,
+    replay,
+    run,
+)
+from elicitation.lpme import DEFAULT_TOLERANCE, lpme, lpme_max_queries, search_steps
+
+#: LPME's guarantee is ||a - a_hat|| = O(sqrt(k) epsilon); the constant we hold it to.
+RECOVERY_CONSTANT = 1.0
+
+
+def _sphere(k: int, radius: float = 0.2) -> Sphere:
+    return Sphere.around_uniform(k, radius)
+
+
+@st.composite
+def problems(draw: st.DrawFn) -> tuple[Sphere, LinearMetric]:
+    k = draw(st.integers(2, 5))
+    radius = draw(st.floats(0.01, 1.0 / k))
+    return _sphere(k, radius), LinearMetric(draw(unit_vectors(k)))
+
+
+@settings(max_examples=40)
+@given(problems())
+def test_lpme_recovers_random_linear_metrics_within_sqrt_k_epsilon(
+    problem: tuple[Sphere, LinearMetric],
+) -> None:
+    sphere, metric = problem
+    elicitor = lpme(sphere)
+    result = run(elicitor, metric.prefers)
+    error = float(np.linalg.norm(result.metric.a - metric.a))
+    assert error <= RECOVERY_CONSTANT * math.sqrt(sphere.n_classes) * DEFAULT_TOLERANCE
+    assert result.num_queries == len(result.log) <= elicitor.max_queries
+    for query, _ in result.log:
+        assert sphere.contains(query.first) and sphere.contains(query.second)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_lpme_fixed_and_early_stopping_cycles_agree(k: int, early_stop: bool) -> None:
+    rng = np.random.default_rng(k)
+    metric = LinearMetric(rng.normal(size=k))
+    result = run(lpme(_sphere(k), early_stop=early_stop), metric.prefers)
+    assert np.linalg.norm(result.metric.a - metric.a) <= math.sqrt(k) * DEFAULT_TOLERANCE
+    expected_cycles = 3 if not early_stop else (1 if k == 2 else 2)
+    assert result.details["cycles"] == expected_cycles
+
+
+def test_lpme_early_stopping_saves_queries() -> None:
+    rng = np.random.default_rng(7)
+    metric = LinearMetric(rng.normal(size=4))
+    fast = run(lpme(_sphere(4)), metric.prefers)
+    paper = run(lpme(_sphere(4), early_stop=False), metric.prefers)
+    assert fast.num_queries < paper.num_queries
+
+
+def test_lpme_finds_the_signs_with_k_orthant_queries() -> None:
+    metric = LinearMetric([0.6, -0.8, 0.0])
+    result = run(lpme(_sphere(3)), metric.prefers)
+    kinds = [query.kind for query, _ in result.log]
+    assert kinds[:3] == ["orthant"] * 3 and "orthant" not in kinds[3:]
+    assert [query.coordinate for query, _ in result.log[:3]] == [0, 1, 2]
+    assert list(result.details["signs"][:2]) == [1.0, -1.0]
+    assert np.allclose(result.metric.a, metric.a, atol=math.sqrt(3) * DEFAULT_TOLERANCE)
+
+
+def test_lpme_works_on_a_small_off_centre_sphere() -> None:
+    sphere = Sphere(np.array([0.3, 0.15, 0.55]), 0.01)
+    metric = LinearMetric([-0.2, 0.9, 0.4])
+    result = run(lpme(sphere, epsilon=1e-3, search="qpme/z2/lpme"), metric.prefers)
+    assert np.linalg.norm(result.metric.a - metric.a) <= math.sqrt(3) * 1e-3
+    assert all(query.search == "qpme/z2/lpme" for query, _ in result.log)
+    assert all(sphere.contains(query.first) for query, _ in result.log)
+
+
+def test_lpme_queries_are_labelled_with_strictly_increasing_steps() -> None:
+    result = run(lpme(_sphere(3)), LinearMetric([1.0, 2.0, 3.0]).prefers)
+    steps = [query.step for query, _ in result.log]
+    assert steps == list(range(len(steps)))
+    assert {query.kind for query, _ in result.log} == {"orthant", "shrink"}
+
+
+def test_lpme_max_queries_formula() -> None:
+    assert search_steps(1e-2) == 8  # (pi / 2) / 2^8 = 0.0061 <= 0.01 < 0.0123
+    assert lpme_max_queries(2, 1e-2) == 2 + 1 * 1 * 8 * 2
+    assert lpme_max_queries(3, 1e-2) == 3 + 3 * 2 * 8 * 2
+    assert lpme_max_queries(3, 1e-2, early_stop=False) == lpme_max_queries(3, 1e-2)
+    assert lpme_max_queries(2, 1e-2, early_stop=False) == 2 + 3 * 1 * 8 * 2
+    assert lpme(_sphere(3)).max_queries == lpme_max_queries(3, 1e-2)
+
+
+@settings(max_examples=60)
+@given(st.integers(2, 5), answer_sequences(max_size=250))
+def test_lpme_any_answers_end_within_budget_with_a_unit_estimate(k: int, answers: list[bool]) -> None:
+    elicitor = lpme(_sphere(k))
+    # Cycle the drawn answers so that every run reaches its end.
+    stream = iter(answers * (elicitor.max_queries // max(len(answers), 1) + 1) if answers else [])
+    try:
+        result = run(elicitor, lambda _first, _second: next(stream, True))
+    except NumericalError:
+        return
+    assert result.num_queries <= elicitor.max_queries
+    assert np.all(np.isfinite(result.metric.a))
+    assert math.isclose(float(np.linalg.norm(result.metric.a)), 1.0, rel_tol=1e-9)
+
+
+@settings(max_examples=40)
+@given(st.integers(2, 4), st.lists(st.booleans(), max_size=120), st.data())
+def test_lpme_replay_of_any_prefix_matches_live_driving(
+    k: int, answers: list[bool], data: st.DataObject
+) -> None:
+    sphere = _sphere(k)
+    live = lpme(sphere)
+    query = next(live)
+    live_queries = [query]
+    fed = []
+    try:
+        for answer in answers:
+            query = live.send(answer)
+            fed.append(answer)
+            live_queries.append(query)
+    except StopIteration:
+        pass
+    prefix = data.draw(st.integers(0, len(fed)))
+    state = replay(lpme(sphere), fed[:prefix], expected_queries=live_queries[:prefix])
+    if prefix < len(live_queries):
+        assert isinstance(state, Pending)
+        assert state.query.matches(live_queries[prefix], atol=0.0)
+        assert state.query.kind == live_queries[prefix].kind
+    else:
+        assert isinstance(state, Done)
+
+
+def test_lpme_rejects_non_boolean_answers() -> None:
+    elicitor = lpme(_sphere(2))
+    next(elicitor)
+    with pytest.raises(InvalidAnswerError):
+        elicitor.send(1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": -1e-3}, "epsilon"),
+        ({"epsilon": 2.0}, "epsilon"),
+        ({"epsilon": float("nan")}, "epsilon"),
+        ({"epsilon": "small"}, "epsilon"),
+        ({"cycles": 0}, "cycles"),
+        ({"cycles": 1.5}, "cycles"),
+    ],
+)
+def test_lpme_bad_config_names_the_parameter(kwargs: dict[str, object], name: str) -> None:
+    with pytest.raises(InvalidConfigError, match=name):
+        lpme(_sphere(3), **kwargs)  # type: ignore[arg-type]
+
+
+def test_lpme_rejects_a_non_sphere() -> None:
+    with pytest.raises(InvalidConfigError, match="sphere"):
+        lpme((np.full(3, 1 / 3), 0.2))  # type: ignore[arg-type]
+
+
+def test_sphere_leaving_the_cube_is_rejected_before_lpme() -> None:
+    with pytest.raises(InvalidConfigError, match="radius"):
+        Sphere(np.array([0.1, 0.5]), 0.2)

@@ -1,0 +1,248 @@
+"""Tests of QPME (Algorithm 1) and its shifted-quadratic core: accuracy, reconstruction, budget, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import random_quadratic_metric
+
+from elicitation import (
+    DegenerateMetricError,
+    InvalidConfigError,
+    NumericalError,
+    Pending,
+    QuadraticMetric,
+    Sphere,
+    replay,
+    run,
+)
+from elicitation.geometry import qpme_spheres
+from elicitation.qpme import (
+    ShiftedQuadratic,
+    qpme,
+    qpme_max_queries,
+    reconstruct_closed_form,
+    reconstruct_lstsq,
+    shifted_quadratic,
+)
+
+RADIUS = 0.2
+#: Mean error bounds over 12 fixed-seed metrics per k (measured ~2x below these; the paper's authors report
+#: mean ||a - a_hat|| 0.014-0.067 and ||B - B_hat||_F 0.044-0.28 for k = 2..5).
+MEAN_A_BOUND = 0.08
+MEAN_B_BOUND = 0.25
+
+
+def _sphere(k: int) -> Sphere:
+    return Sphere.around_uniform(k, RADIUS)
+
+
+def _exact_slopes(metric: QuadraticMetric, sphere: Sphere, inner_radius: float, pivot: int) -> np.ndarray:
+    """Unit gradients at the small spheres' centres: the paper's local-linear model, noise-free."""
+    slopes = []
+    for small in qpme_spheres(sphere, inner_radius, pivot):
+        g = metric.gradient(small.center)
+        slopes.append(g / np.linalg.norm(g))
+    return np.array(slopes)
+
+
+def _shifted_truth(metric: QuadraticMetric, sphere: Sphere) -> tuple[np.ndarray, np.ndarray]:
+    d, B = metric.gradient(sphere.center), np.array(metric.B)
+    scale = np.sqrt(d @ d + np.sum(B * B))
+    return d / scale, B / scale
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+@pytest.mark.parametrize("pivot_offset", [0, 1])
+def test_both_reconstructions_are_exact_on_exact_slopes(k: int, pivot_offset: int) -> None:
+    rng = np.random.default_rng(100 + k)
+    metric = random_quadratic_metric(rng, k)
+    sphere = _sphere(k)
+    pivot = (k - 1) * pivot_offset
+    slopes = _exact_slopes(metric, sphere, 0.05, pivot)
+    offsets = np.array([s.center - sphere.center for s in qpme_spheres(sphere, 0.05, pivot)])
+    d_true, B_true = _shifted_truth(metric, sphere)
+    d, B, residual = reconstruct_lstsq(slopes, offsets, 0.0)
+    assert np.allclose(d, d_true, atol=1e-9) and np.allclose(B, B_true, atol=1e-9)
+    assert residual < 1e-9
+    d, B = reconstruct_closed_form(slopes, RADIUS - 0.05, pivot)
+    assert np.allclose(d, d_true, atol=1e-9) and np.allclose(B, B_true, atol=1e-9)
+
+
+def test_lstsq_uses_the_boundary_point_where_the_slope_was_measured() -> None:
+    # f is the gradient direction at c + varrho f (KKT at the boundary maximum), not at the centre c.
+    rng = np.random.default_rng(5)
+    metric = random_quadratic_metric(rng, 3)
+    d_true, B_true = _shifted_truth(metric, _sphere(3))
+    offsets = rng.normal(size=(6, 3)) * 0.1
+    slopes = rng.normal(size=(6, 3))
+    slopes /= np.linalg.norm(slopes, axis=1, keepdims=True)
+    # Make each slope the gradient direction at offset + 0.05 * slope by choosing offsets to fit.
+    points = offsets + 0.05 * slopes
+    slopes = np.array([d_true + B_true @ p for p in points])
+    slopes /= np.linalg.norm(slopes, axis=1, keepdims=True)
+    d, B, _ = reconstruct_lstsq(slopes, points - 0.05 * slopes, 0.05)
+    assert np.allclose(d, d_true, atol=1e-9) and np.allclose(B, B_true, atol=1e-9)
+
+
+def test_closed_form_rejects_a_vanishing_pivot_slope() -> None:
+    slopes = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]])
+    with pytest.raises(NumericalError):
+        reconstruct_closed_form(slopes, 0.15, 0)
+
+
+def test_lstsq_rejects_underdetermined_slopes() -> None:
+    # Identical slopes at identical points: every (d, B) with d along f and B f-invariant fits.
+    slopes = np.tile([1.0, 0.0, 0.0], (5, 1))
+    with pytest.raises(NumericalError):
+        reconstruct_lstsq(slopes, np.zeros((5, 3)), 0.0)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 5])
+def test_qpme_accuracy_regression_on_fixed_seeds(k: int) -> None:
+    rng = np.random.default_rng(2022 + k)
+    errors_a, errors_B = [], []
+    for _ in range(12 if k < 5 else 6):
+        metric = random_quadratic_metric(rng, k)
+        elicitor = qpme(_sphere(k))
+        result = run(elicitor, metric.prefers)
+        assert result.num_queries <= elicitor.max_queries
+        errors_a.append(np.linalg.norm(result.metric.a - metric.a))
+        errors_B.append(np.linalg.norm(result.metric.B - metric.B))
+    assert np.mean(errors_a) <= MEAN_A_BOUND
+    assert np.mean(errors_B) <= MEAN_B_BOUND
+
+
+def test_lstsq_is_at_least_as_accurate_as_the_closed_form_on_the_same_oracles() -> None:
+    rng = np.random.default_rng(77)
+    totals = {"lstsq": 0.0, "closed_form": 0.0}
+    for _ in range(8):
+        metric = random_quadratic_metric(rng, 3)
+        for method in totals:
+            result = run(qpme(_sphere(3), reconstruction=method), metric.prefers)  # type: ignore[arg-type]
+            totals[method] += np.linalg.norm(result.metric.a - metric.a) + np.linalg.norm(
+                result.metric.B - metric.B
+            )
+    assert totals["lstsq"] <= totals["closed_form"]
+
+
+def test_qpme_returns_a_normalised_nsd_metric() -> None:
+    metric = random_quadratic_metric(np.random.default_rng(3), 3)
+    result = run(qpme(_sphere(3)), metric.prefers)
+    a, B = result.metric.a, result.metric.B
+    assert np.isclose(a @ a + np.sum(B * B), 1.0)
+    assert np.max(np.linalg.eigvalsh(B)) <= 1e-9
+    assert result.details["projected_nsd"] is True
+
+
+def test_shifted_quadratic_contract_for_fair_qpme() -> None:
+    rng = np.random.default_rng(11)
+    metric = random_quadratic_metric(rng, 3)
+    sphere = _sphere(3)
+    elicitor = shifted_quadratic(
+        sphere, epsilon=1e-2, inner_radius=0.05, reconstruction="lstsq", search="fair/01"
+    )
+    result = run(elicitor, metric.prefers)
+    shifted = result.metric
+    assert isinstance(shifted, ShiftedQuadratic)
+    assert shifted.d.shape == (3,) and shifted.B.shape == (3, 3)
+    assert np.allclose(shifted.B, shifted.B.T)
+    assert np.isclose(shifted.d @ shifted.d + np.sum(shifted.B * shifted.B), 1.0)
+    assert 0 <= shifted.pivot < 3
+    d_true, B_true = _shifted_truth(metric, sphere)
+    assert np.linalg.norm(shifted.d - d_true) < 0.1
+    assert np.linalg.norm(shifted.B - B_true) < 0.4
+    assert all(query.search.startswith("fair/01") for query, _ in result.log)
+    # qpme is built on it: a = d - B o.
+    direct = run(qpme(sphere, inner_radius=0.05, project_nsd=False), metric.prefers)
+    a = shifted.d - shifted.B @ sphere.center
+    scale = np.sqrt(a @ a + np.sum(shifted.B**2))
+    assert np.allclose(direct.metric.a, a / scale) and np.allclose(direct.metric.B, shifted.B / scale)
+
+
+def test_qpme_queries_stay_inside_the_sphere_and_label_their_search() -> None:
+    metric = random_quadratic_metric(np.random.default_rng(4), 4)
+    sphere = _sphere(4)
+    result = run(qpme(sphere), metric.prefers)
+    searches = {query.search for query, _ in result.log}
+    assert "qpme" in searches and "qpme/o/lpme" in searches and "qpme/z4/lpme" in searches
+    assert any(s.startswith("qpme/-z") for s in searches)
+    for query, _ in result.log:
+        assert sphere.contains(query.first) and sphere.contains(query.second)
+
+
+def test_qpme_max_queries_is_the_sum_of_its_parts() -> None:
+    from elicitation.lpme import lpme_max_queries
+
+    assert qpme_max_queries(3, 1e-2) == 2 * 3 + 5 * lpme_max_queries(3, 1e-2)
+    assert qpme_max_queries(2, 1e-2) == 2 * 2 + 5 * lpme_max_queries(2, 1e-2)
+    assert qpme(_sphere(3)).max_queries == qpme_max_queries(3, 1e-2)
+
+
+def test_qpme_does_not_assume_the_first_gradient_coordinate_is_non_zero() -> None:
+    # d = a + B o with d_1 = 0 exactly; the pivot must move elsewhere.
+    B = -np.diag([0.3, 0.2, 0.1])
+    o = np.full(3, 1 / 3)
+    a = np.array([0.0, 0.5, 0.6]) - B @ o
+    metric = QuadraticMetric(a, B)
+    assert abs(metric.gradient(o)[0]) < 1e-12
+    result = run(qpme(_sphere(3)), metric.prefers)
+    assert result.details["pivot"] != 0
+    assert np.linalg.norm(result.metric.a - metric.a) < 0.05
+
+
+def test_qpme_reports_a_zero_gradient_as_degenerate() -> None:
+    o = np.full(2, 0.5)
+    B = -np.eye(2)
+    metric = QuadraticMetric(-B @ o, B)  # maximum exactly at o
+    with pytest.raises(DegenerateMetricError, match="gradient"):
+        run(qpme(Sphere(o, 0.2)), metric.prefers)
+
+
+@settings(max_examples=25)
+@given(st.integers(2, 3), st.lists(st.booleans(), min_size=1, max_size=64), st.integers(0, 2**16))
+def test_qpme_any_answers_end_within_budget_finite_or_numerical_error(
+    k: int, pattern: list[bool], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    elicitor = qpme(_sphere(k))
+    answers = iter(pattern * (elicitor.max_queries // len(pattern) + 1))
+    del rng
+    try:
+        result = run(elicitor, lambda _first, _second: next(answers))
+    except NumericalError:
+        return
+    assert result.num_queries <= elicitor.max_queries
+    assert np.all(np.isfinite(result.metric.a)) and np.all(np.isfinite(result.metric.B))
+
+
+def test_qpme_replay_reproduces_the_live_queries() -> None:
+    metric = random_quadratic_metric(np.random.default_rng(9), 3)
+    live = run(qpme(_sphere(3)), metric.prefers)
+    answers = [answer for _, answer in live.log]
+    queries = [query for query, _ in live.log]
+    for prefix in (0, 1, 7, len(answers) // 2, len(answers) - 1):
+        state = replay(qpme(_sphere(3)), answers[:prefix], expected_queries=queries[:prefix])
+        assert isinstance(state, Pending)
+        assert state.query.matches(queries[prefix], atol=0.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": -0.1}, "epsilon"),
+        ({"inner_radius": 0.2}, "inner_radius"),
+        ({"inner_radius": 0.5}, "inner_radius"),
+        ({"inner_radius": 0.0}, "inner_radius"),
+        ({"reconstruction": "svd"}, "reconstruction"),
+        ({"cycles": 0}, "cycles"),
+    ],
+)
+def test_qpme_bad_config_names_the_parameter(kwargs: dict[str, object], name: str) -> None:
+    with pytest.raises(InvalidConfigError, match=name):
+        qpme(_sphere(3), **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(InvalidConfigError, match=name):
+        shifted_quadratic(_sphere(3), **kwargs)  # type: ignore[arg-type]
