@@ -1,0 +1,566 @@
+"""Seeded particle posterior over a metric's parameter direction, for the active elicitor.
+
+Theory of operation
+-------------------
+For every metric family the elicitor supports, ``phi(r1) - phi(r2) = <w, f(r1, r2)>`` is linear in a
+parameter vector ``w`` (``a``; the upper triangle of ``B``; the ``B^{uv}``...) with a feature vector ``f``
+of the query. An answer ``y`` (``+1``: first preferred) therefore says ``y <w, f> > 0``: a half-space
+through the origin. Metrics are scale invariant, so only the direction of ``w`` matters; the family fixes
+a norm ``N(w)`` under which ``phi`` has the paper's normalisation, and the answer model is
+
+    P(y | w, beta) = sigmoid(beta * y * <w, f> / N(w))          (noisy, Bradley-Terry / logistic)
+    P(y | w)       = 1[y <w, f> > 0]                             (noise-free, ``beta = None``)
+
+The prior on ``w`` is a zero-mean Gaussian with per-block scales, truncated to the family's convex cone
+(``B`` negative semi-definite, ``B^{uv}`` positive semi-definite, fair costs ``a >= 0``); the likelihood
+depends only on the direction of ``w``, so the implied prior on the direction is a projected Gaussian.
+With a grid of ``beta`` values the noise level is a discrete latent variable with a uniform prior and is
+marginalised by carrying one ``beta`` index per particle.
+
+The posterior is a weighted particle set (sequential Monte Carlo): each answer multiplies the weights by
+its likelihood; when the effective sample size falls below half the particles, they are resampled
+(systematic) and rejuvenated by MCMC moves that leave the current posterior invariant:
+
+* a *radial* Gibbs move: given the direction, ``|w|`` is drawn exactly from its conditional (chi law), so
+  the scale, which no answer informs, never sticks;
+* *line moves* along a direction drawn from the particles' own direction covariance (so an elongated
+  posterior, e.g. the weakly identified ``d d^T`` direction of ``B``, is explored along its long axis
+  instead of collapsing onto copies of a few particles), plus isotropic prior-scale directions.
+  Along a line the Gaussian prior is a 1-D Gaussian and every cone and half-space constraint an interval
+  (semi-definite blocks via a generalised eigenvalue problem), so in the noise-free case the move is an
+  exact Gibbs draw from a truncated normal (hit-and-run); in the noisy case it is slice sampling with the
+  truncated 1-D prior as reference measure and interval shrinkage.
+
+All randomness comes from the ``numpy.random.Generator`` passed in, so the particle set after ``n`` answers
+is a function of the configuration, the seed and the answers only.
+
+Symbols
+-------
+=================  ================================================================
+paper / issue 7    code
+=================  ================================================================
+``w``              rows of ``ParticlePosterior.particles`` (``(n_particles, dim)``)
+``f(r1, r2)``      a query's feature vector; ``y * f`` is stored as ``signed``
+``beta``           ``betas[beta_index]`` (``inf`` encodes the noise-free model)
+``N(w)``           `Family.norm`
+=================  ================================================================
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special  # type: ignore[import-untyped]
+
+from .errors import InvalidConfigError, NumericalError
+from .types import FloatArray
+
+__all__ = [
+    "BLOCK_KINDS",
+    "DEFAULT_MOVES",
+    "RESAMPLE_THRESHOLD",
+    "Block",
+    "Family",
+    "ParticlePosterior",
+    "sym_from_vec",
+    "vec_from_sym",
+]
+
+IntArray = npt.NDArray[np.int64]
+
+#: Cone constraints a parameter block can carry.
+BLOCK_KINDS = ("free", "nonnegative", "nsd", "psd")
+#: MCMC line moves per rejuvenation (each preceded by a radial move).
+DEFAULT_MOVES = 4
+#: Resample when the effective sample size falls below this share of the particles.
+RESAMPLE_THRESHOLD = 0.5
+#: Prior-only sweeps that turn the initial cone draws into draws from the truncated Gaussian prior.
+_BURN_IN_SWEEPS = 12
+#: Every fourth line move uses an isotropic prior-scale direction rather than the particle covariance.
+_ISOTROPIC_EVERY = 2
+#: Slice-sampling shrink steps before a particle gives up and stays where it is (a valid, lazy move).
+_MAX_SHRINKS = 40
+#: Relative ridge added to the direction covariance so its Cholesky factor exists.
+_COVARIANCE_RIDGE = 1e-6
+#: Samples drawn strictly inside a hard-constraint chord, away from its ends by this share of its length.
+_CHORD_MARGIN = 1e-9
+
+
+@functools.lru_cache(maxsize=64)
+def _sym_indices(k: int) -> tuple[IntArray, IntArray, FloatArray]:
+    rows, cols = np.triu_indices(k)
+    weights = np.where(rows == cols, 1.0, np.sqrt(2.0))
+    return rows.astype(np.int64), cols.astype(np.int64), weights
+
+
+def vec_from_sym(matrices: npt.ArrayLike) -> FloatArray:
+    """Isometric half-vectorisation: ``(..., k, k)`` symmetric -> ``(..., k(k+1)/2)``, ``|v| = |B|_F``.
+
+    Diagonal entries come first in row-major upper-triangle order, off-diagonal ones scaled by ``sqrt 2``
+    so that ``vec(A) . vec(B) = <A, B>_F``.
+    """
+    array = np.asarray(matrices, dtype=np.float64)
+    rows, cols, weights = _sym_indices(array.shape[-1])
+    result: FloatArray = array[..., rows, cols] * weights
+    return result
+
+
+def sym_from_vec(vectors: npt.ArrayLike, k: int) -> FloatArray:
+    """Inverse of `vec_from_sym`: ``(..., k(k+1)/2)`` -> symmetric ``(..., k, k)``."""
+    array = np.asarray(vectors, dtype=np.float64)
+    rows, cols, weights = _sym_indices(k)
+    upper = np.zeros((*array.shape[:-1], k, k))
+    upper[..., rows, cols] = array / weights
+    diagonal = np.zeros_like(upper)
+    diagonal[..., np.arange(k), np.arange(k)] = upper[..., np.arange(k), np.arange(k)]
+    result: FloatArray = upper + np.swapaxes(upper, -1, -2) - diagonal
+    return result
+
+
+@dataclass(frozen=True)
+class Block:
+    """A contiguous slice ``[start, stop)`` of ``w`` with a cone constraint and a prior scale.
+
+    ``kind`` is one of `BLOCK_KINDS`; ``"nsd"``/``"psd"`` blocks hold `vec_from_sym` of a ``(size, size)``
+    matrix. ``norm_weight`` is the block's weight in a ``"sum"`` family norm.
+    """
+
+    start: int
+    stop: int
+    kind: str
+    scale: float
+    size: int = 0
+    norm_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Family:
+    """Parameter layout of a metric family: blocks and the norm that gives ``phi`` its normalisation.
+
+    ``norm_kind`` ``"l2"``: ``N(w) = |w|_2`` (linear and quadratic metrics, ``|a|^2 + |B|_F^2 = 1``);
+    ``"sum"``: ``N(w) = sum_b norm_weight_b |w_b|_2`` (fair metrics, ``|a| + 1/2 sum |B^{uv}|_F = 1``).
+    """
+
+    blocks: tuple[Block, ...]
+    norm_kind: str
+
+    @property
+    def dim(self) -> int:
+        """Length of ``w``."""
+        return self.blocks[-1].stop
+
+    @property
+    def prior_scale(self) -> FloatArray:
+        """Per-coordinate prior standard deviation, shape ``(dim,)``."""
+        scale = np.empty(self.dim)
+        for block in self.blocks:
+            scale[block.start : block.stop] = block.scale
+        return scale
+
+    def norm(self, particles: FloatArray) -> FloatArray:
+        """``N(w)`` for every row of ``particles`` (``(n, dim)`` -> ``(n,)``)."""
+        squares = np.stack([np.sum(particles[:, b.start : b.stop] ** 2, axis=1) for b in self.blocks], axis=0)
+        return self._combine(squares)
+
+    def _combine(self, squares: FloatArray) -> FloatArray:
+        """Combine per-block squared norms ``(n_blocks, n)`` into ``N``."""
+        if self.norm_kind == "l2":
+            result: FloatArray = np.sqrt(np.sum(squares, axis=0))
+            return result
+        weights = np.array([b.norm_weight for b in self.blocks])[:, None]
+        combined: FloatArray = np.sum(weights * np.sqrt(np.maximum(squares, 0.0)), axis=0)
+        return combined
+
+    def in_cone(self, particles: FloatArray) -> npt.NDArray[np.bool_]:
+        """True for rows that satisfy every block's cone constraint (up to rounding)."""
+        ok = np.ones(particles.shape[0], dtype=bool)
+        for block in self.blocks:
+            values = particles[:, block.start : block.stop]
+            if block.kind == "nonnegative":
+                ok &= np.all(values >= -1e-12, axis=1)
+            elif block.kind in ("nsd", "psd"):
+                sign = -1.0 if block.kind == "nsd" else 1.0
+                eig = np.linalg.eigvalsh(sign * sym_from_vec(values, block.size))
+                ok &= eig[:, 0] >= -1e-10 * np.maximum(1.0, np.abs(eig[:, -1]))
+        return ok
+
+
+def _truncated_normal(
+    rng: np.random.Generator, mean: FloatArray, sd: FloatArray, lo: FloatArray, hi: FloatArray
+) -> FloatArray:
+    """One draw per entry from ``N(mean, sd^2)`` restricted to ``[lo, hi]`` (bounds may be infinite).
+
+    Inverse-CDF sampling on the side of the bulk that keeps precision: intervals in the upper tail are
+    mirrored to the lower tail, where ``ndtr`` is accurate.
+    """
+    alpha = (lo - mean) / sd
+    beta = (hi - mean) / sd
+    u = rng.random(mean.shape)
+    upper = alpha > 0.0
+    a = np.where(upper, -beta, alpha)
+    b = np.where(upper, -alpha, beta)
+    p_lo = special.ndtr(a)
+    p_hi = special.ndtr(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = special.ndtri(p_lo + u * (p_hi - p_lo))
+    # Intervals deep in a tail have p_hi == p_lo in floating point; there the density is nearly
+    # exponential across the interval and a uniform draw between the finite ends is an adequate fallback.
+    finite = np.isfinite(a) & np.isfinite(b)
+    degenerate = ~np.isfinite(z) | (p_hi - p_lo <= 1e-300)
+    with np.errstate(invalid="ignore"):
+        uniform = a + u * (b - a)
+    z = np.where(degenerate & finite, uniform, z)
+    z = np.where(degenerate & ~finite, np.where(np.isfinite(a), a, np.where(np.isfinite(b), b, 0.0)), z)
+    z = np.clip(z, a, b)
+    z = np.where(upper, -z, z)
+    result: FloatArray = mean + sd * z
+    return result
+
+
+def _logsigmoid(x: FloatArray) -> FloatArray:
+    result: FloatArray = -np.logaddexp(0.0, -x)
+    return result
+
+
+class ParticlePosterior:
+    """Weighted particles ``(w_j, beta_j)`` approximating the posterior after the answers seen so far.
+
+    Parameters
+    ----------
+    family : Family
+        Parameter layout, cone constraints, prior scales and norm.
+    betas : sequence of float or None
+        Noise levels of the logistic answer model (a grid is marginalised with a uniform prior);
+        ``None`` selects the noise-free model (answers are hard half-space constraints).
+    n_particles : int
+        Number of particles.
+    rng : numpy.random.Generator
+        The only source of randomness.
+    moves : int
+        Line moves per rejuvenation.
+    """
+
+    def __init__(
+        self,
+        family: Family,
+        betas: Sequence[float] | None,
+        n_particles: int,
+        rng: np.random.Generator,
+        *,
+        moves: int = DEFAULT_MOVES,
+    ) -> None:
+        self.family = family
+        self.hard = betas is None
+        self.betas: FloatArray = np.array([np.inf] if betas is None else list(betas), dtype=np.float64)
+        self.n = int(n_particles)
+        self.rng = rng
+        self.moves = int(moves)
+        self.signed: FloatArray = np.zeros((0, family.dim))
+        self.dropped: list[int] = []
+        self.n_answers = 0
+        self.particles = self._initial_particles()
+        self.log_weights: FloatArray = np.zeros(self.n)
+        self.beta_index: IntArray = rng.integers(0, self.betas.shape[0], self.n).astype(np.int64)
+        for sweep in range(_BURN_IN_SWEEPS):
+            self._radial_move()
+            self._line_move(isotropic=sweep % 2 == 0)
+
+    # ------------------------------------------------------------------------------------------------
+    # Public interface
+    # ------------------------------------------------------------------------------------------------
+
+    @property
+    def weights(self) -> FloatArray:
+        """Normalised particle weights, shape ``(n_particles,)``."""
+        shifted = self.log_weights - np.max(self.log_weights)
+        w = np.exp(shifted)
+        result: FloatArray = w / np.sum(w)
+        return result
+
+    @property
+    def effective_size(self) -> float:
+        """Effective sample size ``1 / sum w_j^2`` of the weights."""
+        w = self.weights
+        return float(1.0 / np.sum(w * w))
+
+    def normalised(self) -> FloatArray:
+        """Particles scaled to ``N(w) = 1`` (the paper's normalisation), shape ``(n_particles, dim)``."""
+        result: FloatArray = self.particles / self.family.norm(self.particles)[:, None]
+        return result
+
+    def beta_probabilities(self) -> FloatArray:
+        """Posterior probability of each ``beta`` grid value, shape ``(n_betas,)``."""
+        result: FloatArray = np.bincount(
+            self.beta_index, weights=self.weights, minlength=self.betas.shape[0]
+        ).astype(np.float64)
+        return result
+
+    def answer_probabilities(self, features: FloatArray) -> FloatArray:
+        """``P(first preferred | w_j, beta_j)`` for each candidate and particle: ``(n_cand, n_particles)``."""
+        margins = features @ self.normalised().T
+        if self.hard:
+            result: FloatArray = (margins > 0.0).astype(np.float64)
+            return result
+        probabilities: FloatArray = special.expit(margins * self.betas[self.beta_index][None, :])
+        return probabilities
+
+    def update(self, signed_feature: FloatArray) -> None:
+        """Condition on one answer, given as ``y * f`` (so that the answer says ``<w, y f> > 0``)."""
+        index = self.n_answers
+        self.n_answers += 1
+        margins = self.particles @ signed_feature / self.family.norm(self.particles)
+        if self.hard:
+            consistent = margins > 0.0
+            if not np.any(consistent[self.log_weights > -np.inf]):
+                # No particle of positive weight agrees: the answers contradict each other (or the
+                # family). Inconsistent answers are valid input, so this one is recorded and ignored.
+                self.dropped.append(index)
+                return
+            self.log_weights = np.where(consistent, self.log_weights, -np.inf)
+        else:
+            self.log_weights = self.log_weights + _logsigmoid(self.betas[self.beta_index] * margins)
+        self.signed = np.vstack([self.signed, signed_feature[None, :]])
+        if not np.all(np.isfinite(self.particles)):
+            raise NumericalError("the particle posterior produced non-finite parameters")
+        if self.effective_size < RESAMPLE_THRESHOLD * self.n:
+            self._resample()
+            for move in range(self.moves):
+                self._radial_move()
+                self._line_move(isotropic=(move + 1) % _ISOTROPIC_EVERY == 0)
+                if not self.hard and self.betas.shape[0] > 1:
+                    self._beta_move()
+
+    # ------------------------------------------------------------------------------------------------
+    # Initialisation and moves
+    # ------------------------------------------------------------------------------------------------
+
+    def _initial_particles(self) -> FloatArray:
+        """Points strictly inside the cone (burn-in then targets the truncated Gaussian prior)."""
+        particles = self.rng.standard_normal((self.n, self.family.dim)) * self.family.prior_scale
+        for block in self.family.blocks:
+            values = particles[:, block.start : block.stop]
+            if block.kind == "nonnegative":
+                particles[:, block.start : block.stop] = np.abs(values)
+            elif block.kind in ("nsd", "psd"):
+                k = block.size
+                g = self.rng.standard_normal((self.n, k, k + 1)) * block.scale / np.sqrt(k + 1)
+                gram = g @ np.swapaxes(g, 1, 2)
+                sign = -1.0 if block.kind == "nsd" else 1.0
+                particles[:, block.start : block.stop] = vec_from_sym(sign * gram)
+        return particles
+
+    def _resample(self) -> None:
+        """Systematic resampling to equal weights."""
+        w = self.weights
+        positions = (self.rng.random() + np.arange(self.n)) / self.n
+        cumulative = np.cumsum(w)
+        cumulative[-1] = 1.0
+        index = np.searchsorted(cumulative, positions, side="right")
+        index = np.minimum(index, self.n - 1)
+        self.particles = self.particles[index].copy()
+        self.beta_index = self.beta_index[index].copy()
+        self.log_weights = np.zeros(self.n)
+
+    def _radial_move(self) -> None:
+        """Exact Gibbs draw of ``|w|`` given the direction (the likelihood does not see the scale)."""
+        precision = 1.0 / self.family.prior_scale**2
+        radius = np.linalg.norm(self.particles, axis=1)
+        direction = self.particles / radius[:, None]
+        quadratic = np.sum(direction * direction * precision, axis=1)
+        new_radius = np.sqrt(self.rng.chisquare(self.family.dim, self.n) / quadratic)
+        self.particles = direction * new_radius[:, None]
+
+    def _constraint_precision(self) -> FloatArray:
+        """Curvature of the answers' log-likelihood at the posterior mean, shape ``(dim, dim)``.
+
+        Noise-free: the Hessian of the log-barrier ``-sum log <w, y f>`` (its Dikin ellipsoid is inscribed
+        in the feasible cone, long where few answers bind); noisy: the Fisher information. Unlike the
+        particles' covariance it is computed from the answers, so it cannot inherit a collapse of the cloud.
+        """
+        mean = self.weights @ self.normalised()
+        margins = self.signed @ mean
+        if self.hard:
+            curvature = 1.0 / np.maximum(margins, 1e-12) ** 2
+        else:
+            beta = float(self.weights @ self.betas[self.beta_index])
+            p = 1.0 / (1.0 + np.exp(-np.clip(beta * margins, -50.0, 50.0)))
+            curvature = beta**2 * p * (1.0 - p)
+        result: FloatArray = (self.signed * curvature[:, None]).T @ self.signed
+        return result
+
+    def _directions(self, isotropic: bool) -> FloatArray:
+        z = self.rng.standard_normal((self.n, self.family.dim))
+        if isotropic:
+            if self.signed.shape[0] == 0:
+                result: FloatArray = z * self.family.prior_scale
+                return result
+            # Directions distributed as the inverse of the answers' curvature (plus the prior's).
+            radius = float(self.weights @ np.linalg.norm(self.particles, axis=1))
+            precision = self._constraint_precision() / radius**2 + np.diag(1.0 / self.family.prior_scale**2)
+            factor = np.linalg.cholesky(precision)
+            dikin: FloatArray = np.linalg.solve(factor.T, z.T).T
+            return dikin
+        # The covariance of the particles' unit directions, scaled by each particle's length: steps
+        # follow the posterior's shape (long along weakly identified directions, short elsewhere).
+        w = self.weights
+        unit = self.particles / np.linalg.norm(self.particles, axis=1)[:, None]
+        mean = w @ unit
+        centred = unit - mean
+        covariance = (centred * w[:, None]).T @ centred
+        ridge = _COVARIANCE_RIDGE * max(float(np.trace(covariance)), 1e-12) / self.family.dim
+        covariance += ridge * np.eye(self.family.dim)
+        factor = np.linalg.cholesky(covariance)
+        scaled: FloatArray = (z @ factor.T) * np.linalg.norm(self.particles, axis=1)[:, None]
+        return scaled
+
+    def _linear_interval(self, directions: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """``[lo, hi]`` of steps ``s`` keeping ``w + s u`` in the linear constraints (``lo <= 0 <= hi``).
+
+        Those are the non-negativity blocks and, for the noise-free model, every answer's half-space.
+        """
+        lo = np.full(self.n, -np.inf)
+        hi = np.full(self.n, np.inf)
+        pieces = [
+            (self.particles[:, b.start : b.stop].T, directions[:, b.start : b.stop].T)
+            for b in self.family.blocks
+            if b.kind == "nonnegative"
+        ]
+        if self.hard and self.signed.shape[0] > 0:
+            pieces.append((self.signed @ self.particles.T, self.signed @ directions.T))
+        for value, along in pieces:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = -value / along
+            lo = np.maximum(lo, np.max(np.where(along > 0.0, ratio, -np.inf), axis=0))
+            hi = np.minimum(hi, np.min(np.where(along < 0.0, ratio, np.inf), axis=0))
+        lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
+        width = np.where(np.isfinite(hi - lo), hi - lo, 0.0)
+        # Stay a hair inside the chord so rounding never puts a particle on a constraint's boundary.
+        return lo + _CHORD_MARGIN * width, hi - _CHORD_MARGIN * width
+
+    def _in_semidefinite_cones(self, points: FloatArray) -> npt.NDArray[np.bool_]:
+        ok = np.ones(points.shape[0], dtype=bool)
+        for block in self.family.blocks:
+            if block.kind in ("nsd", "psd"):
+                sign = -1.0 if block.kind == "nsd" else 1.0
+                ok &= (
+                    np.linalg.eigvalsh(sign * sym_from_vec(points[:, block.start : block.stop], block.size))[
+                        :, 0
+                    ]
+                    >= 0.0
+                )
+        return ok
+
+    def _line_move(self, *, isotropic: bool) -> None:
+        """One hit-and-run / slice move of every particle along a random line.
+
+        The step is drawn from the Gaussian prior restricted to the chord of the linear constraints; a
+        proposal outside a semi-definite cone or (noisy model) below the slice level shrinks the bracket
+        towards the current point. Feasible sets along a line are intervals containing 0 (convex cones),
+        and the likelihood slice is handled exactly by the shrinkage, so the move leaves the posterior
+        invariant.
+        """
+        u = self._directions(isotropic)
+        left, right = self._linear_interval(u)
+        precision = 1.0 / self.family.prior_scale**2
+        curvature = np.sum(u * u * precision, axis=1)
+        slope = np.sum(self.particles * u * precision, axis=1)
+        mean = -slope / curvature
+        sd = 1.0 / np.sqrt(curvature)
+        soft = not self.hard and self.signed.shape[0] > 0
+        semidefinite = any(b.kind in ("nsd", "psd") for b in self.family.blocks)
+        if soft:
+            beta = self.betas[self.beta_index]
+            margins = self.signed @ self.particles.T
+            along = self.signed @ u.T
+            norms = self._line_norms(u)
+            zero = np.zeros(self.n)
+            threshold = self._line_loglik(zero, margins, along, norms, beta) - self.rng.exponential(
+                1.0, self.n
+            )
+        step = np.zeros(self.n)
+        pending = np.arange(self.n)
+        for _ in range(_MAX_SHRINKS):
+            if pending.size == 0:
+                break
+            proposal = _truncated_normal(self.rng, mean[pending], sd[pending], left[pending], right[pending])
+            accepted = np.ones(pending.size, dtype=bool)
+            if semidefinite:
+                accepted &= self._in_semidefinite_cones(
+                    self.particles[pending] + proposal[:, None] * u[pending]
+                )
+            if soft:
+                check = np.flatnonzero(accepted)
+                sub = pending[check]
+                sub_norms = (norms[0][:, sub], norms[1][:, sub], norms[2][:, sub])
+                loglik = self._line_loglik(
+                    proposal[check], margins[:, sub], along[:, sub], sub_norms, beta[sub]
+                )
+                accepted[check] = loglik > threshold[sub]
+            step[pending[accepted]] = proposal[accepted]
+            rejected = pending[~accepted]
+            below = proposal[~accepted] < 0.0
+            left[rejected[below]] = proposal[~accepted][below]
+            right[rejected[~below]] = proposal[~accepted][~below]
+            pending = rejected
+        self.particles = self.particles + step[:, None] * u
+
+    def _line_norms(self, u: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Per-block coefficients of ``|w_b + s u_b|^2 = c0 + 2 s c1 + s^2 c2``, each ``(n_blocks, n)``."""
+        blocks = self.family.blocks
+        c0 = np.stack([np.sum(self.particles[:, b.start : b.stop] ** 2, axis=1) for b in blocks])
+        c1 = np.stack(
+            [np.sum(self.particles[:, b.start : b.stop] * u[:, b.start : b.stop], axis=1) for b in blocks]
+        )
+        c2 = np.stack([np.sum(u[:, b.start : b.stop] ** 2, axis=1) for b in blocks])
+        return c0, c1, c2
+
+    def _line_loglik(
+        self,
+        step: FloatArray,
+        margins: FloatArray,
+        along: FloatArray,
+        norms: tuple[FloatArray, FloatArray, FloatArray],
+        beta: FloatArray,
+    ) -> FloatArray:
+        c0, c1, c2 = norms
+        squares = c0 + 2.0 * step[None, :] * c1 + step[None, :] ** 2 * c2
+        scale = self.family._combine(squares)
+        z = (margins + step[None, :] * along) * (beta / scale)[None, :]
+        result: FloatArray = np.sum(_logsigmoid(z), axis=0)
+        return result
+
+    def _beta_move(self) -> None:
+        """Exact Gibbs draw of each particle's noise level from the grid."""
+        margins = (self.signed @ self.particles.T) / self.family.norm(self.particles)[None, :]
+        loglik = np.stack([np.sum(_logsigmoid(b * margins), axis=0) for b in self.betas])  # (G, n)
+        gumbel = -np.log(self.rng.exponential(1.0, loglik.shape))
+        self.beta_index = np.argmax(loglik + gumbel, axis=0).astype(np.int64)
+
+
+def check_betas(beta: float | Sequence[float] | None) -> tuple[float, ...] | None:
+    """Validate a noise level or grid; ``None`` (noise-free) passes through."""
+    if beta is None:
+        return None
+    values = [beta] if isinstance(beta, (int, float, np.floating, np.integer)) else list(beta)
+    if isinstance(beta, bool) or not values:
+        raise InvalidConfigError(
+            f"beta must be a positive number, a non-empty list of them or None, got {beta!r}"
+        )
+    result = []
+    for value in values:
+        if isinstance(value, bool):
+            raise InvalidConfigError(f"beta values must be numbers, got {value!r}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError) as exc:
+            raise InvalidConfigError(f"beta values must be numbers, got {value!r}") from exc
+        if not np.isfinite(number) or number <= 0.0:
+            raise InvalidConfigError(f"beta values must be positive finite numbers, got {value!r}")
+        result.append(number)
+    if len(set(result)) != len(result):
+        raise InvalidConfigError(f"beta grid values must be distinct, got {result}")
+    return tuple(result)

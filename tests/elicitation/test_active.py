@@ -1,0 +1,273 @@
+"""Tests for the active Bayesian elicitor (issue 7): support consistency, recovery, replay, perceptibility."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elicitation import (
+    Done,
+    FairQuadraticMetric,
+    InvalidAnswerError,
+    InvalidConfigError,
+    LinearMetric,
+    Pending,
+    QuadraticMetric,
+    ReplayMismatchError,
+    Sphere,
+    replay,
+    run,
+)
+from elicitation.active import _FamilySpec, active_fair, active_linear, active_quadratic, ranking_probability
+from elicitation.oracles import (
+    ExactOracle,
+    LogisticOracle,
+    random_fair_metric,
+    random_linear_metric,
+    random_quadratic_metric,
+)
+from elicitation.posterior import ParticlePosterior, vec_from_sym
+from elicitation.rates import SyntheticSpace
+
+#: Particles used where a test does not measure accuracy (keeps the suite fast).
+FAST_PARTICLES = 160
+
+
+def _drive(elicitor, metric, answers: int):
+    """Answer ``answers`` queries exactly; return the elicitor and the log."""
+    query = next(elicitor)
+    log = []
+    for _ in range(answers):
+        answer = bool(metric.prefers(query.first, query.second))
+        log.append((query, answer))
+        query = elicitor.send(answer)
+    return query, log
+
+
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1), k=st.sampled_from([2, 3]))
+def test_active_noise_free_answers_consistent_with_posterior_support(seed: int, k: int) -> None:
+    metric = random_quadratic_metric(np.random.default_rng(seed), k)
+    sphere = Sphere.around_uniform(k, 0.2)
+    elicitor = active_quadratic(
+        sphere, seed=seed, beta=None, max_queries=40, tolerance=0.0, n_particles=FAST_PARTICLES
+    )
+    query = next(elicitor)
+    posterior = elicitor._state.posterior
+    for _ in range(12):
+        query = elicitor.send(bool(metric.prefers(query.first, query.second)))
+        alive = posterior.log_weights > -np.inf
+        assert alive.any()
+        # Every particle with positive weight satisfies every answer and the NSD constraint.
+        assert np.all(posterior.signed @ posterior.particles[alive].T > 0.0)
+        assert np.all(posterior.family.in_cone(posterior.particles[alive]))
+    # The truth itself satisfies every stored constraint (nothing was dropped as inconsistent).
+    truth = np.concatenate([metric.a, vec_from_sym(metric.B)])
+    assert np.all(posterior.signed @ truth > 0.0)
+    assert posterior.dropped == []
+
+
+@pytest.mark.parametrize(
+    ("k", "answers", "a_tol", "b_tol"),
+    [(2, 30, 0.04, 0.1), (3, 50, 0.06, 0.3)],
+)
+def test_active_quadratic_recovers_random_metrics(k: int, answers: int, a_tol: float, b_tol: float) -> None:
+    sphere = Sphere.around_uniform(k, 0.2)
+    a_errors, b_errors = [], []
+    for trial in range(2):
+        metric = random_quadratic_metric(np.random.default_rng(1000 + trial), k)
+        result = run(
+            active_quadratic(sphere, seed=trial, beta=None, max_queries=answers, tolerance=0.0),
+            ExactOracle(metric),
+        )
+        assert result.num_queries == answers
+        assert isinstance(result.metric, QuadraticMetric)
+        a_errors.append(float(np.linalg.norm(result.metric.a - metric.a)))
+        b_errors.append(float(np.linalg.norm(result.metric.B - metric.B)))
+    assert max(a_errors) < a_tol, a_errors
+    assert max(b_errors) < b_tol, b_errors
+
+
+def test_active_linear_recovers_random_metric() -> None:
+    metric = random_linear_metric(np.random.default_rng(7), 3)
+    result = run(
+        active_linear(Sphere.around_uniform(3, 0.2), seed=3, beta=None, max_queries=25, tolerance=0.0),
+        ExactOracle(metric),
+    )
+    assert isinstance(result.metric, LinearMetric)
+    assert float(np.linalg.norm(result.metric.a - metric.a)) < 0.03
+
+
+def test_active_stops_on_tolerance_and_reports_progress() -> None:
+    metric = random_linear_metric(np.random.default_rng(8), 2)
+    elicitor = active_linear(Sphere.around_uniform(2, 0.2), seed=1, beta=None, max_queries=60, tolerance=0.05)
+    assert elicitor.expected_remaining == 60
+    query = next(elicitor)
+    remaining = [elicitor.expected_remaining]
+    try:
+        while True:
+            query = elicitor.send(bool(metric.prefers(query.first, query.second)))
+            remaining.append(elicitor.expected_remaining)
+            assert 0 <= remaining[-1] <= elicitor.max_queries - elicitor.n_answered
+    except StopIteration as stop:
+        result = stop.value
+    assert result.details["stopped_by"] == "tolerance"
+    assert result.num_queries < 60
+    assert result.details["posterior_spread"] <= 0.05
+    assert elicitor.expected_remaining == 0
+    assert remaining[0] > remaining[-1]
+
+
+def test_active_replay_is_deterministic_under_noisy_answers() -> None:
+    k = 3
+    space = SyntheticSpace(k, radius=0.2)
+    metric = random_quadratic_metric(np.random.default_rng(5), k)
+    oracle = LogisticOracle(metric, 100.0, rng=np.random.default_rng(6))
+    live = active_quadratic(space, seed=42, max_queries=30, n_particles=FAST_PARTICLES)
+    next_query, log = (None, [])
+    query = next(live)
+    for _ in range(10):
+        answer = oracle(query.first, query.second)
+        log.append((query, answer))
+        query = live.send(answer)
+    next_query = query
+    answers = [answer for _, answer in log]
+    fresh = active_quadratic(space, seed=42, max_queries=30, n_particles=FAST_PARTICLES)
+    step = replay(fresh, answers, expected_queries=[q for q, _ in log])
+    assert isinstance(step, Pending)
+    assert step.n_answered == 10
+    assert step.query.matches(next_query, 0.0)
+    # A different seed asks different questions, which replay reports as a mismatch.
+    other = active_quadratic(space, seed=43, max_queries=30, n_particles=FAST_PARTICLES)
+    with pytest.raises(ReplayMismatchError):
+        replay(other, answers, expected_queries=[q for q, _ in log])
+
+
+def test_active_replay_of_full_log_returns_the_same_result() -> None:
+    sphere = Sphere.around_uniform(2, 0.2)
+    metric = random_quadratic_metric(np.random.default_rng(11), 2)
+    live = run(
+        active_quadratic(sphere, seed=9, max_queries=12, n_particles=FAST_PARTICLES), ExactOracle(metric)
+    )
+    again = replay(
+        active_quadratic(sphere, seed=9, max_queries=12, n_particles=FAST_PARTICLES),
+        [answer for _, answer in live.log],
+        expected_queries=[query for query, _ in live.log],
+    )
+    assert isinstance(again, Done)
+    assert np.array_equal(again.result.metric.a, live.metric.a)
+    assert np.array_equal(again.result.metric.B, live.metric.B)
+
+
+@pytest.mark.parametrize("gap", [2.0, 6.0])
+def test_active_every_shown_pair_is_perceptible(gap: float) -> None:
+    space = SyntheticSpace(3, radius=0.2, priors=[0.6, 0.3, 0.1])
+    metric = random_quadratic_metric(np.random.default_rng(2), 3)
+    elicitor = active_quadratic(space, seed=4, max_queries=15, min_cell_gap=gap, n_particles=FAST_PARTICLES)
+    result = run(elicitor, LogisticOracle(metric, 50.0, rng=np.random.default_rng(3)))
+    for query, _ in result.log:
+        assert space.sphere.contains(query.first) and space.sphere.contains(query.second)
+        difference = np.abs(space.confusion(query.first) - space.confusion(query.second))
+        assert float(np.max(difference)) >= gap
+
+
+def test_active_fair_recovers_tradeoff_and_keeps_groups_in_sphere() -> None:
+    k, m = 2, 2
+    metric = random_fair_metric(np.random.default_rng(21), k, m)
+    sphere = Sphere.around_uniform(k, 0.2)
+    result = run(
+        active_fair(sphere, tau=metric.tau, seed=2, beta=None, max_queries=40, tolerance=0.0),
+        ExactOracle(metric),
+    )
+    assert isinstance(result.metric, FairQuadraticMetric)
+    for query, _ in result.log:
+        assert query.first.shape == (m, k)
+        assert all(sphere.contains(row) for row in (*query.first, *query.second))
+    assert abs(result.metric.lam - metric.lam) < 0.1
+    assert float(np.linalg.norm(result.metric.a - metric.a)) < 0.1
+    intervals = result.details["credible_intervals"]
+    assert float(intervals["lam"]["lower"]) <= metric.lam <= float(intervals["lam"]["upper"])
+
+
+def test_active_details_report_uncertainty() -> None:
+    k = 3
+    sphere = Sphere.around_uniform(k, 0.2)
+    metric = random_quadratic_metric(np.random.default_rng(31), k)
+    result = run(
+        active_quadratic(sphere, seed=5, max_queries=20, n_particles=FAST_PARTICLES),
+        LogisticOracle(metric, 200.0, rng=np.random.default_rng(1)),
+    )
+    intervals = result.details["credible_intervals"]
+    assert intervals["a"]["lower"].shape == (k,)
+    assert intervals["B"]["upper"].shape == (k, k)
+    assert np.all(intervals["a"]["lower"] <= intervals["a"]["upper"])
+    assert np.isclose(np.sum(result.details["beta_posterior"]), 1.0)
+    far = ranking_probability(
+        result,
+        sphere.center
+        + 0.19 * metric.gradient(sphere.center) / np.linalg.norm(metric.gradient(sphere.center)),
+        sphere.center
+        - 0.19 * metric.gradient(sphere.center) / np.linalg.norm(metric.gradient(sphere.center)),
+    )
+    assert far > 0.9
+    assert 0.0 <= ranking_probability(result, sphere.center, sphere.center + 0.01) <= 1.0
+
+
+def test_active_noise_free_model_survives_contradictory_answers() -> None:
+    elicitor = active_quadratic(
+        Sphere.around_uniform(2, 0.2), seed=0, beta=None, max_queries=15, n_particles=FAST_PARTICLES
+    )
+    result = run(elicitor, lambda first, second: True)  # "always the left one": no metric behind it
+    assert result.num_queries == 15
+    assert np.all(np.isfinite(result.metric.a)) and np.all(np.isfinite(result.metric.B))
+
+
+def test_posterior_drops_an_answer_no_particle_can_satisfy() -> None:
+    family = _FamilySpec("linear", 2).family()
+    posterior = ParticlePosterior(family, None, 100, np.random.default_rng(0))
+    feature = np.array([1.0, -1.0])
+    posterior.update(feature)
+    posterior.update(-feature)  # the exact opposite answer: impossible under the noise-free model
+    assert posterior.dropped == [1]
+    assert np.all(posterior.particles[posterior.log_weights > -np.inf] @ feature > 0.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"seed": -1}, "seed"),
+        ({"seed": True}, "seed"),
+        ({"seed": 0, "beta": 0.0}, "beta"),
+        ({"seed": 0, "beta": []}, "beta"),
+        ({"seed": 0, "beta": [50.0, float("nan")]}, "beta"),
+        ({"seed": 0, "max_queries": 0}, "max_queries"),
+        ({"seed": 0, "min_queries": 50, "max_queries": 10}, "min_queries"),
+        ({"seed": 0, "tolerance": -0.1}, "tolerance"),
+        ({"seed": 0, "min_cell_gap": 50.0}, "min_cell_gap"),
+        ({"seed": 0, "n_particles": 10}, "n_particles"),
+        ({"seed": 0, "credible_level": 0.0}, "credible_level"),
+        ({"seed": 0, "priors": [0.5, 0.6]}, "priors"),
+    ],
+)
+def test_active_rejects_bad_configuration(kwargs: dict, message: str) -> None:
+    with pytest.raises(InvalidConfigError, match=message):
+        active_quadratic(Sphere.around_uniform(2, 0.2), **kwargs)
+
+
+def test_active_rejects_bad_spaces_and_answers() -> None:
+    with pytest.raises(InvalidConfigError, match="space"):
+        active_linear("sphere", seed=0)
+    with pytest.raises(InvalidConfigError, match="priors"):
+        active_linear(SyntheticSpace(2), seed=0, priors=[0.5, 0.5])
+    with pytest.raises(InvalidConfigError, match="tau"):
+        active_fair(Sphere.around_uniform(2, 0.2), tau=[[0.5, 0.5]], seed=0)
+    with pytest.raises(InvalidConfigError, match="tau"):
+        active_fair(Sphere.around_uniform(2, 0.2), tau=[[0.5, 0.2], [0.4, 0.8]], seed=0)
+    with pytest.raises(InvalidConfigError, match="group"):
+        active_fair(SyntheticSpace(2), tau=[[0.5, 0.5], [0.5, 0.5]], seed=0)
+    elicitor = active_linear(Sphere.around_uniform(2, 0.2), seed=0, n_particles=FAST_PARTICLES)
+    next(elicitor)
+    with pytest.raises(InvalidAnswerError):
+        elicitor.send(1)  # type: ignore[arg-type]
