@@ -1,0 +1,1 @@
+"""Elicitation Studio web app: FastAPI shell around the `elicitation` core."""

@@ -1,0 +1,136 @@
+"""Registry of elicitation algorithms a study may use: name -> (params model, elicitor factory, version).
+
+Adding an algorithm is one `register` call with a pydantic params model and a factory that builds a fresh
+`elicitation.Elicitor` from the study's query space and validated params. ``version`` is stored with each
+session; bump it when a change alters the queries asked, so old logs are recognised as recorded with
+another version (replay would report the mismatch anyway).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from elicitation import Elicitor, InvalidConfigError
+
+__all__ = [
+    "REGISTRY",
+    "AlgorithmSpec",
+    "LpmeParams",
+    "QpmeParams",
+    "UnknownAlgorithmError",
+    "get_algorithm",
+    "register",
+]
+
+
+class UnknownAlgorithmError(KeyError):
+    """No algorithm of that name is registered."""
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LpmeParams(_Params):
+    """Linear metric elicitation (Algorithm 2): binary search per angle to tolerance ``epsilon``."""
+
+    epsilon: float = Field(default=0.01, gt=0.0, lt=math.pi / 2, description="search tolerance (radians)")
+    cycles: int = Field(default=3, ge=1, le=10, description="coordinate-search cycles")
+
+
+class QpmeParams(_Params):
+    """Quadratic metric elicitation (Algorithm 1): k+2 LPME runs on small spheres, then a linear solve."""
+
+    epsilon: float = Field(default=0.01, gt=0.0, lt=math.pi / 2, description="search tolerance (radians)")
+    inner_radius: float | None = Field(
+        default=None, gt=0.0, description="radius of the small spheres (default: the algorithm's choice)"
+    )
+    cycles: int = Field(default=3, ge=1, le=10, description="coordinate-search cycles")
+
+
+Factory = Callable[[Any, Any], Elicitor[Any]]
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """One registry entry; ``factory(space, params)`` returns a fresh elicitor for the study's space."""
+
+    name: str
+    params_model: type[BaseModel]
+    factory: Factory
+    version: str
+    description: str
+    #: True for algorithms that take group rates ``(n_groups, n_classes)`` (fairness studies).
+    needs_groups: bool = False
+    #: True when the elicitor accepts "about the same" itself; otherwise ties get a seeded tie-break.
+    supports_ties: bool = False
+
+    def parse_params(self, raw: dict[str, Any] | None) -> BaseModel:
+        """Validate raw params (raises pydantic ``ValidationError`` naming the field)."""
+        return self.params_model.model_validate(raw or {})
+
+    def build(self, space: Any, params: BaseModel | dict[str, Any] | None) -> Elicitor[Any]:
+        """A fresh elicitor for ``space``; raises `InvalidConfigError` for parameters the core rejects."""
+        if not isinstance(params, BaseModel):
+            try:
+                params = self.parse_params(params)
+            except ValidationError as exc:
+                raise InvalidConfigError(str(exc)) from exc
+        return self.factory(space, params)
+
+
+REGISTRY: dict[str, AlgorithmSpec] = {}
+
+
+def register(spec: AlgorithmSpec) -> AlgorithmSpec:
+    """Add ``spec`` to the registry (names are unique)."""
+    if spec.name in REGISTRY:
+        raise ValueError(f"algorithm {spec.name!r} is already registered")
+    REGISTRY[spec.name] = spec
+    return spec
+
+
+def get_algorithm(name: str) -> AlgorithmSpec:
+    """The registered algorithm ``name``; `UnknownAlgorithmError` lists the known ones."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY)) or "none"
+        raise UnknownAlgorithmError(f"unknown algorithm {name!r}; known algorithms: {known}") from None
+
+
+def _lpme(space: Any, params: LpmeParams) -> Elicitor[Any]:
+    from elicitation.lpme import lpme
+
+    return lpme(space.sphere, params.epsilon, cycles=params.cycles)
+
+
+def _qpme(space: Any, params: QpmeParams) -> Elicitor[Any]:
+    from elicitation.qpme import qpme
+
+    return qpme(space.sphere, params.epsilon, inner_radius=params.inner_radius, cycles=params.cycles)
+
+
+register(
+    AlgorithmSpec(
+        name="lpme",
+        params_model=LpmeParams,
+        factory=_lpme,
+        version="lpme-1",
+        description="Linear performance metric elicitation (LPME, Algorithm 2)",
+    )
+)
+register(
+    AlgorithmSpec(
+        name="qpme",
+        params_model=QpmeParams,
+        factory=_qpme,
+        version="qpme-1",
+        description="Quadratic performance metric elicitation (QPME, Algorithm 1)",
+    )
+)

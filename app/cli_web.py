@@ -1,0 +1,164 @@
+"""Web-app `elicit` subcommands: serve, db upgrade, study create/list, demo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from . import repository
+from .db import make_engine, make_sessionmaker
+from .settings import Settings
+from .study_config import StudyConfigError, load_study_config, parse_study_config
+
+__all__ = ["DEMO_STUDY", "PROJECT_ROOT", "alembic_config", "register", "upgrade_database"]
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+#: The demo: a breast-cancer-style screening task as in the paper's user study (Appendix I), with QPME.
+DEMO_STUDY: dict[str, Any] = {
+    "name": "Demo: breast cancer screening",
+    "task": (
+        "A classifier reads a biopsy report and decides whether a breast tumour is benign or malignant. "
+        "Every classifier makes some mistakes; you decide which kind of mistakes you would rather live with."
+    ),
+    "class_names": ["benign", "malignant"],
+    "population": "patients",
+    "algorithm": "qpme",
+    "algorithm_params": {"epsilon": 0.05},
+    # Class balance of the Breast Cancer Wisconsin data (458 benign, 241 malignant).
+    "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [0.655, 0.345]},
+    "practice_queries": 2,
+    "checks": True,
+    "evaluation_queries": 15,
+    "open_enrolment": True,
+}
+
+
+def alembic_config(settings: Settings) -> Any:
+    """Alembic configuration for the project's migrations, bound to ``settings``' database."""
+    from alembic.config import Config
+
+    config = Config(toml_file=str(PROJECT_ROOT / "pyproject.toml"))
+    config.set_main_option("script_location", str(PROJECT_ROOT / "migrations"))
+    config.attributes["settings"] = settings
+    return config
+
+
+def upgrade_database(settings: Settings, revision: str = "head") -> None:
+    """Apply migrations up to ``revision`` (Alembic is the only way the schema changes)."""
+    from alembic import command
+
+    command.upgrade(alembic_config(settings), revision)
+
+
+def _db(settings: Settings) -> Session:
+    return make_sessionmaker(make_engine(settings))()
+
+
+def _link(settings: Settings, path: str) -> str:
+    return f"{settings.public_base_url or 'http://127.0.0.1:8000'}{path}"
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    settings = Settings()
+    if not args.no_migrate:
+        upgrade_database(settings)
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        proxy_headers=True,
+    )
+    return 0
+
+
+def _cmd_db_upgrade(args: argparse.Namespace) -> int:
+    upgrade_database(Settings(), args.revision)
+    print(f"database upgraded to {args.revision}")
+    return 0
+
+
+def _cmd_study_create(args: argparse.Namespace) -> int:
+    from .services import create_study
+
+    try:
+        config = load_study_config(args.file)
+    except StudyConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    settings = Settings()
+    with _db(settings) as db:
+        study = create_study(db, config)
+        print(f"created study {study.id} ({study.name})")
+        if study.open_enrolment:
+            print(f"participant link: {_link(settings, f'/studies/{study.id}/join')}")
+    return 0
+
+
+def _cmd_study_list(args: argparse.Namespace) -> int:
+    settings = Settings()
+    with _db(settings) as db:
+        studies = repository.list_studies(db)
+        counts = repository.session_counts(db)
+        if not studies:
+            print("no studies yet; create one with `elicit study create FILE` or `elicit demo`")
+            return 0
+        for study in studies:
+            done = counts.get((study.id, "done"), 0)
+            active = counts.get((study.id, "active"), 0)
+            enrolment = "open" if study.open_enrolment else "invitation only"
+            print(
+                f"{study.id}  {study.name}  [{study.algorithm}, {enrolment}]  "
+                f"sessions: {active} active, {done} done"
+            )
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .services import create_study
+
+    settings = Settings()
+    with _db(settings) as db:
+        study = repository.find_study_by_name(db, DEMO_STUDY["name"])
+        if study is None:
+            study = create_study(db, parse_study_config(DEMO_STUDY))
+            print(f"created the demo study {study.id}")
+        else:
+            print(f"the demo study exists: {study.id}")
+        print(f"participant link: {_link(settings, f'/studies/{study.id}/join')}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add serve, db, study and demo to the `elicit` command."""
+    serve = subparsers.add_parser("serve", help="migrate the database, then serve the app with uvicorn")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    serve.add_argument("--no-migrate", action="store_true", help="skip `alembic upgrade head`")
+    serve.set_defaults(func=_cmd_serve)
+
+    db = subparsers.add_parser("db", help="database schema management")
+    db_sub = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
+    upgrade = db_sub.add_parser("upgrade", help="apply migrations (default: up to head)")
+    upgrade.add_argument("revision", nargs="?", default="head")
+    upgrade.set_defaults(func=_cmd_db_upgrade)
+
+    study = subparsers.add_parser("study", help="create and list studies")
+    study_sub = study.add_subparsers(dest="study_command", metavar="ACTION", required=True)
+    create = study_sub.add_parser("create", help="create a study from a JSON or TOML configuration file")
+    create.add_argument("file", help="path to the study configuration (.json or .toml)")
+    create.set_defaults(func=_cmd_study_create)
+    listing = study_sub.add_parser("list", help="list studies with their session counts")
+    listing.set_defaults(func=_cmd_study_list)
+
+    demo = subparsers.add_parser("demo", help="create the demo study (once) and print its participant link")
+    demo.set_defaults(func=_cmd_demo)

@@ -1,0 +1,135 @@
+"""Queries, metrics and elicitation results <-> JSON-safe dicts (numpy arrays <-> nested float lists).
+
+Floats survive a JSON round trip exactly (``json`` writes ``repr``), so decoded queries compare equal to
+the originals and replay checks stay at ``REPLAY_ATOL``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+import numpy as np
+
+from elicitation import FairQuadraticMetric, LinearMetric, Metric, QuadraticMetric, Query
+
+__all__ = [
+    "CodecError",
+    "decode_metric",
+    "decode_query",
+    "encode_metric",
+    "encode_query",
+    "to_jsonable",
+]
+
+
+class CodecError(ValueError):
+    """A stored dict does not describe a query or metric."""
+
+
+def to_jsonable(value: Any) -> Any:
+    """Recursively convert numpy arrays/scalars, tuples, mappings and dataclasses to JSON-safe values.
+
+    Non-finite floats become ``None`` (JSON has no NaN); unknown objects become their ``repr``.
+    """
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Metric):
+        return encode_metric(value)
+    if isinstance(value, Query):
+        return encode_query(value)
+    if isinstance(value, Mapping):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(item) for item in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(asdict(value))
+    return repr(value)
+
+
+def encode_query(query: Query) -> dict[str, Any]:
+    """A query as ``{"first", "second", "search", "kind", "coordinate", "step"}``."""
+    return {
+        "first": query.first.tolist(),
+        "second": query.second.tolist(),
+        "search": query.search,
+        "kind": query.kind,
+        "coordinate": query.coordinate,
+        "step": query.step,
+    }
+
+
+def decode_query(data: Mapping[str, Any]) -> Query:
+    """Inverse of `encode_query`."""
+    try:
+        return Query(
+            first=np.asarray(data["first"], dtype=np.float64),
+            second=np.asarray(data["second"], dtype=np.float64),
+            search=str(data.get("search", "")),
+            kind=str(data.get("kind", "")),
+            coordinate=data.get("coordinate"),
+            step=int(data.get("step", 0)),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CodecError(f"not a stored query: {exc}") from exc
+
+
+def encode_metric(metric: Metric) -> dict[str, Any]:
+    """A metric as a tagged dict: ``linear`` (a), ``quadratic`` (a, B) or ``fair_quadratic``."""
+    if isinstance(metric, LinearMetric):
+        return {"type": "linear", "a": metric.a.tolist()}
+    if isinstance(metric, QuadraticMetric):
+        return {
+            "type": "quadratic",
+            "a": metric.a.tolist(),
+            "B": metric.B.tolist(),
+            "require_nsd": metric.require_nsd,
+        }
+    if isinstance(metric, FairQuadraticMetric):
+        return {
+            "type": "fair_quadratic",
+            "a": metric.a.tolist(),
+            "B_pairs": [{"u": u, "v": v, "B": B.tolist()} for (u, v), B in metric.B_pairs.items()],
+            "lam": metric.lam,
+            "tau": metric.tau.tolist(),
+        }
+    raise CodecError(f"cannot encode metric of type {type(metric).__name__}")
+
+
+def decode_metric(data: Mapping[str, Any]) -> Metric:
+    """Inverse of `encode_metric`."""
+    try:
+        kind = data["type"]
+        if kind == "linear":
+            return LinearMetric(np.asarray(data["a"], dtype=np.float64))
+        if kind == "quadratic":
+            return QuadraticMetric(
+                np.asarray(data["a"], dtype=np.float64),
+                np.asarray(data["B"], dtype=np.float64),
+                require_nsd=bool(data.get("require_nsd", True)),
+            )
+        if kind == "fair_quadratic":
+            pairs = {
+                (int(item["u"]), int(item["v"])): np.asarray(item["B"], dtype=np.float64)
+                for item in data["B_pairs"]
+            }
+            return FairQuadraticMetric(
+                a=np.asarray(data["a"], dtype=np.float64),
+                B_pairs=pairs,
+                lam=float(data["lam"]),
+                tau=np.asarray(data["tau"], dtype=np.float64),
+            )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CodecError(f"not a stored metric: {exc}") from exc
+    raise CodecError(f"unknown metric type {data.get('type')!r}")

@@ -1,0 +1,60 @@
+"""Declarative base with a constraint naming convention, engine/session factories and SQLite pragmas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import MetaData, create_engine, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+
+from .settings import Settings
+
+__all__ = ["NAMING_CONVENTION", "Base", "make_engine", "make_sessionmaker"]
+
+#: Deterministic constraint names, so that batch migrations on SQLite can drop and recreate them.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    """Base class of every ORM model."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def make_engine(settings: Settings) -> Engine:
+    """Build the engine for ``settings.database_url`` with the durability pragmas SQLite needs."""
+    url = settings.database_url
+    connect_args: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        # Handlers run in a thread pool; SQLAlchemy's pool hands each connection to one thread at a time.
+        connect_args["check_same_thread"] = False
+    elif url.startswith("postgresql") and settings.database_schema:
+        connect_args["options"] = f"-csearch_path={settings.database_schema}"
+    engine = create_engine(url, connect_args=connect_args, pool_pre_ping=not url.startswith("sqlite"))
+    if url.startswith("sqlite"):
+        synchronous = settings.sqlite_synchronous
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            # WAL: readers never block the writer and a commit is one sequential append.
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA synchronous={synchronous}")
+            # Concurrent writers (two tabs, two workers) wait for the lock instead of failing at once.
+            cursor.execute("PRAGMA busy_timeout=10000")
+            cursor.close()
+
+    return engine
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    """Sessions that keep loaded objects usable after commit (services return them to templates)."""
+    return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)

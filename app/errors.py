@@ -1,0 +1,150 @@
+"""Domain errors -> HTTP status, rendered as pages in the app's style or JSON bodies under /api."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from elicitation import ReplayMismatchError
+
+if TYPE_CHECKING:
+    from .services import SessionView
+
+__all__ = [
+    "AppError",
+    "ConflictError",
+    "NotFoundError",
+    "install_error_handlers",
+    "validation_messages",
+]
+
+logger = logging.getLogger("app.errors")
+
+
+class AppError(Exception):
+    """Base of the app's own errors; ``status_code`` and ``code`` decide the response."""
+
+    status_code = 500
+    code = "error"
+    title = "Something went wrong"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class NotFoundError(AppError):
+    """Unknown or malformed token or study id; the message never says which."""
+
+    status_code = 404
+    code = "not_found"
+    title = "Link not found"
+
+    def __init__(
+        self, message: str = "This link is not valid. Please check that you copied all of it."
+    ) -> None:
+        super().__init__(message)
+
+
+class ConflictError(AppError):
+    """The request does not fit the session's current state (stale seq, finished, not consented)."""
+
+    status_code = 409
+    code = "conflict"
+    title = "This question has moved on"
+
+    def __init__(self, message: str, view: SessionView | None = None, *, code: str = "conflict") -> None:
+        super().__init__(message)
+        self.view = view
+        self.code = code
+
+
+def validation_messages(exc: RequestValidationError) -> list[dict[str, str]]:
+    """One ``{"field", "message"}`` per problem; ``field`` is the dotted location without body/query."""
+    messages = []
+    for error in exc.errors():
+        location = [str(item) for item in error.get("loc", ()) if item not in ("body", "query", "path")]
+        messages.append({"field": ".".join(location) or "body", "message": str(error.get("msg", "invalid"))})
+    return messages
+
+
+def _wants_json(request: Request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def _page(request: Request, status: int, context: dict[str, Any]) -> Response:
+    templates = request.app.state.templates
+    template = f"errors/{status}.html" if status in (404, 409, 422) else "errors/500.html"
+    token = request.path_params.get("token")
+    continue_url = f"/sessions/{token}" if token and status != 404 else None
+    base = {"status": status, "fields": [], "continue_url": continue_url}
+    return templates.TemplateResponse(request, template, {**base, **context}, status_code=status)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the single place where errors become responses."""
+
+    @app.exception_handler(AppError)
+    def _app_error(request: Request, exc: AppError) -> Response:
+        view = getattr(exc, "view", None)
+        if _wants_json(request):
+            body: dict[str, Any] = {"error": exc.code, "message": exc.message}
+            if view is not None:
+                body["state"] = view.to_api()
+            return JSONResponse(body, status_code=exc.status_code)
+        return _page(request, exc.status_code, {"title": exc.title, "message": exc.message, "view": view})
+
+    @app.exception_handler(ReplayMismatchError)
+    def _replay_mismatch(request: Request, exc: ReplayMismatchError) -> Response:
+        logger.warning("replay mismatch on %s: %s", request.url.path, exc)
+        message = (
+            "This session was recorded with a different version of the study or of the elicitation "
+            "software, so it cannot be continued safely. Your answers so far are kept. Please contact "
+            "the study team."
+        )
+        if _wants_json(request):
+            return JSONResponse({"error": "replay_mismatch", "message": message}, status_code=409)
+        return _page(request, 409, {"title": "This session cannot be continued", "message": message})
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        messages = validation_messages(exc)
+        summary = "; ".join(f"{item['field']}: {item['message']}" for item in messages)
+        if _wants_json(request):
+            return JSONResponse(
+                {"error": "validation_error", "message": summary, "fields": messages}, status_code=422
+            )
+        return _page(
+            request, 422, {"title": "That answer could not be read", "message": summary, "fields": messages}
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        status = exc.status_code
+        if status == 404:
+            error: AppError = NotFoundError("There is no page at this address.")
+        else:
+            error = AppError(str(exc.detail))
+            error.status_code = status
+            error.code = "http_error"
+            error.title = "This request could not be handled"
+        if _wants_json(request):
+            return JSONResponse({"error": error.code, "message": error.message}, status_code=status)
+        return _page(request, status, {"title": error.title, "message": error.message})
+
+    @app.exception_handler(Exception)
+    def _unexpected(request: Request, exc: Exception) -> Response:
+        logger.exception("unhandled error on %s %s", request.method, request.url.path)
+        message = "Something went wrong on our side. Your previous answers are safe; please try again."
+        if _wants_json(request):
+            return JSONResponse({"error": "internal_error", "message": message}, status_code=500)
+        try:
+            return _page(request, 500, {"title": "Something went wrong", "message": message})
+        except Exception:  # the error page itself failed; fall back to plain HTML
+            logger.exception("error page failed")
+            return HTMLResponse("<h1>Something went wrong</h1>", status_code=500)

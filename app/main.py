@@ -1,0 +1,102 @@
+"""The application factory: settings, database, templates, static files, routers and error pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+
+from . import charts
+from .db import make_engine, make_sessionmaker
+from .errors import NotFoundError, install_error_handlers
+from .routes import api, pages
+from .services import SessionCache
+from .settings import Settings
+
+__all__ = ["CONTENT_SECURITY_POLICY", "PROJECT_ROOT", "create_app"]
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES_DIR = PROJECT_ROOT / "templates"
+STATIC_DIR = PROJECT_ROOT / "static"
+#: No inline script anywhere. Inline *styles* are allowed because plotly.js injects its own stylesheet.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+#: The OpenAPI pages load Swagger UI / ReDoc from their CDN with a small inline bootstrap script.
+DOCS_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; "
+    "img-src 'self' data: https://fastapi.tiangolo.com https://cdn.redoc.ly; "
+    "font-src 'self' https://fonts.gstatic.com; "
+    "worker-src 'self' blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+_DOCS_PATHS = frozenset({"/docs", "/redoc", "/docs/oauth2-redirect"})
+#: The vendored plotly.js never changes for an installed version: cache it for a year.
+LONG_CACHE = "public, max-age=31536000, immutable"
+
+
+def _plotly_js_path() -> Path:
+    import plotly
+
+    return Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+
+
+class SecurityHeadersMiddleware(BaseHTTPMiddleware):
+    """CSP without inline script, no framing, no MIME sniffing, no referrer (links carry secret tokens)."""
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        response = await call_next(request)
+        path = request.url.path
+        policy = DOCS_CONTENT_SECURITY_POLICY if path in _DOCS_PATHS else CONTENT_SECURITY_POLICY
+        response.headers.setdefault("Content-Security-Policy", policy)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        response.headers.setdefault("Cross-Origin-Opener-Policy", "same-origin")
+        if not path.startswith("/static/"):
+            # Session pages and API answers change with every answer and carry private data.
+            response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app for ``settings`` (default: from the environment). No import-time globals."""
+    settings = settings or Settings()
+    app = FastAPI(
+        title="Elicitation Studio",
+        version="0.1.0",
+        summary="Find out which classification metric a person wants, by pairwise comparisons (QPME).",
+        openapi_tags=[
+            {"name": "sessions", "description": "Participant sessions for scripts and automated participants"}
+        ],
+    )
+    engine = make_engine(settings)
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessionmaker = make_sessionmaker(engine)
+    app.state.session_cache = SessionCache(settings.session_cache_size)
+    templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+    charts.register_template_globals(templates.env)
+    templates.env.globals["app_name"] = "Elicitation Studio"
+    app.state.templates = templates
+
+    plotly_js = _plotly_js_path()
+
+    @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
+    def plotly_bundle() -> FileResponse:
+        if not plotly_js.is_file():
+            raise NotFoundError("plotly.js is not installed")
+        return FileResponse(plotly_js, media_type="text/javascript", headers={"Cache-Control": LONG_CACHE})
+
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR), check_dir=False), name="static")
+    app.include_router(pages.router)
+    app.include_router(api.router)
+    app.add_middleware(SecurityHeadersMiddleware)
+    install_error_handlers(app)
+    return app

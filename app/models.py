@@ -1,0 +1,158 @@
+"""ORM tables: studies, participant sessions, the append-only answer log and committed results."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    Uuid,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from .db import Base
+
+__all__ = [
+    "Answer",
+    "ElicitationSession",
+    "LogAction",
+    "Phase",
+    "Result",
+    "SessionStatus",
+    "Study",
+    "utcnow",
+]
+
+
+def utcnow() -> datetime:
+    """The current time in UTC (timezone-aware)."""
+    return datetime.now(UTC)
+
+
+class SessionStatus(enum.StrEnum):
+    """Life cycle of a session: invited (not counted) -> active (consented) -> done (result committed)."""
+
+    INVITED = "invited"
+    ACTIVE = "active"
+    DONE = "done"
+
+
+class Phase(enum.StrEnum):
+    """What an answered comparison was for; only ELICITATION answers are fed to the elicitor."""
+
+    PRACTICE = "practice"
+    ELICITATION = "elicitation"
+    CHECK = "check"
+    EVALUATION = "evaluation"
+
+
+class LogAction(enum.StrEnum):
+    """A log row either answers the query at its sequence number or undoes the last effective answer."""
+
+    ANSWER = "answer"
+    UNDO = "undo"
+
+
+class Study(Base):
+    """A study: its validated configuration (JSON) and what was derived from it at creation."""
+
+    __tablename__ = "study"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    name: Mapped[str] = mapped_column(String(200))
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    algorithm: Mapped[str] = mapped_column(String(50))
+    #: Typical number of elicitor queries (a simulated run at creation); places the interleaved checks.
+    expected_queries: Mapped[int] = mapped_column(Integer)
+    open_enrolment: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    sessions: Mapped[list[ElicitationSession]] = relationship(back_populates="study")
+
+
+class ElicitationSession(Base):
+    """One participant's session: study, seed and status; its state is the replay of its answer log."""
+
+    __tablename__ = "elicitation_session"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    study_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("study.id"), index=True)
+    #: SHA-256 of the participant's secret link token; the token itself is never stored.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    participant_code: Mapped[str | None] = mapped_column(String(200))
+    #: Seeds positions, tie-breaks, practice, check and evaluation pairs (never the elicitor itself).
+    seed: Mapped[int] = mapped_column(BigInteger)
+    algorithm: Mapped[str] = mapped_column(String(50))
+    algorithm_version: Mapped[str] = mapped_column(String(50))
+    status: Mapped[str] = mapped_column(String(20), default=SessionStatus.INVITED.value)
+    completion_code: Mapped[str | None] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    consented_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    study: Mapped[Study] = relationship(back_populates="sessions")
+
+
+class Answer(Base):
+    """One row of a session's append-only log: an answer to the query shown at ``seq``, or an undo.
+
+    ``query`` holds the pair in the elicitor's order (``first``/``second`` rates plus the elicitor's audit
+    fields); ``shown`` the left/right rates and confusion matrices as displayed; ``swapped`` is true when
+    the elicitor's ``first`` was shown on the right. ``preferred`` is the participant's choice as shown
+    (left = ``first``), ``elicitor_answer`` what the elicitor receives (after mapping and tie-break).
+    """
+
+    __tablename__ = "answer"
+    __table_args__ = (UniqueConstraint("session_id", "seq"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("elicitation_session.id"), index=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    action: Mapped[str] = mapped_column(String(10), default=LogAction.ANSWER.value)
+    phase: Mapped[str | None] = mapped_column(String(20))
+    #: Position within its phase (practice 0.., check 0.., ...) among the effective answers.
+    phase_index: Mapped[int | None] = mapped_column(Integer)
+    query: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    shown: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    swapped: Mapped[bool | None] = mapped_column(Boolean)
+    preferred: Mapped[str | None] = mapped_column(String(10))
+    elicitor_answer: Mapped[bool | None] = mapped_column(Boolean)
+    #: The seeded coin that decided a "tie" answer (null when the answer was not a tie).
+    tie_break: Mapped[bool | None] = mapped_column(Boolean)
+    #: Check rows: what a consistent answer would have been and whether it was given.
+    check: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    time_on_page_ms: Mapped[int | None] = mapped_column(Integer)
+    hidden_ms: Mapped[int | None] = mapped_column(Integer)
+    #: Server-side time since the previous log row (or consent), a fallback when the page timer is missing.
+    server_elapsed_ms: Mapped[int | None] = mapped_column(Integer)
+    #: Undo rows: the seq of the answer they undid. Answer rows: when they were undone (kept for audit).
+    undoes_seq: Mapped[int | None] = mapped_column(Integer)
+    undone_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Result(Base):
+    """The committed outcome of a finished session (a cache: replaying the log rebuilds it)."""
+
+    __tablename__ = "result"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("elicitation_session.id"), unique=True)
+    metric: Mapped[dict[str, Any]] = mapped_column(JSON)
+    num_queries: Mapped[int] = mapped_column(Integer)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON)
+    evaluation: Mapped[dict[str, Any]] = mapped_column(JSON)
+    checks: Mapped[dict[str, Any]] = mapped_column(JSON)
+    summary: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

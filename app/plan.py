@@ -1,0 +1,269 @@
+"""A session's deterministic script: which comparison comes next, where, and how it is shown.
+
+Given the study configuration, the session seed and the effective answer log, `next_step` says what the
+participant sees next: practice pairs (never fed to the elicitor), the elicitor's queries with attention
+and consistency checks interleaved at seeded positions, then the evaluation pairs, then done. Every random
+choice (left/right position, tie-breaks, practice/check/evaluation pairs) comes from a
+``numpy.random.Generator`` seeded by ``(session seed, purpose, index)``, so replaying the log rebuilds the
+same screens and the same elicitor answers.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from elicitation import Query, Sphere
+
+from .models import Phase
+
+__all__ = [
+    "CHECK_DOMINANCE",
+    "CHECK_REPEAT",
+    "Choice",
+    "LoggedAnswer",
+    "SessionPlan",
+    "Step",
+    "elicitor_choice",
+]
+
+CHECK_DOMINANCE = "dominance"
+CHECK_REPEAT = "repeat"
+#: Random pairs stay this fraction of the radius inside the sphere (rounding never pushes them out).
+BALL_MARGIN = 0.95
+#: Dominance pairs move each rate by this fraction of the radius range, so the better one is visibly better.
+DOMINANCE_SHIFT = (0.6, 0.8)
+#: Smallest per-class share of the dominance direction (every rate strictly improves).
+DOMINANCE_MIN_COMPONENT = 0.5
+
+
+class _Purpose(enum.IntEnum):
+    """Independent random streams of a session (part of each generator's seed)."""
+
+    POSITION = 1
+    TIE_BREAK = 2
+    PRACTICE = 3
+    DOMINANCE = 4
+    REPEAT = 5
+    EVALUATION = 6
+    SCHEDULE = 7
+
+
+class Choice(enum.StrEnum):
+    """An answer in the order shown (first = left) or in the elicitor's order, depending on context."""
+
+    FIRST = "first"
+    SECOND = "second"
+    TIE = "tie"
+
+
+def elicitor_choice(preferred: str, swapped: bool) -> Choice:
+    """Map a choice as shown (first = left) to the elicitor's order (``swapped``: its first is right)."""
+    choice = Choice(preferred)
+    if choice is Choice.TIE or not swapped:
+        return choice
+    return Choice.SECOND if choice is Choice.FIRST else Choice.FIRST
+
+
+class LoggedAnswer(Protocol):
+    """What the plan needs from an effective log row (`app.models.Answer` satisfies it)."""
+
+    seq: int
+    phase: str | None
+    query: dict[str, Any] | None
+    swapped: bool | None
+    preferred: str | None
+    elicitor_answer: bool | None
+
+
+@dataclass(frozen=True)
+class Step:
+    """The next comparison: ``query`` in the elicitor's order, shown swapped when ``swapped``."""
+
+    phase: Phase
+    phase_index: int
+    query: Query
+    swapped: bool
+    #: Check steps: ``{"type": "dominance"}`` (first dominates) or ``{"type": "repeat", "of_seq": n,
+    #: "expected": "first"|"second"|"tie"}`` (the earlier answer, in the elicitor's order).
+    check: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def left(self) -> np.ndarray:
+        return self.query.second if self.swapped else self.query.first
+
+    @property
+    def right(self) -> np.ndarray:
+        return self.query.first if self.swapped else self.query.second
+
+
+def _rng(seed: int, purpose: _Purpose, index: int) -> np.random.Generator:
+    return np.random.default_rng([seed, int(purpose), index])
+
+
+def _ball_point(rng: np.random.Generator, sphere: Sphere, radius: float) -> np.ndarray:
+    """A uniform random point of the ball of ``radius`` around the sphere's centre."""
+    k = sphere.n_classes
+    direction = rng.standard_normal(k)
+    direction /= np.linalg.norm(direction)
+    return sphere.center + radius * rng.random() ** (1.0 / k) * direction
+
+
+class SessionPlan:
+    """The deterministic script of one session (study settings + space + seed); holds no mutable state."""
+
+    def __init__(
+        self,
+        *,
+        space: Any,
+        seed: int,
+        practice_queries: int,
+        dominance_checks: int,
+        repeat_checks: int,
+        evaluation_queries: int,
+        expected_queries: int,
+    ) -> None:
+        self.space = space
+        self.seed = int(seed)
+        self.sphere: Sphere = space.sphere
+        self.n_groups = int(space.n_groups)
+        self.practice_queries = practice_queries
+        self.evaluation_queries = evaluation_queries
+        kinds: list[str] = []
+        for j in range(max(dominance_checks, repeat_checks)):
+            if j < dominance_checks:
+                kinds.append(CHECK_DOMINANCE)
+            if j < repeat_checks:
+                kinds.append(CHECK_REPEAT)
+        self.check_kinds: tuple[str, ...] = tuple(kinds)
+        self.check_slots: tuple[int, ...] = self._schedule(len(kinds), max(1, expected_queries))
+
+    @property
+    def n_checks(self) -> int:
+        return len(self.check_kinds)
+
+    def _schedule(self, n_checks: int, expected: int) -> tuple[int, ...]:
+        """Elicitor answer counts after which each check is shown: evenly spread, jittered by one."""
+        slots: list[int] = []
+        for j in range(n_checks):
+            base = round((j + 1) * expected / (n_checks + 1))
+            jitter = int(_rng(self.seed, _Purpose.SCHEDULE, j).integers(-1, 2))
+            slot = max(1, base + jitter, slots[-1] if slots else 1)
+            slots.append(slot)
+        return tuple(slots)
+
+    # -- random draws -------------------------------------------------------------------------------------
+
+    def swapped(self, position: int) -> bool:
+        """Whether the comparison at effective ``position`` shows the elicitor's first option on the right."""
+        return bool(_rng(self.seed, _Purpose.POSITION, position).random() < 0.5)
+
+    def tie_break(self, position: int) -> bool:
+        """The recorded coin for an "about the same" answer at effective ``position`` (True: first)."""
+        return bool(_rng(self.seed, _Purpose.TIE_BREAK, position).random() < 0.5)
+
+    def _random_rates(self, rng: np.random.Generator) -> np.ndarray:
+        radius = self.sphere.radius * BALL_MARGIN
+        if self.n_groups == 1:
+            return _ball_point(rng, self.sphere, radius)
+        return np.stack([_ball_point(rng, self.sphere, radius) for _ in range(self.n_groups)])
+
+    def _random_pair(self, purpose: _Purpose, index: int, label: str) -> Query:
+        rng = _rng(self.seed, purpose, index)
+        first = self._random_rates(rng)
+        second = self._random_rates(rng)
+        return Query(first=first, second=second, search=label, kind=label, step=index)
+
+    def practice_query(self, index: int) -> Query:
+        return self._random_pair(_Purpose.PRACTICE, index, "practice")
+
+    def evaluation_query(self, index: int) -> Query:
+        return self._random_pair(_Purpose.EVALUATION, index, "evaluation")
+
+    def dominance_query(self, index: int) -> Query:
+        """A pair whose first option has every rate higher (in every group, by the same amount)."""
+        rng = _rng(self.seed, _Purpose.DOMINANCE, index)
+        k = self.sphere.n_classes
+        direction = rng.uniform(DOMINANCE_MIN_COMPONENT, 1.0, size=k)
+        direction /= np.linalg.norm(direction)
+        shift = self.sphere.radius * rng.uniform(*DOMINANCE_SHIFT) / 2.0
+        room = self.sphere.radius * BALL_MARGIN - shift
+        bases = [_ball_point(rng, self.sphere, room) for _ in range(self.n_groups)]
+        good = np.stack([b + shift * direction for b in bases])
+        bad = np.stack([b - shift * direction for b in bases])
+        if self.n_groups == 1:
+            good, bad = good[0], bad[0]
+        return Query(first=good, second=bad, search="check", kind=CHECK_DOMINANCE, step=index)
+
+    # -- the script ---------------------------------------------------------------------------------------
+
+    def next_step(
+        self,
+        rows: Sequence[LoggedAnswer],
+        elicitor_query: Query | None,
+    ) -> Step | None:
+        """The step after the effective ``rows``; ``elicitor_query`` is the pending query (None: finished).
+
+        Returns None when the session is complete.
+        """
+        counts = {phase: 0 for phase in Phase}
+        elicitation_rows: list[LoggedAnswer] = []
+        for row in rows:
+            phase = Phase(row.phase)
+            counts[phase] += 1
+            if phase is Phase.ELICITATION:
+                elicitation_rows.append(row)
+        position = len(rows)
+        if counts[Phase.PRACTICE] < self.practice_queries:
+            index = counts[Phase.PRACTICE]
+            return Step(Phase.PRACTICE, index, self.practice_query(index), self.swapped(position))
+        checks_done = counts[Phase.CHECK]
+        elicited = counts[Phase.ELICITATION]
+        check_due = checks_done < self.n_checks and (
+            elicitor_query is None or self.check_slots[checks_done] <= elicited
+        )
+        if check_due and elicited > 0:
+            return self._check_step(checks_done, position, elicitation_rows)
+        if elicitor_query is not None:
+            return Step(Phase.ELICITATION, elicited, elicitor_query, self.swapped(position))
+        if counts[Phase.EVALUATION] < self.evaluation_queries:
+            index = counts[Phase.EVALUATION]
+            return Step(Phase.EVALUATION, index, self.evaluation_query(index), self.swapped(position))
+        return None
+
+    def _check_step(self, index: int, position: int, elicitation_rows: Sequence[LoggedAnswer]) -> Step:
+        kind = self.check_kinds[index]
+        if kind == CHECK_DOMINANCE:
+            return Step(
+                Phase.CHECK,
+                index,
+                self.dominance_query(index),
+                self.swapped(position),
+                check={"type": CHECK_DOMINANCE, "expected": Choice.FIRST.value},
+            )
+        pick = int(_rng(self.seed, _Purpose.REPEAT, index).integers(0, len(elicitation_rows)))
+        original = elicitation_rows[pick]
+        if original.query is None or original.preferred is None or original.swapped is None:
+            raise ValueError(f"log row {original.seq} lacks the query or answer a repeat check needs")
+        from .codec import decode_query
+
+        query = decode_query(original.query)
+        query = Query(first=query.first, second=query.second, search="check", kind=CHECK_REPEAT, step=index)
+        expected = elicitor_choice(original.preferred, original.swapped)
+        return Step(
+            Phase.CHECK,
+            index,
+            query,
+            not original.swapped,
+            check={"type": CHECK_REPEAT, "of_seq": original.seq, "expected": expected.value},
+        )
+
+    def estimated_total(self, answered_elicitor: int, elicitor_total: int, finished: bool) -> int:
+        """Comparisons in the session: practice + elicitor (estimate or actual) + checks + evaluation."""
+        elicitor = answered_elicitor if finished else max(elicitor_total, answered_elicitor + 1)
+        return self.practice_queries + elicitor + self.n_checks + self.evaluation_queries

@@ -1,0 +1,62 @@
+"""Typed select/insert helpers; callers pass the SQLAlchemy session and own the transaction."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from .models import Answer, ElicitationSession, Result, Study
+
+__all__ = [
+    "add",
+    "find_study_by_name",
+    "get_result",
+    "get_session_by_token_hash",
+    "get_study",
+    "list_studies",
+    "log_rows",
+    "session_counts",
+]
+
+
+def add(db: Session, obj: object) -> None:
+    """Stage a new row (flushed on commit)."""
+    db.add(obj)
+
+
+def get_study(db: Session, study_id: uuid.UUID) -> Study | None:
+    return db.get(Study, study_id)
+
+
+def find_study_by_name(db: Session, name: str) -> Study | None:
+    return db.scalars(select(Study).where(Study.name == name).order_by(Study.created_at).limit(1)).first()
+
+
+def list_studies(db: Session) -> Sequence[Study]:
+    return db.scalars(select(Study).order_by(Study.created_at)).all()
+
+
+def session_counts(db: Session) -> dict[tuple[uuid.UUID, str], int]:
+    """Number of sessions per (study, status)."""
+    rows = db.execute(
+        select(ElicitationSession.study_id, ElicitationSession.status, func.count()).group_by(
+            ElicitationSession.study_id, ElicitationSession.status
+        )
+    ).all()
+    return {(study_id, status): count for study_id, status, count in rows}
+
+
+def get_session_by_token_hash(db: Session, token_hash: str) -> ElicitationSession | None:
+    return db.scalars(select(ElicitationSession).where(ElicitationSession.token_hash == token_hash)).first()
+
+
+def log_rows(db: Session, session_id: uuid.UUID) -> Sequence[Answer]:
+    """The whole log of a session (answers and undos), in sequence order."""
+    return db.scalars(select(Answer).where(Answer.session_id == session_id).order_by(Answer.seq)).all()
+
+
+def get_result(db: Session, session_id: uuid.UUID) -> Result | None:
+    return db.scalars(select(Result).where(Result.session_id == session_id)).first()

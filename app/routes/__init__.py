@@ -1,0 +1,1 @@
+"""HTTP routes: participant pages and the JSON API."""

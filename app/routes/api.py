@@ -1,0 +1,142 @@
+"""JSON API under /api/v1 for scripts, automated participants and tests (same services as the pages)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Request, status
+from pydantic import BaseModel, ConfigDict, Field
+
+from .. import services
+from ..deps import CacheDep, DbSessionDep, SettingsDep
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/v1", tags=["sessions"])
+
+
+class SessionCreateIn(BaseModel):
+    """Optional body of a new session; ``consent: true`` records consent at once (for scripts)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    participant_code: str | None = Field(default=None, max_length=200)
+    consent: bool = False
+
+
+class SessionCreatedOut(BaseModel):
+    token: str = Field(description="secret token of the session; keep it private")
+    url: str = Field(description="the participant's link (consent page first unless consent was given)")
+
+
+class AnswerIn(BaseModel):
+    """An answer to the query with sequence number ``seq``; ``first`` is the option shown on the left."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = Field(ge=0)
+    preferred: Literal["first", "second", "tie"]
+    time_on_page_ms: int | None = Field(default=None, ge=0)
+    hidden_ms: int | None = Field(default=None, ge=0)
+
+
+class UndoIn(BaseModel):
+    """Optional guard: the ``seq`` of the query currently shown (a repeated undo is then a no-op)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int | None = Field(default=None, ge=0)
+
+
+class OptionOut(BaseModel):
+    rates: list[Any] = Field(description="rates (n_classes,) or (n_groups, n_classes)")
+    confusion: list[Any] = Field(description="confusion matrix out of 100: (k, k) or (m, k, k)")
+
+
+class QueryOut(BaseModel):
+    seq: int
+    practice: bool
+    first: OptionOut
+    second: OptionOut
+
+
+class ProgressOut(BaseModel):
+    answered: int
+    estimated_total: int
+
+
+class SessionStateOut(BaseModel):
+    status: Literal["invited", "active", "done"]
+    phase: Literal["consent", "practice", "questions", "done"]
+    progress: ProgressOut
+    query: QueryOut | None
+    result: dict[str, Any] | None
+
+
+def _state(view: services.SessionView) -> dict[str, Any]:
+    return view.to_api()
+
+
+@router.post(
+    "/studies/{study_id}/sessions",
+    status_code=status.HTTP_201_CREATED,
+    response_model=SessionCreatedOut,
+    responses={404: {"description": "no open-enrolment study with this id"}},
+)
+def create_session(
+    study_id: str,
+    request: Request,
+    db: DbSessionDep,
+    cache: CacheDep,
+    settings: SettingsDep,
+    body: Annotated[SessionCreateIn | None, Body()] = None,
+) -> dict[str, str]:
+    """Start a session in an open-enrolment study."""
+    body = body or SessionCreateIn()
+    _session, token = services.create_session(
+        db, cache, study_id, participant_code=body.participant_code, consented=body.consent
+    )
+    base = settings.public_base_url or str(request.base_url).rstrip("/")
+    return {"token": token, "url": f"{base}/sessions/{token}"}
+
+
+@router.get("/sessions/{token}", response_model=SessionStateOut, responses={404: {"description": "unknown"}})
+def show_session(token: str, db: DbSessionDep, cache: CacheDep) -> dict[str, Any]:
+    """The session's status, progress and the query to answer next."""
+    return _state(services.get_view(db, cache, token))
+
+
+@router.post("/sessions/{token}/consent", response_model=SessionStateOut)
+def give_consent(token: str, db: DbSessionDep, cache: CacheDep) -> dict[str, Any]:
+    """Confirm consent (idempotent); until then nothing is counted."""
+    return _state(services.consent(db, cache, token))
+
+
+@router.post(
+    "/sessions/{token}/answers",
+    response_model=SessionStateOut,
+    responses={
+        409: {"description": "conflicting answer, stale seq or finished session (body has the state)"}
+    },
+)
+def submit_answer(token: str, answer: AnswerIn, db: DbSessionDep, cache: CacheDep) -> dict[str, Any]:
+    """Answer the query ``seq``; returns the state with the next query. Repeats are recorded once."""
+    view = services.submit_answer(
+        db,
+        cache,
+        token,
+        seq=answer.seq,
+        preferred=answer.preferred,
+        time_on_page_ms=answer.time_on_page_ms,
+        hidden_ms=answer.hidden_ms,
+    )
+    return _state(view)
+
+
+@router.post("/sessions/{token}/undo", response_model=SessionStateOut)
+def undo_answer(
+    token: str, db: DbSessionDep, cache: CacheDep, body: Annotated[UndoIn | None, Body()] = None
+) -> dict[str, Any]:
+    """Undo the last answer (kept in the log, marked as undone)."""
+    seq = body.seq if body is not None else None
+    return _state(services.undo(db, cache, token, seq=seq))

@@ -1,0 +1,256 @@
+"""HTML pages of the participant's path: join/consent, instructions, questions, thank-you."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse, Response
+from pydantic import BaseModel, BeforeValidator, Field
+
+from .. import charts, repository, services
+from ..deps import CacheDep, DbSessionDep
+from ..errors import ConflictError, NotFoundError
+from ..models import SessionStatus
+from ..study_config import StudyConfig, build_space
+
+__all__ = ["router"]
+
+router = APIRouter(include_in_schema=False)
+
+
+def _blank_to_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
+OptionalMs = Annotated[int | None, BeforeValidator(_blank_to_none), Field(default=None, ge=0)]
+
+
+class AnswerForm(BaseModel):
+    seq: int = Field(ge=0)
+    preferred: Literal["first", "second", "tie"]
+    time_on_page_ms: OptionalMs = None
+    hidden_ms: OptionalMs = None
+
+
+class UndoForm(BaseModel):
+    seq: int | None = Field(default=None, ge=0)
+
+
+class JoinForm(BaseModel):
+    consent: Literal["yes"] | None = None
+    participant_code: Annotated[str | None, BeforeValidator(_blank_to_none), Field(max_length=200)] = None
+
+
+def _render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> Response:
+    templates = request.app.state.templates
+    return templates.TemplateResponse(request, template, context, status_code=status_code)
+
+
+def _see_other(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _open_study(db: DbSessionDep, study_id: str) -> Any:
+    try:
+        key = uuid.UUID(study_id)
+    except ValueError:
+        raise NotFoundError() from None
+    study = repository.get_study(db, key)
+    if study is None or not study.open_enrolment:
+        raise NotFoundError()
+    return study
+
+
+@router.get("/")
+def home(request: Request) -> Response:
+    """Landing page."""
+    return _render(request, "home.html", {})
+
+
+@router.get("/studies/{study_id}/join")
+def show_join(study_id: str, request: Request, db: DbSessionDep) -> Response:
+    """Consent page of an open-enrolment study; showing it creates nothing (link previews are harmless)."""
+    study = _open_study(db, study_id)
+    config = StudyConfig.model_validate(study.config)
+    return _render(request, "studies/join.html", {"study": study, "config": config, "errors": []})
+
+
+@router.post("/studies/{study_id}/join")
+def join_study(
+    study_id: str,
+    request: Request,
+    form: Annotated[JoinForm, Form()],
+    db: DbSessionDep,
+    cache: CacheDep,
+) -> Response:
+    """Create a consented session and continue with the instructions."""
+    study = _open_study(db, study_id)
+    if form.consent != "yes":
+        config = StudyConfig.model_validate(study.config)
+        errors = ["Please tick the box to confirm that you agree to take part."]
+        return _render(
+            request, "studies/join.html", {"study": study, "config": config, "errors": errors}, 422
+        )
+    _session, token = services.create_session(
+        db, cache, study.id, participant_code=form.participant_code, consented=True
+    )
+    return _see_other(f"/sessions/{token}/instructions")
+
+
+@router.get("/sessions/{token}")
+def show_session(token: str, request: Request, db: DbSessionDep, cache: CacheDep) -> Response:
+    """The current question (or the consent page, or a redirect to the thank-you page)."""
+    view = services.get_view(db, cache, token)
+    if view.status is SessionStatus.DONE:
+        return _see_other(f"/sessions/{token}/result")
+    if view.status is SessionStatus.INVITED:
+        return _render(request, "sessions/consent.html", {"view": view, "token": token, "errors": []})
+    return _render(
+        request, "sessions/show.html", {"view": view, "token": token, "comparison": view.comparison}
+    )
+
+
+@router.post("/sessions/{token}/consent")
+def give_consent(
+    token: str,
+    request: Request,
+    db: DbSessionDep,
+    cache: CacheDep,
+    consent: Annotated[str | None, Form()] = None,
+) -> Response:
+    """Record consent and continue with the instructions."""
+    if consent != "yes":
+        view = services.get_view(db, cache, token)
+        errors = ["Please tick the box to confirm that you agree to take part."]
+        return _render(
+            request, "sessions/consent.html", {"view": view, "token": token, "errors": errors}, 422
+        )
+    services.consent(db, cache, token)
+    return _see_other(f"/sessions/{token}/instructions")
+
+
+@router.get("/sessions/{token}/instructions")
+def show_instructions(token: str, request: Request, db: DbSessionDep, cache: CacheDep) -> Response:
+    """How to read the charts, with a worked example."""
+    view = services.get_view(db, cache, token)
+    if view.status is SessionStatus.INVITED:
+        return _see_other(f"/sessions/{token}")
+    example = _worked_example(view)
+    return _render(
+        request, "sessions/instructions.html", {"view": view, "token": token, "comparison": example}
+    )
+
+
+def _worked_example(view: services.SessionView) -> dict[str, Any]:
+    """A fixed example pair for the instructions: the right one finds more of the last class."""
+    space = build_space(view.config)
+    center = space.sphere.center
+    radius = space.sphere.radius * 0.7
+    k = space.n_classes
+    tilt = np.zeros(k)
+    tilt[0], tilt[-1] = 1.0, -1.0
+    tilt /= np.linalg.norm(tilt)
+    left, right = center + radius * tilt, center - radius * tilt
+    if space.n_groups > 1:
+        left, right = np.tile(left, (space.n_groups, 1)), np.tile(right, (space.n_groups, 1))
+    return {
+        "seq": 0,
+        "left": {"rates": left.tolist(), "confusion": np.asarray(space.confusion(left)).tolist()},
+        "right": {"rates": right.tolist(), "confusion": np.asarray(space.confusion(right)).tolist()},
+        "class_names": list(space.class_names),
+        "group_names": list(space.group_names),
+        "population": view.config.population,
+        "practice": False,
+    }
+
+
+@router.post("/sessions/{token}/answers")
+def submit_answer(
+    token: str,
+    request: Request,
+    form: Annotated[AnswerForm, Form()],
+    db: DbSessionDep,
+    cache: CacheDep,
+) -> Response:
+    """Record an answer, then show the next question (Post/Redirect/Get)."""
+    try:
+        view = services.submit_answer(
+            db,
+            cache,
+            token,
+            seq=form.seq,
+            preferred=form.preferred,
+            time_on_page_ms=form.time_on_page_ms,
+            hidden_ms=form.hidden_ms,
+        )
+    except ConflictError as exc:
+        if exc.code in {"stale_seq", "consent_required"}:
+            return _see_other(f"/sessions/{token}")
+        raise
+    if view.status is SessionStatus.DONE:
+        return _see_other(f"/sessions/{token}/result")
+    return _see_other(f"/sessions/{token}")
+
+
+@router.post("/sessions/{token}/undo")
+def undo_answer(
+    token: str,
+    request: Request,
+    form: Annotated[UndoForm, Form()],
+    db: DbSessionDep,
+    cache: CacheDep,
+) -> Response:
+    """Undo the last answer and show that question again."""
+    try:
+        services.undo(db, cache, token, seq=form.seq)
+    except ConflictError as exc:
+        if exc.code in {"stale_seq", "nothing_to_undo"}:
+            return _see_other(f"/sessions/{token}")
+        raise
+    return _see_other(f"/sessions/{token}")
+
+
+@router.get("/sessions/{token}/result")
+def show_result(token: str, request: Request, db: DbSessionDep, cache: CacheDep) -> Response:
+    """Thank-you page: completion code, optional redirect and a plain-language summary."""
+    view = services.get_view(db, cache, token)
+    if view.status is not SessionStatus.DONE or view.result is None:
+        return _see_other(f"/sessions/{token}")
+    figures = _result_figures(view)
+    return _render(request, "sessions/result.html", {"view": view, "token": token, "figures": figures})
+
+
+def _result_figures(view: services.SessionView) -> list[dict[str, Any]]:
+    """Charts of the revealed metric (ids + Plotly figure dicts) for the thank-you page."""
+    metric = view.result.metric if view.result is not None else {}
+    names = list(view.config.class_names)
+    figures: list[dict[str, Any]] = []
+    kind = metric.get("type")
+    if kind in {"linear", "quadratic", "fair_quadratic"}:
+        figures.append(
+            {
+                "id": "metric-weights",
+                "caption": "How much each kind of correct decision counted",
+                "figure": charts.metric_weights_figure(metric["a"], names),
+            }
+        )
+    if kind == "quadratic":
+        figures.append(
+            {
+                "id": "metric-curvature",
+                "caption": "How the value of improvements changes (curvature B)",
+                "figure": charts.quadratic_heatmap_figure(metric["B"], names),
+            }
+        )
+    if kind == "fair_quadratic":
+        figures.append(
+            {
+                "id": "metric-tradeoff",
+                "caption": "Fewer mistakes versus equal treatment of groups",
+                "figure": charts.tradeoff_figure(metric["lam"]),
+            }
+        )
+    return figures

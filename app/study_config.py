@@ -1,0 +1,186 @@
+"""Study configuration: the validated model behind `elicit study create <file.json|file.toml>`."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    AnyHttpUrl,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from elicitation import ElicitationError
+from elicitation.rates import space_from_dict
+
+from .algorithms import REGISTRY, UnknownAlgorithmError, get_algorithm
+
+__all__ = [
+    "DEFAULT_CONSENT_TEXT",
+    "DEFAULT_INSTRUCTIONS_TEXT",
+    "StudyConfig",
+    "StudyConfigError",
+    "build_space",
+    "format_validation_error",
+    "load_study_config",
+    "parse_study_config",
+]
+
+DEFAULT_CONSENT_TEXT = (
+    "This study asks you to compare pairs of classifiers and say which one you would rather use. "
+    "It takes about ten minutes. We record your answers, how long each one took, and nothing that "
+    "identifies you. You may stop at any time; your answers are then not used."
+)
+DEFAULT_INSTRUCTIONS_TEXT = (
+    "Each question shows two classifiers that were applied to the same 100 people. Look at how many of "
+    "each group they get right and wrong, and pick the one you would rather use. There are no right or "
+    "wrong answers: we want to learn which mistakes matter most to you."
+)
+
+
+class StudyConfigError(ValueError):
+    """A configuration file is unreadable or invalid; the message lists every problem by field."""
+
+
+class StudyConfig(BaseModel):
+    """Everything a study needs; unknown keys are rejected so that typos do not pass silently."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    name: str = Field(min_length=1, max_length=200)
+    task: str = Field(
+        min_length=1, max_length=2000, description="what the classifier decides, in plain words"
+    )
+    class_names: list[str] = Field(min_length=2, max_length=10)
+    group_names: list[str] = Field(default_factory=list, max_length=10)
+    population: str = Field(default="people", min_length=1, max_length=60, description='e.g. "patients"')
+    algorithm: str = "qpme"
+    algorithm_params: dict[str, Any] = Field(default_factory=dict)
+    query_space: dict[str, Any] = Field(default_factory=lambda: {"kind": "synthetic"})
+    practice_queries: int = Field(default=2, ge=0, le=10)
+    checks: bool = True
+    dominance_checks: int = Field(default=2, ge=0, le=10)
+    repeat_checks: int = Field(default=2, ge=0, le=10)
+    evaluation_queries: int = Field(default=15, ge=0, le=100)
+    consent_text: str = Field(default=DEFAULT_CONSENT_TEXT, min_length=1, max_length=10000)
+    instructions_text: str = Field(default=DEFAULT_INSTRUCTIONS_TEXT, min_length=1, max_length=10000)
+    redirect_url: AnyHttpUrl | None = None
+    open_enrolment: bool = True
+    show_summary: bool = True
+
+    @field_validator("class_names", "group_names")
+    @classmethod
+    def _distinct_names(cls, names: list[str]) -> list[str]:
+        cleaned = [name.strip() for name in names]
+        if any(not name or len(name) > 60 for name in cleaned):
+            raise ValueError("names must be non-empty and at most 60 characters")
+        if len(set(cleaned)) != len(cleaned):
+            raise ValueError(f"names must be distinct, got {cleaned}")
+        return cleaned
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known_algorithm(cls, name: str) -> str:
+        try:
+            get_algorithm(name)
+        except UnknownAlgorithmError as exc:
+            raise ValueError(str(exc.args[0])) from None
+        return name
+
+    @model_validator(mode="after")
+    def _consistent(self) -> StudyConfig:
+        spec = REGISTRY[self.algorithm]
+        if len(self.group_names) == 1:
+            raise ValueError("group_names: give at least 2 groups, or none for a study without groups")
+        if spec.needs_groups and not self.group_names:
+            raise ValueError(f"group_names: algorithm {self.algorithm!r} needs at least 2 groups")
+        if not spec.needs_groups and self.group_names:
+            raise ValueError(f"group_names: algorithm {self.algorithm!r} does not use groups; remove them")
+        try:
+            params = spec.parse_params(self.algorithm_params)
+        except ValidationError as exc:
+            raise ValueError(f"algorithm_params: {format_validation_error(exc)}") from None
+        self.algorithm_params = params.model_dump()
+        try:
+            space = build_space(self)
+        except (ElicitationError, ValueError, TypeError) as exc:
+            raise ValueError(f"query_space: {exc}") from None
+        self.query_space = space.to_dict()
+        try:
+            spec.build(space, params)
+        except ElicitationError as exc:
+            raise ValueError(f"algorithm_params: {exc}") from None
+        return self
+
+    @property
+    def total_checks(self) -> int:
+        """Attention and consistency checks per session (0 when checks are off)."""
+        return self.dominance_checks + self.repeat_checks if self.checks else 0
+
+
+def build_space(config: StudyConfig) -> Any:
+    """The study's query space, rebuilt from ``config.query_space`` plus its class and group names."""
+    description = dict(config.query_space)
+    description.setdefault("kind", "synthetic")
+    if description["kind"] == "synthetic":
+        description.setdefault("n_classes", len(config.class_names))
+        description.setdefault("n_groups", max(1, len(config.group_names)))
+        description.setdefault("class_names", list(config.class_names))
+        description.setdefault("group_names", list(config.group_names))
+    space = space_from_dict(description)
+    if list(space.class_names) != list(config.class_names):
+        raise ValueError(
+            f"the space's classes {list(space.class_names)} differ from class_names {config.class_names}"
+        )
+    if len(config.group_names) and list(space.group_names) != list(config.group_names):
+        raise ValueError(
+            f"the space's groups {list(space.group_names)} differ from group_names {config.group_names}"
+        )
+    return space
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """One ``field.path: message`` per problem, joined with semicolons."""
+    parts = []
+    for error in exc.errors():
+        location = ".".join(str(item) for item in error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        parts.append(f"{location}: {message}" if location else message)
+    return "; ".join(parts)
+
+
+def parse_study_config(data: Any) -> StudyConfig:
+    """Validate a decoded configuration; `StudyConfigError` names each offending field."""
+    if not isinstance(data, dict):
+        raise StudyConfigError(f"a study configuration must be a table/object, got {type(data).__name__}")
+    try:
+        return StudyConfig.model_validate(data)
+    except ValidationError as exc:
+        raise StudyConfigError(format_validation_error(exc)) from None
+
+
+def load_study_config(path: str | Path) -> StudyConfig:
+    """Read and validate a ``.json`` or ``.toml`` study configuration file."""
+    file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix not in {".json", ".toml"}:
+        raise StudyConfigError(f"{file}: a study configuration must be a .json or .toml file")
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise StudyConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(raw) if suffix == ".json" else tomllib.loads(raw.decode("utf-8"))
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise StudyConfigError(f"{file}: not valid {suffix[1:].upper()}: {exc}") from None
+    try:
+        return parse_study_config(data)
+    except StudyConfigError as exc:
+        raise StudyConfigError(f"{file}: {exc}") from None

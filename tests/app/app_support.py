@@ -1,0 +1,75 @@
+"""Helpers shared by the app tests: the small test study and an automated participant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from fastapi.testclient import TestClient
+
+from app.services import create_study
+
+#: A small, fast study: QPME on two classes with a coarse tolerance; every phase present.
+SMALL_STUDY: dict[str, Any] = {
+    "name": "Test study <b>bold</b>",
+    "task": "Decide whether a tumour is benign or malignant.",
+    "class_names": ["benign", "malignant"],
+    "population": "patients",
+    "algorithm": "qpme",
+    "algorithm_params": {"epsilon": 0.2},
+    "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [0.65, 0.35]},
+    "practice_queries": 1,
+    "checks": True,
+    "dominance_checks": 1,
+    "repeat_checks": 1,
+    "evaluation_queries": 3,
+    "redirect_url": "https://panel.example.org/done?study=1",
+}
+
+
+def make_study(app: Any, **overrides: Any) -> Any:
+    """Create a study (the small one, with ``overrides``) in ``app``'s database."""
+    with app.state.sessionmaker() as db:
+        return create_study(db, {**SMALL_STUDY, **overrides})
+
+
+def new_session(client: TestClient, study: Any, *, consent: bool = True) -> str:
+    response = client.post(f"/api/v1/studies/{study.id}/sessions", json={"consent": consent})
+    assert response.status_code == 201, response.text
+    token: str = response.json()["token"]
+    return token
+
+
+class Participant:
+    """An automated participant with a known metric answering over the JSON API."""
+
+    def __init__(self, metric: Any) -> None:
+        self.metric = metric
+
+    def choose(self, query: dict[str, Any]) -> str:
+        first = np.asarray(query["first"]["rates"])
+        second = np.asarray(query["second"]["rates"])
+        return "first" if self.metric.prefers(first, second) else "second"
+
+    def answer(self, client: TestClient, token: str, state: dict[str, Any]) -> dict[str, Any]:
+        query = state["query"]
+        response = client.post(
+            f"/api/v1/sessions/{token}/answers",
+            json={
+                "seq": query["seq"],
+                "preferred": self.choose(query),
+                "time_on_page_ms": 1500,
+                "hidden_ms": 0,
+            },
+        )
+        assert response.status_code == 200, response.text
+        result: dict[str, Any] = response.json()
+        return result
+
+    def finish(self, client: TestClient, token: str) -> dict[str, Any]:
+        state = client.get(f"/api/v1/sessions/{token}").json()
+        for _ in range(500):
+            if state["query"] is None:
+                return state
+            state = self.answer(client, token, state)
+        raise AssertionError("session did not finish within 500 answers")
