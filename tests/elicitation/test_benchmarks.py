@@ -1,0 +1,246 @@
+"""Tests of the seeded experiment runners behind `elicit simulate`, `elicit benchmark` and `elicit replay`."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from elicitation import Done, InvalidConfigError, LinearMetric, Pending, QuadraticMetric, ReplayMismatchError
+from elicitation import benchmarks as bench
+from elicitation.oracles import random_fair_metric
+
+# Fair QPME lives in elicitation/fair.py, written in parallel; its tests run as soon as it is present.
+needs_fair = pytest.mark.skipif(
+    importlib.util.find_spec("elicitation.fair") is None, reason="elicitation.fair has not landed yet"
+)
+
+# Exact oracle, epsilon = 1e-2, k = 2: QPME recovers a and B to a few hundredths (Section 6 / issue 2 bars).
+A_TOL = 0.05
+B_TOL = 0.12
+
+
+@pytest.fixture(scope="module")
+def qpme_k2() -> bench.Simulation:
+    return bench.simulate("qpme", n_classes=2, seed=7)
+
+
+def test_simulate_qpme_exact_oracle_recovers_metric(qpme_k2: bench.Simulation) -> None:
+    assert qpme_k2.errors["a"] < A_TOL
+    assert qpme_k2.errors["B"] < B_TOL
+    assert qpme_k2.result.num_queries == len(qpme_k2.result.log) > 0
+    assert qpme_k2.wrong_answers == 0
+    assert qpme_k2.regular in (True, False)
+    assert isinstance(qpme_k2.metric, QuadraticMetric)
+
+
+def test_simulate_is_deterministic_for_a_seed(qpme_k2: bench.Simulation) -> None:
+    again = bench.simulate("qpme", n_classes=2, seed=7)
+    assert len(again.result.log) == len(qpme_k2.result.log)
+    for (q1, a1), (q2, a2) in zip(again.result.log, qpme_k2.result.log, strict=True):
+        assert a1 == a2
+        assert np.array_equal(q1.first, q2.first) and np.array_equal(q1.second, q2.second)
+    other = bench.simulate("qpme", n_classes=2, seed=8)
+    assert not np.allclose(other.metric.a, qpme_k2.metric.a)  # type: ignore[attr-defined]
+
+
+def test_simulate_elicits_a_given_linear_metric() -> None:
+    metric = LinearMetric(np.array([0.3, -0.5, 0.8]))
+    sim = bench.simulate("lpme", n_classes=3, metric=metric)
+    assert sim.metric is metric
+    assert sim.errors["a"] < 0.03
+    assert np.sign(sim.result.metric.a).tolist() == [1.0, -1.0, 1.0]
+
+
+def test_simulate_threshold_noise_counts_wrong_answers() -> None:
+    # A huge eps_Omega makes every comparison unreliable, so the fair coin must get some wrong.
+    sim = bench.simulate("lpme", n_classes=2, noise="threshold", noise_level=10.0, seed=1)
+    assert 0 < sim.wrong_answers < sim.result.num_queries
+
+
+@needs_fair
+def test_simulate_fair_qpme_and_tradeoff() -> None:
+    fair = bench.simulate("fair_qpme", n_classes=2, n_groups=2, seed=3)
+    assert set(fair.errors) == {"a", "B_pairs", "lam"}
+    assert fair.errors["a"] < 0.1 and fair.errors["lam"] < 0.1
+    assert fair.params["tau"] == fair.metric.tau.tolist()  # type: ignore[attr-defined]
+    tradeoff = bench.simulate("tradeoff", n_classes=2, n_groups=3, seed=3)
+    assert set(tradeoff.errors) == {"lam"}
+    assert tradeoff.errors["lam"] <= bench.DEFAULT_EPSILON
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"algorithm": "nope", "n_classes": 2}, "algorithm"),
+        ({"algorithm": "qpme", "n_classes": 1}, "n_classes"),
+        ({"algorithm": "qpme", "n_classes": 2, "epsilon": 0.0}, "epsilon"),
+        ({"algorithm": "qpme", "n_classes": 2, "inner_radius": 0.3}, "inner_radius"),
+        ({"algorithm": "qpme", "n_classes": 2, "noise": "loud"}, "noise"),
+        ({"algorithm": "qpme", "n_classes": 2, "noise_level": 0.1}, "noise_level"),
+        ({"algorithm": "qpme", "n_classes": 2, "noise": "logistic", "noise_level": 0.0}, "noise_level"),
+        ({"algorithm": "qpme", "n_classes": 2, "seed": -1}, "seed"),
+        ({"algorithm": "qpme", "n_classes": 2, "metric": LinearMetric(np.ones(2))}, "metric"),
+        ({"algorithm": "lpme", "n_classes": 3, "metric": LinearMetric(np.ones(2))}, "classes"),
+    ],
+)
+def test_simulate_rejects_bad_arguments_naming_them(kwargs: dict[str, Any], name: str) -> None:
+    algorithm = kwargs.pop("algorithm")
+    with pytest.raises(InvalidConfigError, match=name):
+        bench.simulate(algorithm, **kwargs)
+
+
+def test_trial_seeds_are_stable_and_distinct() -> None:
+    seeds = [bench.trial_seed(0, k, m, t) for k, m, t in itertools.product((2, 3), (2, 3), range(20))]
+    assert len(set(seeds)) == len(seeds)
+    assert bench.trial_seed(0, 2, 2, 0) == bench.trial_seed(0, 2, 2, 0)
+    assert all(0 <= s < 2**63 for s in seeds)
+
+
+def test_summarize_statistics() -> None:
+    stats = bench.summarize([float(v) for v in range(1, 11)])
+    assert stats == pytest.approx({"mean": 5.5, "median": 5.5, "p90": 9.1, "max": 10.0})
+    assert all(math.isnan(v) for v in bench.summarize([]).values())
+
+
+def test_qpme_benchmark_reports_beside_the_paper() -> None:
+    calls: list[tuple[int, int, str]] = []
+    report = bench.run_qpme_benchmark(classes=(2,), trials=2, seed=5, progress=lambda *a: calls.append(a))
+    assert calls == [(1, 2, "qpme k=2"), (2, 2, "qpme k=2")]
+    (setting,) = report["settings"]
+    summary = setting["summary"]
+    assert summary["paper_queries"] == pytest.approx(265.43)
+    assert summary["published_errors"] == {"a": 0.014, "B": 0.044}
+    assert summary["trials"] == 2 and summary["failures"] == 0
+    assert summary["errors"]["a"]["mean"] < A_TOL
+    assert summary["lower_bound"] > 0
+    assert summary["queries_over_lower_bound"] == pytest.approx(
+        summary["queries"]["mean"] / summary["lower_bound"]
+    )
+    # Each record can be re-run alone with its seed.
+    record = setting["records"][1]
+    alone = bench.simulate("qpme", n_classes=2, seed=record["seed"])
+    assert alone.result.num_queries == record["num_queries"]
+    assert alone.errors["a"] == pytest.approx(record["errors"]["a"])
+
+
+def test_noise_benchmark_uses_the_same_metrics_in_every_cell() -> None:
+    report = bench.run_noise_benchmark(
+        classes=(2,), inner_radii=(0.02, 0.1), noise_levels=(0.0, 1e-3), trials=2, seed=1
+    )
+    assert [(s["inner_radius"], s["noise_level"]) for s in report["settings"]] == [
+        (0.02, 0.0),
+        (0.02, 1e-3),
+        (0.1, 0.0),
+        (0.1, 1e-3),
+    ]
+    seeds = {tuple(r["seed"] for r in s["records"]) for s in report["settings"]}
+    assert len(seeds) == 1
+    exact = [s for s in report["settings"] if s["noise_level"] == 0.0]
+    assert all(s["summary"]["wrong_answers"]["max"] == 0 for s in exact)
+
+
+@needs_fair
+def test_fair_benchmark_reports_table4() -> None:
+    report = bench.run_fair_benchmark(settings=((2, 2),), trials=1, seed=2)
+    summary = report["settings"][0]["summary"]
+    assert summary["paper_queries"] == pytest.approx(332.10)
+    assert set(summary["errors"]) == {"a", "B_pairs", "lam"}
+
+
+def test_benchmark_figures_are_plotly_figure_dicts() -> None:
+    report = bench.run_qpme_benchmark(classes=(2, 3), trials=1, seed=0)
+    figures = bench.benchmark_figures(report)
+    assert set(figures) == {"qpme_error_a", "qpme_error_B", "qpme_queries"}
+    boxes = figures["qpme_error_a"]["data"]
+    assert [trace["type"] for trace in boxes] == ["box", "box"]
+    assert [trace["name"] for trace in boxes] == ["k=2", "k=3"]
+    assert len(boxes[0]["y"]) == 1
+    noise = bench.run_noise_benchmark(classes=(2,), inner_radii=(0.05,), noise_levels=(0.0,), trials=1)
+    assert set(bench.benchmark_figures(noise)) == {"noise_k2_error_a", "noise_k2_error_B"}
+
+
+@needs_fair
+def test_measure_timing_with_an_injected_clock() -> None:
+    ticks = itertools.count()
+    report = bench.measure_timing(
+        lambda: float(next(ticks)), cases=(("lpme k=2", "lpme", 2, 2),), replay_answers=40, repeats=2
+    )
+    stats = report["next_query"]["lpme k=2"]
+    # Each send is bracketed by two clock reads, so the fake clock says exactly one second per query.
+    assert stats["median"] == pytest.approx(1e6)
+    assert report["replay"]["answers"] == 40
+    assert len(report["replay"]["runs_ms"]) == 2
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Answer logs
+# ----------------------------------------------------------------------------------------------------------
+
+
+def test_answer_log_replays_to_the_same_result(qpme_k2: bench.Simulation) -> None:
+    log = bench.answer_log(qpme_k2)
+    assert log["format"] == bench.LOG_FORMAT and log["seed"] == 7
+    outcome = bench.replay_log(log)
+    assert isinstance(outcome, Done)
+    assert np.allclose(outcome.result.metric.a, qpme_k2.result.metric.a, atol=0, rtol=0)
+    assert outcome.result.num_queries == qpme_k2.result.num_queries
+
+
+def test_replay_of_a_prefix_is_pending_at_the_next_query(qpme_k2: bench.Simulation) -> None:
+    log = bench.answer_log(qpme_k2)
+    log["answers"] = log["answers"][:10]
+    outcome = bench.replay_log(log)
+    assert isinstance(outcome, Pending)
+    assert outcome.n_answered == 10
+    assert outcome.query.matches(qpme_k2.result.log[10][0], 0.0)
+
+
+def test_replay_detects_a_tampered_query(qpme_k2: bench.Simulation) -> None:
+    log = bench.answer_log(qpme_k2)
+    tampered = copy.deepcopy(log)
+    tampered["answers"][5]["query"]["first"][0] += 1e-3
+    with pytest.raises(ReplayMismatchError, match="5"):
+        bench.replay_log(tampered)
+    other_config = copy.deepcopy(log)
+    other_config["params"]["epsilon"] = 0.02
+    with pytest.raises(ReplayMismatchError):
+        bench.replay_log(other_config)
+
+
+def test_replay_skips_undone_answers(qpme_k2: bench.Simulation) -> None:
+    log = bench.answer_log(qpme_k2)
+    undone = dict(log["answers"][3], undone=True, answer=not log["answers"][3]["answer"])
+    log["answers"] = [*log["answers"][:3], undone, *[dict(a, seq=a["seq"]) for a in log["answers"][3:]]]
+    assert isinstance(bench.replay_log(log), Done)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda d: d["answers"][0].update(answer="yes"), r"answers\[0\]\.answer"),
+        (lambda d: d["answers"][1].update(seq=5), r"answers\[1\]\.seq"),
+        (lambda d: d.pop("params"), "params"),
+        (lambda d: d.update(version=99), "version"),
+        (lambda d: d.update(algorithm="magic"), "algorithm"),
+        (lambda d: d["answers"][2].pop("query"), "every answer or none"),
+        (lambda d: d["params"].update(n_classes=1), "n_classes"),
+    ],
+)
+def test_replay_rejects_malformed_logs(qpme_k2: bench.Simulation, mutate: Any, message: str) -> None:
+    log = copy.deepcopy(bench.answer_log(qpme_k2))
+    mutate(log)
+    with pytest.raises(InvalidConfigError, match=message):
+        bench.replay_log(log)
+
+
+@needs_fair
+def test_build_elicitor_tradeoff_requires_the_known_metric() -> None:
+    metric = random_fair_metric(np.random.default_rng(0), 2, 2)
+    with pytest.raises(InvalidConfigError, match="B_pairs"):
+        bench.build_elicitor("tradeoff", {"n_classes": 2, "tau": metric.tau.tolist(), "a": [1.0, 1.0]})
