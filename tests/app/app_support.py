@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+import httpx
 import numpy as np
-from fastapi.testclient import TestClient
 
 from app.services import create_study
+from elicitation import QuadraticMetric
+
+#: PostgreSQL URL for the parametrised tests (CI sets it); unset means SQLite only.
+POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
+
+#: The known metric of the automated participant (a quadratic with diminishing returns).
+METRIC = QuadraticMetric(np.array([0.3, 0.8]), np.array([[-0.3, 0.0], [0.0, -0.2]]))
 
 #: A small, fast study: QPME on two classes with a coarse tolerance; every phase present.
 SMALL_STUDY: dict[str, Any] = {
@@ -33,7 +41,7 @@ def make_study(app: Any, **overrides: Any) -> Any:
         return create_study(db, {**SMALL_STUDY, **overrides})
 
 
-def new_session(client: TestClient, study: Any, *, consent: bool = True) -> str:
+def new_session(client: httpx.Client, study: Any, *, consent: bool = True) -> str:
     response = client.post(f"/api/v1/studies/{study.id}/sessions", json={"consent": consent})
     assert response.status_code == 201, response.text
     token: str = response.json()["token"]
@@ -51,7 +59,7 @@ class Participant:
         second = np.asarray(query["second"]["rates"])
         return "first" if self.metric.prefers(first, second) else "second"
 
-    def answer(self, client: TestClient, token: str, state: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, client: httpx.Client, token: str, state: dict[str, Any]) -> dict[str, Any]:
         query = state["query"]
         response = client.post(
             f"/api/v1/sessions/{token}/answers",
@@ -66,7 +74,7 @@ class Participant:
         result: dict[str, Any] = response.json()
         return result
 
-    def finish(self, client: TestClient, token: str) -> dict[str, Any]:
+    def finish(self, client: httpx.Client, token: str) -> dict[str, Any]:
         state = client.get(f"/api/v1/sessions/{token}").json()
         for _ in range(500):
             if state["query"] is None:

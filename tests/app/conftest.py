@@ -7,7 +7,6 @@ its own (created and migrated once per worker, emptied before each test, dropped
 
 from __future__ import annotations
 
-import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from app_support import make_study
+from app_support import POSTGRES_URL, make_study
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
@@ -23,7 +22,6 @@ from app.cli_web import upgrade_database
 from app.main import create_app
 from app.settings import Settings
 
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 #: Tables in dependency order (children first) for emptying the PostgreSQL schema between tests.
 TABLES = ("result", "answer", "elicitation_session", "study")
 

@@ -6,15 +6,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from app_support import Participant, make_study, new_session
+from app_support import METRIC, Participant, make_study, new_session
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.main import create_app
 from app.models import Answer, ElicitationSession, Result
-from elicitation import QuadraticMetric
-
-METRIC = QuadraticMetric(np.array([0.3, 0.8]), np.array([[-0.3, 0.0], [0.0, -0.2]]))
 
 
 def state(client: TestClient, token: str) -> dict[str, Any]:

@@ -1,0 +1,124 @@
+"""The `elicit` command's web-app subcommands: db upgrade, study create/list, demo."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+
+TOML_STUDY = """
+name = "Loan screening"
+task = "A classifier decides whether a loan applicant is likely to repay."
+class_names = ["repays", "defaults"]
+population = "applicants"
+algorithm = "lpme"
+evaluation_queries = 5
+
+[algorithm_params]
+epsilon = 0.05
+
+[query_space]
+kind = "synthetic"
+radius = 0.15
+"""
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "cli.db"
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{path}")
+    monkeypatch.setenv("PUBLIC_BASE_URL", "https://studies.example.org")
+    assert main(["db", "upgrade"]) == 0
+    return path
+
+
+def test_study_create_from_toml_and_list(
+    database: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "study.toml"
+    config.write_text(TOML_STUDY)
+    assert main(["study", "create", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "created study" in out and "https://studies.example.org/studies/" in out
+    assert main(["study", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert "Loan screening" in listing and "[lpme, open]" in listing
+
+
+def test_study_create_from_json(database: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "study.json"
+    config.write_text(
+        json.dumps({"name": "J", "task": "t", "class_names": ["a", "b"], "open_enrolment": False})
+    )
+    assert main(["study", "create", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "created study" in out and "participant link" not in out
+
+
+@pytest.mark.parametrize(
+    ("suffix", "content", "message"),
+    [
+        (".toml", 'name = "x"\n', "task: Field required"),
+        (".toml", "name = ", "not valid TOML"),
+        (".json", '{"name": "x", "task": "t", "class_names": ["a", "a"]}', "class_names"),
+        (".json", '{"name": "x", "task": "t", "class_names": ["a", "b"], "algorithm": "magic"}', "magic"),
+        (".json", '{"name": "x", "task": "t", "class_names": ["a", "b"], "colour": 1}', "colour"),
+        (
+            ".json",
+            '{"name": "x", "task": "t", "class_names": ["a", "b"], "algorithm_params": {"epsilon": 3}}',
+            "algorithm_params: epsilon",
+        ),
+        (
+            ".json",
+            '{"name": "x", "task": "t", "class_names": ["a", "b"], "query_space": {"radius": 2}}',
+            "radius",
+        ),
+        (
+            ".json",
+            '{"name": "x", "task": "t", "class_names": ["a", "b"], "redirect_url": "javascript:x"}',
+            "redirect_url",
+        ),
+        (".yaml", "name: x", ".json or .toml"),
+        (".json", "[1, 2]", "table/object"),
+    ],
+)
+def test_study_create_reports_invalid_configs(
+    database: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    suffix: str,
+    content: str,
+    message: str,
+) -> None:
+    config = tmp_path / f"study{suffix}"
+    config.write_text(content)
+    assert main(["study", "create", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_study_create_missing_file(database: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["study", "create", "/nonexistent/study.toml"]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_demo_is_created_once(database: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    first = capsys.readouterr().out
+    assert "created the demo study" in first
+    assert main(["demo"]) == 0
+    second = capsys.readouterr().out
+    assert "exists" in second
+    link = next(line for line in first.splitlines() if "participant link" in line)
+    assert link in second and "/join" in link
+    assert main(["study", "list"]) == 0
+    assert capsys.readouterr().out.count("Demo: breast cancer screening") == 1
+
+
+def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["frobnicate"])
+    assert exc.value.code == 2

@@ -1,0 +1,189 @@
+"""The session script: seeded positions and pairs, dominance and repeat checks, codec round trips."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.codec import decode_metric, decode_query, encode_metric, encode_query, to_jsonable
+from app.models import Phase
+from app.outcome import agreement, check_summary, evaluation_summary, plain_summary
+from app.plan import SessionPlan, elicitor_choice
+from elicitation import FairQuadraticMetric, LinearMetric, QuadraticMetric, Query
+from elicitation.rates import SyntheticSpace
+
+
+def plan(seed: int = 7, n_groups: int = 1, **overrides: int) -> SessionPlan:
+    options = {
+        "practice_queries": 2,
+        "dominance_checks": 2,
+        "repeat_checks": 2,
+        "evaluation_queries": 5,
+        "expected_queries": 40,
+    }
+    options.update(overrides)
+    space = SyntheticSpace(3, radius=0.2, n_groups=n_groups)
+    return SessionPlan(space=space, seed=seed, **options)
+
+
+def row(
+    seq: int, phase: Phase, query: Query, swapped: bool = False, preferred: str = "first"
+) -> SimpleNamespace:
+    return SimpleNamespace(
+        seq=seq,
+        phase=phase.value,
+        query=encode_query(query),
+        swapped=swapped,
+        preferred=preferred,
+        elicitor_answer=preferred == "first",
+    )
+
+
+def test_same_seed_same_script_other_seed_differs() -> None:
+    a, b, c = plan(seed=1), plan(seed=1), plan(seed=2)
+    assert [a.swapped(i) for i in range(50)] == [b.swapped(i) for i in range(50)]
+    assert [a.swapped(i) for i in range(50)] != [c.swapped(i) for i in range(50)]
+    assert np.array_equal(a.evaluation_query(3).first, b.evaluation_query(3).first)
+    assert not np.array_equal(a.evaluation_query(3).first, c.evaluation_query(3).first)
+    assert a.check_slots == b.check_slots
+
+
+@pytest.mark.parametrize("n_groups", [1, 3])
+def test_random_pairs_lie_in_the_sphere(n_groups: int) -> None:
+    script = plan(n_groups=n_groups)
+    sphere = script.sphere
+    for index in range(30):
+        for query in (
+            script.practice_query(index),
+            script.evaluation_query(index),
+            script.dominance_query(index),
+        ):
+            for rates in (query.first, query.second):
+                for group in np.atleast_2d(rates):
+                    assert sphere.contains(group)
+
+
+@pytest.mark.parametrize("n_groups", [1, 2])
+def test_dominance_pairs_are_better_on_every_rate(n_groups: int) -> None:
+    script = plan(n_groups=n_groups)
+    for index in range(30):
+        query = script.dominance_query(index)
+        assert np.all(query.first > query.second + 0.01)
+        if n_groups > 1:
+            # the same shift in every group: the better option is not less fair
+            assert np.allclose(np.diff(query.first - query.second, axis=0), 0.0)
+
+
+def test_script_order_practice_checks_interleaved_then_evaluation() -> None:
+    script = plan(
+        practice_queries=1, dominance_checks=1, repeat_checks=1, evaluation_queries=2, expected_queries=6
+    )
+    pending = Query(first=np.full(3, 0.3), second=np.full(3, 0.35), search="qpme")
+    rows: list[SimpleNamespace] = []
+    phases = []
+    for _ in range(6):
+        step = script.next_step(rows, pending)
+        assert step is not None
+        phases.append(step.phase)
+        rows.append(row(len(rows), step.phase, step.query, step.swapped))
+    assert phases[0] is Phase.PRACTICE
+    assert Phase.CHECK in phases and phases.index(Phase.CHECK) > phases.index(Phase.ELICITATION)
+    # the elicitor is finished: remaining checks, then evaluation pairs, then nothing
+    rest = []
+    while (step := script.next_step(rows, None)) is not None:
+        rest.append(step.phase)
+        rows.append(row(len(rows), step.phase, step.query, step.swapped))
+    assert rest[-2:] == [Phase.EVALUATION, Phase.EVALUATION]
+    assert sum(1 for r in rows if r.phase == "check") == 2
+
+
+def test_repeat_check_shows_an_earlier_pair_with_sides_swapped() -> None:
+    script = plan(practice_queries=0, dominance_checks=0, repeat_checks=1, expected_queries=2)
+    original = Query(first=np.array([0.3, 0.35, 0.3]), second=np.array([0.36, 0.3, 0.31]))
+    rows = [row(0, Phase.ELICITATION, original, swapped=True, preferred="second")]
+    step = script.next_step(rows, original)
+    assert step is not None and step.phase is Phase.CHECK and step.check is not None
+    assert step.check["type"] == "repeat" and step.check["of_seq"] == 0
+    assert step.swapped is False  # originally shown swapped
+    assert np.array_equal(step.query.first, original.first)
+    # the original answer "second" while swapped means the elicitor's first was chosen
+    assert step.check["expected"] == "first"
+
+
+@pytest.mark.parametrize(
+    ("preferred", "swapped", "expected"),
+    [("first", False, "first"), ("first", True, "second"), ("second", True, "first"), ("tie", True, "tie")],
+)
+def test_elicitor_choice_maps_positions(preferred: str, swapped: bool, expected: str) -> None:
+    assert elicitor_choice(preferred, swapped).value == expected
+
+
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=3, max_size=3), st.text(max_size=8))
+def test_query_codec_round_trips_exactly(values: list[float], search: str) -> None:
+    query = Query(
+        first=np.array(values), second=np.array(values[::-1]), search=search, kind="k", coordinate=1, step=4
+    )
+    decoded = decode_query(encode_query(query))
+    assert np.array_equal(decoded.first, query.first) and np.array_equal(decoded.second, query.second)
+    assert (decoded.search, decoded.kind, decoded.coordinate, decoded.step) == (search, "k", 1, 4)
+
+
+def test_metric_codec_round_trips() -> None:
+    metrics = [
+        LinearMetric(np.array([0.2, 0.9])),
+        QuadraticMetric(np.array([0.3, 0.8]), np.array([[-0.3, 0.1], [0.1, -0.2]])),
+        FairQuadraticMetric(
+            a=np.array([0.5, 0.5]),
+            B_pairs={(0, 1): np.eye(2)},
+            lam=0.3,
+            tau=np.array([[0.4, 0.6], [0.6, 0.4]]),
+        ),
+    ]
+    rates = np.array([[0.4, 0.6], [0.55, 0.5]])
+    for metric in metrics:
+        decoded = decode_metric(encode_metric(metric))
+        assert type(decoded) is type(metric)
+        sample = rates if isinstance(metric, FairQuadraticMetric) else rates[0]
+        assert decoded(sample) == pytest.approx(metric(sample), abs=1e-15)
+
+
+def test_to_jsonable_handles_numpy_and_nonfinite() -> None:
+    data = {"a": np.array([1.0, np.nan]), "n": np.int64(3), "t": (np.bool_(True),), 4: np.float32(0.5)}
+    assert to_jsonable(data) == {"a": [1.0, None], "n": 3, "t": [True], "4": 0.5}
+
+
+def test_agreement_leaves_ties_out() -> None:
+    pairs = [(np.array([1.0]), np.array([0.0]), "first"), (np.array([0.0]), np.array([1.0]), "first")]
+    pairs.append((np.array([0.0]), np.array([1.0]), "tie"))
+    result = agreement(pairs, lambda a, b: bool(a[0] > b[0]))
+    assert result == {"agreed": 1, "decided": 2, "ties": 1, "percent": 50.0}
+    assert agreement([], lambda a, b: True)["percent"] is None
+
+
+def test_evaluation_compares_with_baselines() -> None:
+    metric = LinearMetric(np.array([0.0, 1.0]))  # only the second class matters
+    pairs = [(np.array([0.4, 0.6]), np.array([0.7, 0.5]), "first")]
+    summary = evaluation_summary(pairs, metric, np.array([0.9, 0.1]))
+    assert summary["elicited"]["agreed"] == 1
+    assert summary["accuracy"]["agreed"] == 0  # accuracy prefers the second (mostly class 1)
+    assert summary["equal_weights"]["agreed"] == 0
+
+
+def test_check_summary_counts() -> None:
+    checks = [{"type": "dominance", "passed": True}, {"type": "repeat", "passed": False}]
+    assert check_summary(checks) == {
+        "dominance": {"shown": 1, "passed": 1},
+        "repeat": {"shown": 1, "passed": 0},
+        "all_passed": False,
+    }
+
+
+def test_plain_summary_names_the_classes() -> None:
+    text = plain_summary(LinearMetric(np.array([0.2, 0.8])), ["benign", "malignant"], "patients")
+    assert "malignant patients matters about 4.0 times" in text
+    even = plain_summary(LinearMetric(np.array([0.5, 0.5])), ["a", "b"], "people")
+    assert "about equally" in even
