@@ -1,0 +1,369 @@
+"""Fair QPME and the trade-off search: partition algebra, recovery on exact oracles, replay, bad input."""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+import numpy as np
+import pytest
+
+from elicitation.driver import Done, Pending, replay, run
+from elicitation.errors import DegenerateMetricError, InvalidAnswerError, InvalidConfigError
+from elicitation.fair import (
+    fair_qpme,
+    group_partitions,
+    lift_rates,
+    membership_matrix,
+    orient_partitions,
+    reconstruct_fair,
+    tradeoff_search,
+)
+from elicitation.types import Elicitation, Elicitor, FairQuadraticMetric, FloatArray, Sphere, pair_index
+
+#: Exact algebra: recovering (a, B, lam) from exact per-partition (d, B) is exact up to rounding.
+ALGEBRA_ATOL = 1e-9
+RADIUS = 0.2
+EPSILON = 1e-2
+#: The paper's Table 4 (mean queries of fair QPME, exact oracle, epsilon = 1e-2, radius 0.2).
+PAPER_QUERIES = {(2, 2): 332.10, (3, 2): 796.37, (2, 3): 867.65, (3, 3): 2127.44}
+
+
+def random_fair_metric(
+    rng: np.random.Generator, k: int, m: int, lam: float | None = None
+) -> FairQuadraticMetric:
+    """A fair cost under Definition 3's assumptions: a >= 0 unit, B^{uv} PSD, lam ~ U[0, 1], random tau."""
+    a = np.abs(rng.normal(size=k))
+    B_pairs = {}
+    for key in pair_index(m):
+        G = rng.normal(size=(k, k))
+        B_pairs[key] = G @ G.T
+    tau = rng.random((m, k)) + 0.05
+    tau /= tau.sum(axis=0)
+    return FairQuadraticMetric(a, B_pairs, float(rng.uniform()) if lam is None else lam, tau)
+
+
+def exact_partition_utilities(
+    metric: FairQuadraticMetric, partitions: tuple[frozenset[int], ...], rng: np.random.Generator
+) -> tuple[list[FloatArray], list[FloatArray]]:
+    """The (d, B) an ideal QPME returns per partition, each with its own arbitrary positive scale."""
+    gradients, hessians = [], []
+    for sigma in partitions:
+        tau_sigma = metric.tau[sorted(sigma)].sum(axis=0)
+        W = np.zeros((metric.n_classes, metric.n_classes))
+        for (u, v), B in metric.B_pairs.items():
+            if (u in sigma) != (v in sigma):
+                W += B
+        # Utility = -cost on the profiles of Equation 10.
+        d = (1.0 - metric.lam) * metric.a * tau_sigma
+        H = -metric.lam * W
+        scale = rng.uniform(0.2, 5.0)
+        gradients.append(scale * d)
+        hessians.append(scale * H)
+    return gradients, hessians
+
+
+def errors(truth: FairQuadraticMetric, estimate: FairQuadraticMetric) -> tuple[float, float, float]:
+    a_error = float(np.linalg.norm(truth.a - estimate.a))
+    B_error = float(sum(np.linalg.norm(truth.B_pairs[p] - estimate.B_pairs[p]) for p in truth.B_pairs))
+    return a_error, B_error, abs(truth.lam - estimate.lam)
+
+
+# --- partitions and Xi --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m", range(2, 9))
+def test_group_partitions_give_nonsingular_xi(m: int) -> None:
+    partitions = group_partitions(m)
+    xi = membership_matrix(partitions, m)
+    assert xi.shape == (math.comb(m, 2), math.comb(m, 2))
+    assert abs(np.linalg.det(xi)) >= 1.0 - 1e-9
+    everyone = frozenset(range(m))
+    assert all(sigma and sigma < everyone for sigma in partitions)
+
+
+def test_membership_matrix_matches_the_papers_three_group_example() -> None:
+    # Appendix D: M = {{1,2},{1,3},{2,3}} gives Xi = [[0,1,1],[1,0,1],[1,1,0]] (pairs 12, 13, 23).
+    xi = membership_matrix(group_partitions(3), 3)
+    np.testing.assert_array_equal(xi, [[0, 1, 1], [1, 0, 1], [1, 1, 0]])
+
+
+def test_pair_cuts_are_singular_for_four_groups_so_another_choice_is_used() -> None:
+    pair_cuts = [frozenset(p) for p in pair_index(4)]
+    assert abs(np.linalg.det(membership_matrix(pair_cuts, 4))) < 1e-9  # {0,1} and {2,3} are one cut
+    assert frozenset({2, 3}) not in group_partitions(4)
+
+
+def test_orient_partitions_gives_s_to_the_side_with_the_larger_smallest_prevalence() -> None:
+    tau = np.array([[0.1, 0.2], [0.9, 0.8]])
+    assert orient_partitions((frozenset({0}),), tau) == (frozenset({1}),)
+    assert orient_partitions((frozenset({1}),), tau) == (frozenset({1}),)
+
+
+def test_lift_rates_assigns_s_to_the_partition_and_o_elsewhere() -> None:
+    o = np.array([0.5, 0.5])
+    profile = lift_rates([0.6, 0.4], frozenset({0, 2}), o, 3)
+    np.testing.assert_array_equal(profile, [[0.6, 0.4], [0.5, 0.5], [0.6, 0.4]])
+
+
+# --- reconstruction algebra ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+@pytest.mark.parametrize("m", [2, 3, 4, 5, 6])
+def test_reconstruct_fair_recovers_exact_metrics(k: int, m: int) -> None:
+    rng = np.random.default_rng(100 * k + m)
+    for _ in range(5):
+        truth = random_fair_metric(rng, k, m)
+        partitions = orient_partitions(group_partitions(m), truth.tau)
+        gradients, hessians = exact_partition_utilities(truth, partitions, rng)
+        outcome = reconstruct_fair(truth.tau, partitions, gradients, hessians)
+        a_error, B_error, lam_error = errors(truth, outcome.metric)
+        assert a_error < ALGEBRA_ATOL and B_error < ALGEBRA_ATOL and lam_error < ALGEBRA_ATOL
+        assert outcome.negative_mass < ALGEBRA_ATOL
+
+
+def test_reconstruct_fair_works_with_any_nonsingular_partition_set() -> None:
+    rng = np.random.default_rng(7)
+    truth = random_fair_metric(rng, 3, 4)
+    everyone = frozenset(range(4))
+    cuts = [frozenset(c) for r in (1, 2) for c in combinations(range(4), r) if 0 in c or r == 1]
+    for chosen in combinations(cuts, 6):
+        if abs(np.linalg.det(membership_matrix(chosen, 4))) < 0.5:
+            continue
+        assert all(sigma < everyone for sigma in chosen)
+        gradients, hessians = exact_partition_utilities(truth, chosen, rng)
+        estimate = reconstruct_fair(truth.tau, chosen, gradients, hessians).metric
+        assert max(errors(truth, estimate)) < ALGEBRA_ATOL
+
+
+def test_reconstruct_fair_reads_lam_zero_when_no_violation_is_seen() -> None:
+    rng = np.random.default_rng(3)
+    truth = random_fair_metric(rng, 3, 3, lam=0.0)
+    partitions = group_partitions(3)
+    gradients, hessians = exact_partition_utilities(truth, partitions, rng)
+    estimate = reconstruct_fair(truth.tau, partitions, gradients, hessians).metric
+    assert estimate.lam == 0.0
+    np.testing.assert_allclose(estimate.a, truth.a, atol=ALGEBRA_ATOL)
+
+
+def test_reconstruct_fair_projects_indefinite_estimates_onto_psd() -> None:
+    rng = np.random.default_rng(4)
+    truth = random_fair_metric(rng, 2, 2, lam=0.5)
+    partitions = group_partitions(2)
+    gradients, hessians = exact_partition_utilities(truth, partitions, rng)
+    hessians[0] = (
+        hessians[0] + 10.0 * np.diag([1.0, 0.0]) * np.abs(hessians[0]).max()
+    )  # a positive eigenvalue
+    outcome = reconstruct_fair(truth.tau, partitions, gradients, hessians)
+    assert outcome.negative_mass > 0.0
+    assert np.min(np.linalg.eigvalsh(outcome.metric.B_pairs[(0, 1)])) >= -1e-12
+
+
+def test_reconstruct_fair_rejects_singular_partitions() -> None:
+    rng = np.random.default_rng(5)
+    truth = random_fair_metric(rng, 2, 3)
+    partitions = (frozenset({0}), frozenset({1, 2}), frozenset({1}))  # {0} and {1,2} are the same cut
+    gradients, hessians = exact_partition_utilities(truth, partitions, rng)
+    with pytest.raises(InvalidConfigError, match="singular"):
+        reconstruct_fair(truth.tau, partitions, gradients, hessians)
+
+
+# --- fair QPME on exact oracles -----------------------------------------------------------------------------
+
+#: (design, k, m, seed, lam) -> bounds on (||a - a_hat||, sum ||B - B_hat||_F, |lam - lam_hat|); the measured
+#: errors are 3-10x smaller: the bounds catch a broken lifting, sign, orientation or normalisation, not noise.
+REGRESSION_CASES = [
+    ("qpme", 2, 2, 12, 0.7, (0.02, 0.1, 0.02)),
+    ("qpme", 2, 2, 13, 0.5, (0.02, 0.2, 0.05)),
+    ("qpme", 3, 2, 21, 0.4, (0.02, 0.2, 0.02)),
+    ("qpme", 3, 2, 23, 0.7, (0.02, 0.1, 0.02)),
+    ("qpme", 2, 3, 32, 0.6, (0.02, 0.2, 0.02)),
+    ("qpme", 2, 3, 33, 0.5, (0.02, 0.4, 0.02)),
+    ("paired", 2, 2, 13, 0.5, (0.02, 0.05, 0.01)),
+    ("paired", 3, 2, 22, 0.7, (0.02, 0.05, 0.01)),
+    ("paired", 2, 3, 33, 0.6, (0.02, 0.05, 0.01)),
+]
+
+
+@pytest.mark.parametrize(("design", "k", "m", "seed", "lam", "bounds"), REGRESSION_CASES)
+def test_fair_qpme_recovers_fixed_metrics(
+    design: str, k: int, m: int, seed: int, lam: float, bounds: tuple[float, float, float]
+) -> None:
+    truth = random_fair_metric(np.random.default_rng(seed), k, m, lam=lam)
+    sphere = Sphere.around_uniform(k, RADIUS)
+    elicitor = fair_qpme(sphere, groups=m, tau=truth.tau, epsilon=EPSILON, design=design)
+    result = run(elicitor, truth.prefers)
+    a_error, B_error, lam_error = errors(truth, result.metric)
+    assert a_error < bounds[0] and B_error < bounds[1] and lam_error < bounds[2], (
+        a_error,
+        B_error,
+        lam_error,
+    )
+    assert result.num_queries == len(result.log) <= elicitor.max_queries
+    assert result.num_queries <= PAPER_QUERIES[(k, m)] / 2
+    assert result.details["design"] == design
+    assert len(result.details["partitions"]) == math.comb(m, 2)
+
+
+def test_fair_qpme_paired_design_handles_tradeoffs_near_one() -> None:
+    # lam near 1 leaves almost no gradient at o; the paired design needs none (no trivial queries).
+    truth = random_fair_metric(np.random.default_rng(91), 2, 2, lam=0.97)
+    result = run(
+        fair_qpme(Sphere.around_uniform(2, RADIUS), groups=2, tau=truth.tau, design="paired"), truth.prefers
+    )
+    a_error, B_error, lam_error = errors(truth, result.metric)
+    assert a_error < 0.1 and lam_error < 0.02 and B_error < 0.2, (a_error, B_error, lam_error)
+
+
+def test_fair_qpme_queries_lift_sphere_points_to_partition_profiles() -> None:
+    truth = random_fair_metric(np.random.default_rng(41), 2, 3, lam=0.5)
+    sphere = Sphere.around_uniform(2, RADIUS)
+    result = run(fair_qpme(sphere, groups=3, tau=truth.tau), truth.prefers)
+    partitions = [frozenset(p) for p in result.details["partitions"]]
+    for query, _ in result.log:
+        assert query.first.shape == query.second.shape == (3, 2)
+        assert query.search.startswith("fair/sigma=")
+        for profile in (query.first, query.second):
+            moved = [g for g in range(3) if not np.allclose(profile[g], sphere.center)]
+            assert all(sphere.contains(profile[g]) for g in range(3))
+            # Groups off the centre share one rate and form (a subset of) one partition.
+            assert all(np.allclose(profile[g], profile[moved[0]]) for g in moved)
+            assert any(frozenset(moved) <= sigma for sigma in partitions)
+
+
+@pytest.mark.parametrize("design", ["qpme", "paired"])
+def test_fair_qpme_replay_reproduces_the_queries(design: str) -> None:
+    truth = random_fair_metric(np.random.default_rng(51), 2, 3, lam=0.6)
+    sphere = Sphere.around_uniform(2, RADIUS)
+
+    def build() -> Elicitor[Elicitation[FairQuadraticMetric]]:
+        return fair_qpme(sphere, groups=3, tau=truth.tau, design=design)
+
+    live = run(build(), truth.prefers)
+    answers = [answer for _, answer in live.log]
+    queries = [query for query, _ in live.log]
+    done = replay(build(), answers, expected_queries=queries)
+    assert isinstance(done, Done)
+    np.testing.assert_array_equal(done.result.metric.a, live.metric.a)
+    assert done.result.metric.lam == live.metric.lam
+    cut = len(answers) // 2
+    pending = replay(build(), answers[:cut], expected_queries=queries[:cut])
+    assert isinstance(pending, Pending)
+    assert pending.query.matches(queries[cut], atol=0.0)
+
+
+def test_fair_qpme_rejects_non_boolean_answers() -> None:
+    truth = random_fair_metric(np.random.default_rng(52), 2, 2)
+    elicitor = fair_qpme(Sphere.around_uniform(2, RADIUS), groups=2, tau=truth.tau)
+    next(elicitor)
+    with pytest.raises(InvalidAnswerError):
+        elicitor.send(1)  # type: ignore[arg-type]
+
+
+GOOD_TAU = [[0.3, 0.6], [0.7, 0.4]]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"groups": 1, "tau": [[1.0, 1.0]]}, "groups"),
+        ({"groups": 2.5, "tau": GOOD_TAU}, "groups"),
+        ({"groups": 3, "tau": GOOD_TAU}, "tau must have shape"),
+        ({"groups": 2, "tau": [[0.3, 0.6, 0.1], [0.7, 0.4, 0.9]]}, "tau must have shape"),
+        ({"groups": 2, "tau": [[-0.3, 0.6], [1.3, 0.4]]}, "non-negative"),
+        ({"groups": 2, "tau": [[0.3, 0.6], [0.6, 0.4]]}, "sum to one"),
+        ({"groups": 2, "tau": [[0.0, 0.0], [1.0, 1.0]], "partitions": [[0]]}, "tau"),
+        ({"groups": 2, "tau": GOOD_TAU, "epsilon": 0.0}, "epsilon"),
+        ({"groups": 2, "tau": GOOD_TAU, "epsilon": -1e-3}, "epsilon"),
+        ({"groups": 2, "tau": GOOD_TAU, "inner_radius": 0.5}, "inner_radius"),
+        ({"groups": 3, "tau": [[0.2, 0.2], [0.3, 0.3], [0.5, 0.5]], "partitions": [[0], [1, 2], [1]]}, "Xi"),
+        ({"groups": 3, "tau": [[0.2, 0.2], [0.3, 0.3], [0.5, 0.5]], "partitions": [[0], [1]]}, "binom"),
+        ({"groups": 2, "tau": GOOD_TAU, "partitions": [[0, 1]]}, "proper subset"),
+        ({"groups": 2, "tau": GOOD_TAU, "design": "both"}, "design"),
+        ({"groups": 2, "tau": GOOD_TAU, "design": "paired", "inner_radius": 0.0}, "inner_radius"),
+    ],
+)
+def test_fair_qpme_rejects_bad_configuration(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(InvalidConfigError, match=match):
+        fair_qpme(Sphere.around_uniform(2, RADIUS), **kwargs)  # type: ignore[arg-type]
+
+
+# --- trade-off search (Algorithm 5) -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("k", "m"), [(2, 2), (3, 3), (4, 2)])
+def test_tradeoff_search_threshold_recovers_lam_within_half_epsilon(k: int, m: int) -> None:
+    rng = np.random.default_rng(61 + k + m)
+    sphere = Sphere.around_uniform(k, RADIUS)
+    for _ in range(20):
+        truth = random_fair_metric(rng, k, m)
+        elicitor = tradeoff_search(sphere, a=truth.a, B_pairs=truth.B_pairs, tau=truth.tau, epsilon=EPSILON)
+        result = run(elicitor, truth.prefers)
+        assert abs(result.metric.lam - truth.lam) <= EPSILON / 2 + 1e-12
+        assert result.num_queries == elicitor.max_queries == math.ceil(math.log2(1 / EPSILON))
+        for query, _ in result.log:
+            assert all(sphere.contains(rates) for rates in query.first)
+
+
+def test_tradeoff_search_shrink_follows_algorithm_5() -> None:
+    rng = np.random.default_rng(71)
+    sphere = Sphere.around_uniform(3, RADIUS)
+    lam_errors = []
+    for _ in range(20):
+        truth = random_fair_metric(rng, 3, 2)
+        elicitor = tradeoff_search(
+            sphere, a=truth.a, B_pairs=truth.B_pairs, tau=truth.tau, epsilon=EPSILON, method="shrink"
+        )
+        result = run(elicitor, truth.prefers)
+        lam_errors.append(abs(result.metric.lam - truth.lam))
+        assert result.num_queries <= elicitor.max_queries
+    # The first-order approximation leaves an O(varrho) bias on top of the epsilon / 2 search error.
+    assert float(np.mean(lam_errors)) < 2 * EPSILON
+
+
+def test_tradeoff_search_replay_reproduces_the_queries() -> None:
+    truth = random_fair_metric(np.random.default_rng(81), 3, 3)
+    sphere = Sphere.around_uniform(3, RADIUS)
+
+    def build() -> Elicitor[Elicitation[FairQuadraticMetric]]:
+        return tradeoff_search(sphere, a=truth.a, B_pairs=truth.B_pairs, tau=truth.tau)
+
+    live = run(build(), truth.prefers)
+    answers = [answer for _, answer in live.log]
+    done = replay(build(), answers, expected_queries=[q for q, _ in live.log])
+    assert isinstance(done, Done)
+    assert done.result.metric.lam == live.metric.lam
+
+
+def test_tradeoff_search_reports_unresolvable_tradeoffs() -> None:
+    # Every violation curvature lies along tau^u * a: small lam cannot be told apart by moving one group.
+    tau = np.array([[0.5, 0.5], [0.5, 0.5]])
+    a = np.array([1.0, 1.0])
+    with pytest.raises(DegenerateMetricError):
+        tradeoff_search(Sphere.around_uniform(2, RADIUS), a=a, B_pairs={(0, 1): np.ones((2, 2))}, tau=tau)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": 1.5}, "epsilon"),
+        ({"method": "golden"}, "method"),
+        ({"method": "shrink", "inner_radius": 0.3}, "inner_radius"),
+        ({"a": [1.0, 1.0, 1.0]}, "a must have shape"),
+        ({"a": [-1.0, 1.0]}, "non-negative"),
+        ({"tau": [[0.5, 0.5], [0.6, 0.5]]}, "sum to one"),
+        ({"B_pairs": {(0, 1): -np.eye(2)}}, "positive semi-definite"),
+        ({"B_pairs": {(0, 2): np.eye(2)}}, "keys"),
+    ],
+)
+def test_tradeoff_search_rejects_bad_configuration(kwargs: dict[str, object], match: str) -> None:
+    arguments: dict[str, object] = {
+        "a": [0.6, 0.8],
+        "B_pairs": {(0, 1): np.eye(2)},
+        "tau": [[0.4, 0.3], [0.6, 0.7]],
+    }
+    arguments.update(kwargs)
+    with pytest.raises(InvalidConfigError, match=match):
+        tradeoff_search(Sphere.around_uniform(2, RADIUS), **arguments)  # type: ignore[arg-type]
