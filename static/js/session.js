@@ -1,0 +1,195 @@
+/* Participant query page behaviour: keyboard answers, a double-submit guard, and the timing fields.
+
+   - ArrowLeft / ArrowRight choose Classifier A / B; T or ArrowDown answers "about the same".
+   - The first submission wins: later clicks or key presses are ignored and the buttons are disabled
+     (the server is idempotent anyway; this keeps the page honest about what was sent).
+   - Hidden inputs time_on_page_ms (since the page loaded) and hidden_ms (time the tab was hidden, from
+     the Page Visibility API) are filled just before the form is sent.
+   - When the participant comes back to a hidden tab, a notice says the study was paused and nothing was
+     lost. */
+(function () {
+  "use strict";
+
+  if (window.ElicitationSession) {
+    return; // already loaded by another <script> tag on this page
+  }
+  window.ElicitationSession = { loadedAt: performance.now() };
+
+  var KEY_CHOICES = {
+    ArrowLeft: "choose-left",
+    ArrowRight: "choose-right",
+    ArrowDown: "choose-tie",
+    t: "choose-tie",
+    T: "choose-tie",
+  };
+  // Shorter absences are tab flicks, not pauses worth a notice.
+  var PAUSE_NOTICE_MIN_MS = 2000;
+
+  var loadedAt = performance.now();
+  var hiddenMs = 0;
+  var hiddenSince = document.hidden ? performance.now() : null;
+
+  function byTestId(id) {
+    return document.querySelector('[data-testid="' + id + '"]');
+  }
+
+  function answerForm() {
+    var button = byTestId("choose-left") || byTestId("choose-right");
+    return button ? button.form : null;
+  }
+
+  function currentHiddenMs() {
+    var total = hiddenMs;
+    if (hiddenSince !== null) {
+      total += performance.now() - hiddenSince;
+    }
+    return Math.round(total);
+  }
+
+  function hiddenInput(form, name) {
+    var input = form.querySelector('input[name="' + name + '"]');
+    if (!input) {
+      input = document.createElement("input");
+      input.type = "hidden";
+      input.name = name;
+      form.appendChild(input);
+    }
+    return input;
+  }
+
+  function fillTimings(form) {
+    hiddenInput(form, "time_on_page_ms").value = String(Math.round(performance.now() - loadedAt));
+    hiddenInput(form, "hidden_ms").value = String(currentHiddenMs());
+  }
+
+  function formatDuration(ms) {
+    var seconds = Math.round(ms / 1000);
+    if (seconds < 60) {
+      return seconds + " second" + (seconds === 1 ? "" : "s");
+    }
+    var minutes = Math.round(seconds / 60);
+    return minutes + " minute" + (minutes === 1 ? "" : "s");
+  }
+
+  function showResumeNotice(awayMs) {
+    var notice = byTestId("resume-notice");
+    if (!notice) {
+      notice = document.createElement("div");
+      notice.className = "notice notice--resume";
+      notice.setAttribute("role", "status");
+      notice.setAttribute("data-testid", "resume-notice");
+      var anchor = document.querySelector("[data-testid='comparison']") || answerForm();
+      if (anchor && anchor.parentNode) {
+        anchor.parentNode.insertBefore(notice, anchor);
+      } else {
+        document.body.insertBefore(notice, document.body.firstChild);
+      }
+    }
+    notice.textContent =
+      "Welcome back. The study was paused for " + formatDuration(awayMs) +
+      " while this tab was in the background; nothing was lost. Take your time with this question.";
+    notice.hidden = false;
+  }
+
+  function guardForm(form, buttonsSelector, onSubmit) {
+    var sent = false;
+    form.addEventListener("submit", function (event) {
+      if (sent) {
+        event.preventDefault();
+        return;
+      }
+      sent = true;
+      var submitter = event.submitter;
+      if (submitter && submitter.name) {
+        // Disabled buttons are left out of the submitted data, so carry the choice in a hidden field.
+        hiddenInput(form, submitter.name).value = submitter.value;
+      }
+      if (onSubmit) {
+        onSubmit(form);
+      }
+      form.setAttribute("aria-busy", "true");
+      form.querySelectorAll(buttonsSelector).forEach(function (button) {
+        button.disabled = true;
+        if (button === submitter) {
+          button.classList.add("is-chosen");
+        }
+      });
+    });
+    // A page restored from the back/forward cache must accept an answer again.
+    window.addEventListener("pageshow", function (event) {
+      if (event.persisted) {
+        sent = false;
+        form.removeAttribute("aria-busy");
+        form.querySelectorAll(buttonsSelector).forEach(function (button) {
+          button.disabled = false;
+          button.classList.remove("is-chosen");
+        });
+      }
+    });
+  }
+
+  function isTyping(target) {
+    if (!target || !target.tagName) {
+      return false;
+    }
+    var tag = target.tagName.toLowerCase();
+    return tag === "input" || tag === "textarea" || tag === "select" || target.isContentEditable;
+  }
+
+  function onKeyDown(event) {
+    if (event.defaultPrevented || event.repeat || event.altKey || event.ctrlKey || event.metaKey) {
+      return;
+    }
+    if (isTyping(event.target)) {
+      return;
+    }
+    var testId = KEY_CHOICES[event.key];
+    if (!testId) {
+      return;
+    }
+    var button = byTestId(testId);
+    if (!button || button.disabled) {
+      return;
+    }
+    event.preventDefault();
+    button.focus();
+    if (button.form && typeof button.form.requestSubmit === "function") {
+      button.form.requestSubmit(button);
+    } else {
+      button.click();
+    }
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden) {
+      hiddenSince = performance.now();
+      return;
+    }
+    if (hiddenSince !== null) {
+      var away = performance.now() - hiddenSince;
+      hiddenMs += away;
+      hiddenSince = null;
+      if (away >= PAUSE_NOTICE_MIN_MS && answerForm()) {
+        showResumeNotice(away);
+      }
+    }
+  });
+
+  function start() {
+    var form = answerForm();
+    if (form) {
+      guardForm(form, "button, input[type=submit]", fillTimings);
+      document.addEventListener("keydown", onKeyDown);
+    }
+    var undo = byTestId("undo");
+    if (undo && undo.form && undo.form !== form) {
+      guardForm(undo.form, "button, input[type=submit]", null);
+    }
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

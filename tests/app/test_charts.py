@@ -1,0 +1,396 @@
+"""Specification of app.charts: figures that add up, name the classes, and show both sides alike."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jinja2
+import numpy as np
+import plotly
+import pytest
+
+from app import charts
+from elicitation.rates import SyntheticSpace
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMES = ["benign", "malignant"]
+SPACE = SyntheticSpace(2, radius=0.2, priors=[0.65, 0.35], class_names=("benign", "malignant"))
+
+
+def _confusion(rates: list[float]) -> list[list[float]]:
+    return np.asarray(SPACE.confusion(rates)).tolist()
+
+
+def _comparison(left_rates: list[float], right_rates: list[float], **overrides: object) -> dict[str, object]:
+    comparison: dict[str, object] = {
+        "seq": 4,
+        "left": {"rates": left_rates, "confusion": _confusion(left_rates)},
+        "right": {"rates": right_rates, "confusion": _confusion(right_rates)},
+        "class_names": NAMES,
+        "group_names": [],
+        "population": "patients",
+        "practice": False,
+    }
+    comparison.update(overrides)
+    return comparison
+
+
+def _random_confusions(rng: np.random.Generator, count: int, k: int) -> list[np.ndarray]:
+    matrices = []
+    for _ in range(count):
+        matrix = rng.dirichlet(np.ones(k * k)).reshape(k, k) * 100.0
+        matrices.append(matrix)
+    return matrices
+
+
+# ---- rounding -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("decimals", [0, 1, 2])
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_rounded_counts_add_up_to_100_and_stay_within_one_unit(decimals: int, k: int) -> None:
+    rng = np.random.default_rng(1000 * k + decimals)
+    unit = 10.0**-decimals
+    for matrix in _random_confusions(rng, 50, k):
+        shown = charts.rounded_counts(matrix, decimals)
+        assert shown.shape == matrix.shape
+        assert shown.sum() == pytest.approx(100.0, abs=1e-9)
+        assert np.all(np.abs(shown - matrix) <= unit * (1 + 1e-9))
+        # Row totals (the true-class sizes) are themselves rounded, not off by several units.
+        assert np.all(np.abs(shown.sum(axis=1) - matrix.sum(axis=1)) < unit + 1e-9)
+        assert np.allclose(shown * 10**decimals, np.round(shown * 10**decimals))
+
+
+def test_rounded_counts_give_equal_class_sizes_for_equal_priors() -> None:
+    three = SyntheticSpace(3, radius=0.15, class_names=("bus", "car", "van"))
+    left = charts.rounded_counts(three.confusion([0.5, 0.4, 0.3]), 1)
+    right = charts.rounded_counts(three.confusion([0.3, 0.45, 0.4]), 1)
+    assert (
+        np.round(left.sum(axis=1), 6).tolist()
+        == np.round(right.sum(axis=1), 6).tolist()
+        == [33.4, 33.3, 33.3]
+    )
+
+
+def test_rounded_counts_round_each_group_of_a_fair_query_to_100() -> None:
+    space = SyntheticSpace(2, radius=0.2, priors=[0.7, 0.3], n_groups=3)
+    confusion = space.confusion([[0.8, 0.6], [0.7, 0.75], [0.61, 0.66]])
+    shown = charts.rounded_counts(confusion, 0)
+    assert shown.shape == (3, 2, 2)
+    assert shown.sum(axis=(1, 2)).tolist() == [100.0, 100.0, 100.0]
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ([[50.0, 10.0], [10.0, 10.0]], "sum to 100"),
+        ([[50.0, 50.0]], "shape"),
+        ([[110.0, -10.0], [0.0, 0.0]], "non-negative"),
+        ([[np.nan, 50.0], [25.0, 25.0]], "finite"),
+        ("lots", "numeric"),
+    ],
+)
+def test_rounded_counts_reject_matrices_that_are_not_counts_out_of_100(bad: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        charts.rounded_counts(bad)  # type: ignore[arg-type]
+
+
+def test_rounded_counts_reject_unsupported_precision() -> None:
+    with pytest.raises(ValueError, match="decimals"):
+        charts.rounded_counts(_confusion([0.6, 0.6]), 3)
+
+
+def test_display_decimals_uses_integers_when_they_are_faithful() -> None:
+    assert charts.display_decimals(_confusion([0.82, 0.61]), _confusion([0.70, 0.79])) == 0
+
+
+def test_display_decimals_adds_decimals_so_a_small_difference_stays_visible() -> None:
+    left, right = _confusion([0.7000, 0.6000]), _confusion([0.7040, 0.5920])
+    assert np.array_equal(charts.rounded_counts(left, 0), charts.rounded_counts(right, 0))
+    decimals = charts.display_decimals(left, right)
+    assert decimals >= 1
+    assert not np.array_equal(charts.rounded_counts(left, decimals), charts.rounded_counts(right, decimals))
+
+
+def test_display_decimals_never_inverts_or_invents_a_difference() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        left_rates = rng.uniform(0.4, 0.9, size=3)
+        right_rates = left_rates + rng.normal(scale=0.003, size=3) * rng.integers(0, 2, size=3)
+        space = SyntheticSpace(3, radius=0.2)
+        left, right = space.confusion(np.clip(left_rates, 0, 1)), space.confusion(np.clip(right_rates, 0, 1))
+        decimals = charts.display_decimals(left, right)
+        shown = np.sign(charts.rounded_counts(left, decimals) - charts.rounded_counts(right, decimals))
+        exact = np.where(np.abs(left - right) <= charts.SAME_COUNT_ATOL, 0.0, np.sign(left - right))
+        if decimals < charts.DISPLAY_DECIMALS[-1]:
+            assert np.array_equal(shown, exact)
+
+
+# ---- Sankey ---------------------------------------------------------------------------------------
+
+
+def test_sankey_flows_add_up_to_100_and_match_the_matrix() -> None:
+    counts = charts.rounded_counts(_confusion([0.82, 0.61]), 0)
+    figure = charts.sankey_figure(counts, NAMES, population="patients")
+    trace = figure["data"][0]
+    assert trace["type"] == "sankey"
+    link = trace["link"]
+    assert sum(link["value"]) == pytest.approx(100.0)
+    for source, target, value in zip(link["source"], link["target"], link["value"], strict=True):
+        assert value == counts[source, target - 2]
+    assert sorted(zip(link["source"], link["target"], strict=True)) == [(0, 2), (0, 3), (1, 2), (1, 3)]
+
+
+def test_sankey_boxes_carry_class_names_and_totals() -> None:
+    counts = charts.rounded_counts(_confusion([0.82, 0.61]), 0)
+    labels = charts.sankey_figure(counts, NAMES)["data"][0]["node"]["label"]
+    true_totals, predicted_totals = counts.sum(axis=1), counts.sum(axis=0)
+    assert labels == [
+        f"Actually benign: {true_totals[0]:.0f}",
+        f"Actually malignant: {true_totals[1]:.0f}",
+        f"Predicted benign: {predicted_totals[0]:.0f}",
+        f"Predicted malignant: {predicted_totals[1]:.0f}",
+    ]
+    assert true_totals.tolist() == [65.0, 35.0]
+
+
+def test_sankey_colours_follow_the_class_and_mark_wrong_flows_without_hue_alone() -> None:
+    counts = charts.rounded_counts(_confusion([0.8, 0.6]), 0)
+    trace = charts.sankey_figure(counts, NAMES, population="patients")["data"][0]
+    assert trace["node"]["color"] == [charts.class_color(0), charts.class_color(1)] * 2
+    for source, target, color, text in zip(
+        trace["link"]["source"],
+        trace["link"]["target"],
+        trace["link"]["color"],
+        trace["link"]["customdata"],
+        strict=True,
+    ):
+        predicted = target - 2
+        red, green, blue = (int(charts.class_color(predicted)[i : i + 2], 16) for i in (1, 3, 5))
+        assert color.startswith(f"rgba({red},{green},{blue},")
+        alpha = float(color.rsplit(",", 1)[1].rstrip(")"))
+        correct = source == predicted
+        assert ("(correct)" in text) is correct and ("(wrong)" in text) is not correct
+        assert alpha == (0.75 if correct else 0.35)
+        assert "patients" in text
+    # Class i sits at the same height on both sides, so correct flows run straight across.
+    node = trace["node"]
+    assert node["y"][:2] == node["y"][2:]
+    assert node["x"][0] < node["x"][2]
+
+
+def test_sankey_leaves_out_empty_flows() -> None:
+    counts = [[65.0, 0.0], [5.0, 30.0]]
+    link = charts.sankey_figure(counts, NAMES)["data"][0]["link"]
+    assert (0, 3) not in set(zip(link["source"], link["target"], strict=True))
+    assert sum(link["value"]) == pytest.approx(100.0)
+
+
+def test_sankey_rejects_a_class_name_count_that_does_not_match() -> None:
+    with pytest.raises(ValueError, match="class names"):
+        charts.sankey_figure(_confusion([0.8, 0.6]), ["benign"])
+
+
+# ---- bar chart ------------------------------------------------------------------------------------
+
+
+def test_bar_chart_shows_the_same_numbers_grouped_by_true_class() -> None:
+    counts = charts.rounded_counts(_confusion([0.82, 0.61]), 0)
+    figure = charts.bar_figure(counts, NAMES, population="patients", y_max=60)
+    traces = figure["data"]
+    assert [trace["name"] for trace in traces] == [
+        f"Predicted benign ({counts[:, 0].sum():.0f})",
+        f"Predicted malignant ({counts[:, 1].sum():.0f})",
+    ]
+    assert sum(sum(trace["y"]) for trace in traces) == pytest.approx(100.0)
+    for j, trace in enumerate(traces):
+        assert trace["y"] == counts[:, j].tolist()
+        assert trace["x"] == ["Actually benign<br>(65 in total)", "Actually malignant<br>(35 in total)"]
+        assert trace["marker"]["color"] == charts.class_color(j)
+        shapes = trace["marker"]["pattern"]["shape"]
+        assert [shape == "" for shape in shapes] == [i == j for i in range(2)]
+        assert [("correct" in text) for text in trace["text"]] == [i == j for i in range(2)]
+    layout = figure["layout"]
+    assert layout["barmode"] == "group"
+    assert layout["yaxis"]["title"]["text"] == "Patients (out of 100)"
+    assert layout["yaxis"]["range"][1] >= 60
+
+
+def test_bar_chart_rejects_a_non_positive_scale() -> None:
+    with pytest.raises(ValueError, match="y_max"):
+        charts.bar_figure(_confusion([0.8, 0.6]), NAMES, y_max=0)
+
+
+def test_counts_table_lists_every_cell_with_totals() -> None:
+    counts = charts.rounded_counts(_confusion([0.82, 0.61]), 0)
+    table = charts.counts_table(counts, NAMES)
+    assert table["columns"] == NAMES
+    assert [row["true_class"] for row in table["rows"]] == NAMES
+    assert [[cell["value"] for cell in row["cells"]] for row in table["rows"]] == [
+        [f"{value:.0f}" for value in row] for row in counts
+    ]
+    assert [row["total"] for row in table["rows"]] == ["65", "35"]
+    assert table["total"] == "100"
+    assert [cell["correct"] for row in table["rows"] for cell in row["cells"]] == [True, False, False, True]
+
+
+# ---- the comparison view --------------------------------------------------------------------------
+
+
+def test_comparison_view_labels_sides_a_and_b_and_shares_precision_and_scale() -> None:
+    view = charts.comparison_view(_comparison([0.82, 0.61], [0.70, 0.79]))
+    assert [side["label"] for side in view["sides"]] == ["Classifier A", "Classifier B"]
+    assert [side["key"] for side in view["sides"]] == ["left", "right"]
+    scales = {side["panels"][0]["bar"]["layout"]["yaxis"]["range"][1] for side in view["sides"]}
+    assert len(scales) == 1
+    assert view["decimals"] == 0
+    json.dumps(view)  # JSON-safe all the way down (no numpy scalars)
+
+
+def test_comparison_view_draws_one_panel_per_group_for_fairness_studies() -> None:
+    space = SyntheticSpace(2, radius=0.2, priors=[0.7, 0.3], n_groups=2, group_names=("women", "men"))
+    left, right = [[0.8, 0.6], [0.7, 0.75]], [[0.72, 0.7], [0.66, 0.8]]
+    view = charts.comparison_view(
+        {
+            "seq": 2,
+            "left": {"rates": left, "confusion": space.confusion(left).tolist()},
+            "right": {"rates": right, "confusion": space.confusion(right).tolist()},
+            "class_names": ["no default", "default"],
+            "group_names": ["women", "men"],
+            "population": "applicants",
+            "practice": False,
+        }
+    )
+    for side in view["sides"]:
+        assert [panel["group"] for panel in side["panels"]] == ["women", "men"]
+        for panel in side["panels"]:
+            assert sum(panel["sankey"]["data"][0]["link"]["value"]) == pytest.approx(100.0)
+    ids = [panel["id"] for side in view["sides"] for panel in side["panels"]]
+    assert len(set(ids)) == 4
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"class_names": ["benign"]}, "class names"),
+        ({"group_names": ["women", "men"]}, "group names"),
+        ({"population": "  "}, "population"),
+        ({"right": {"confusion": [[100.0]]}}, "shape"),
+        ({"left": {}}, "missing"),
+    ],
+)
+def test_comparison_view_rejects_inconsistent_input(change: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        charts.comparison_view(_comparison([0.8, 0.6], [0.7, 0.7], **change))
+
+
+def _render_partial(comparison: dict[str, object]) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "templates"), autoescape=True)
+    charts.register_template_globals(env)
+    return env.get_template("sessions/_comparison.html").render(comparison=comparison)
+
+
+def test_partial_embeds_each_figure_as_json_next_to_its_container() -> None:
+    comparison = _comparison([0.82, 0.61], [0.70, 0.79])
+    html = _render_partial(comparison)
+    view = charts.comparison_view(comparison)
+    containers = re.findall(r'data-figure="([^"]+)"', html)
+    assert len(containers) == 4
+    for figure_id in containers:
+        match = re.search(rf'<script type="application/json" id="{figure_id}">(.*?)</script>', html, re.S)
+        assert match is not None
+        side, kind = figure_id.split("-")[1], figure_id.rsplit("-", 1)[1]
+        panel = next(s for s in view["sides"] if s["key"] == side)["panels"][0]
+        assert json.loads(match.group(1)) == json.loads(json.dumps(panel[kind]))
+    # No inline JavaScript: every <script> is data.
+    assert re.findall(r"<script(?![^>]*application/json)", html) == []
+    assert "Classifier A" in html and "Classifier B" in html
+    assert not re.search(r"\b(first|second)\b", html, re.I)
+    assert html.count("<table") == 2 and "Actually malignant" in html
+
+
+def test_partial_marks_practice_questions() -> None:
+    assert 'data-testid="practice-banner"' in _render_partial(
+        _comparison([0.8, 0.6], [0.7, 0.7], practice=True)
+    )
+    assert 'data-testid="practice-banner"' not in _render_partial(_comparison([0.8, 0.6], [0.7, 0.7]))
+
+
+def test_partial_escapes_study_wording_in_html_and_in_chart_json() -> None:
+    html = _render_partial(
+        _comparison([0.8, 0.6], [0.7, 0.7], class_names=["<b>ok</b>", "</script><i>x"], population="<p>")
+    )
+    assert "<b>ok</b>" not in html and "</script><i>" not in html and "<p>" not in html
+    assert "&lt;b&gt;ok&lt;/b&gt;" in html
+
+
+def test_plotly_bundle_still_honours_the_strict_csp_style_hooks() -> None:
+    """The partial's <link>/<template> ids must match what the installed plotly.js checks for."""
+    bundle = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
+    partial = (ROOT / "templates" / "sessions" / "_comparison.html").read_text(encoding="utf-8")
+    assert '"plotly.js-style-"' in bundle and ".no-inline-styles" in bundle
+    assert 'id="plotly.js-style-global" class="no-inline-styles"' in partial
+    template_id = re.search(r'<template id="([0-9a-f]{64})">', partial)
+    assert template_id is not None and f'document.getElementById("{template_id.group(1)}")' in bundle
+    version = re.search(r"plotly\.js v([\d.]+)", bundle)
+    css = (ROOT / "static" / "css" / "plotly.css").read_text(encoding="utf-8")
+    assert version is not None and f"plotly.js v{version.group(1)} " in css
+
+
+# ---- result charts --------------------------------------------------------------------------------
+
+
+def test_metric_weights_figure_has_one_bar_per_class_in_class_colours() -> None:
+    trace = charts.metric_weights_figure([0.6, 0.8], NAMES)["data"][0]
+    assert trace["x"] == NAMES and trace["y"] == [0.6, 0.8]
+    assert trace["marker"]["color"] == [charts.class_color(0), charts.class_color(1)]
+    with pytest.raises(ValueError, match="class names"):
+        charts.metric_weights_figure([0.6, 0.8, 0.1], NAMES)
+
+
+def test_quadratic_heatmap_is_symmetric_around_zero_and_labelled() -> None:
+    B = [[-0.3, 0.1], [0.1, -0.2]]
+    trace = charts.quadratic_heatmap_figure(B, NAMES, title="B")["data"][0]
+    assert trace["z"] == B and trace["x"] == NAMES and trace["y"] == NAMES
+    assert trace["zmin"] == -0.3 and trace["zmax"] == 0.3
+    assert trace["text"][0][1] == "0.100"
+    with pytest.raises(ValueError, match="square"):
+        charts.quadratic_heatmap_figure([[1.0, 2.0]], NAMES)
+
+
+def test_pair_heatmaps_are_titled_with_group_names_and_accept_json_keys() -> None:
+    B = [[0.2, 0.0], [0.0, 0.1]]
+    figures = charts.pair_heatmap_figures({"1,2": B, (0, 1): B, "0,2": B}, NAMES, ["women", "men", "other"])
+    assert [title for title, _ in figures] == [
+        "Unfairness weights between women and men",
+        "Unfairness weights between women and other",
+        "Unfairness weights between men and other",
+    ]
+    with pytest.raises(ValueError, match="out of range"):
+        charts.pair_heatmap_figures({(0, 3): B}, NAMES, ["women", "men"])
+
+
+def test_tradeoff_figure_splits_the_whole_between_performance_and_fairness() -> None:
+    traces = charts.tradeoff_figure(0.3)["data"]
+    assert [trace["x"][0] for trace in traces] == pytest.approx([0.7, 0.3])
+    assert traces[1]["marker"]["pattern"]["shape"] == "/"
+    with pytest.raises(ValueError, match="lambda"):
+        charts.tradeoff_figure(1.5)
+
+
+def test_progress_figure_counts_answered_and_remaining() -> None:
+    traces = charts.progress_figure(7, 30)["data"]
+    assert [trace["x"][0] for trace in traces] == [7, 23]
+    assert charts.progress_figure(35, 30)["data"][1]["x"] == [0]
+    with pytest.raises(ValueError, match="non-negative"):
+        charts.progress_figure(-1, 30)
+
+
+def test_class_colours_are_okabe_ito_and_distinct_for_the_first_classes() -> None:
+    assert set(charts.CLASS_COLORS) <= set(charts.OKABE_ITO.values())
+    assert len({charts.class_color(i) for i in range(8)}) == 8
+    assert charts.class_color(8) == charts.class_color(0)
+    with pytest.raises(ValueError):
+        charts.class_color(-1)
