@@ -17,6 +17,7 @@ from .evaluation import (
     ranking_quality,
     theorem2_lower_bound,
 )
+from .fair import fair_qpme, tradeoff_search
 from .oracles import (
     ExactOracle,
     LogisticOracle,
@@ -62,6 +63,7 @@ __all__ = [
     "ThresholdNoiseOracle",
     "agreement",
     "elicitation_errors",
+    "fair_qpme",
     "random_fair_metric",
     "random_linear_metric",
     "random_quadratic_metric",
@@ -70,4 +72,5 @@ __all__ = [
     "run",
     "satisfies_regularity",
     "theorem2_lower_bound",
+    "tradeoff_search",
 ]
