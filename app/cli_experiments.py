@@ -35,6 +35,7 @@ from elicitation import (
     ReplayMismatchError,
 )
 from elicitation import benchmarks as bench
+from elicitation.variants import CubicMetric, general_n_classes
 
 __all__ = [
     "BENCHMARKS",
@@ -176,6 +177,8 @@ def metric_to_dict(metric: Metric) -> dict[str, Any]:
         return {"type": "linear", "a": metric.a.tolist()}
     if isinstance(metric, QuadraticMetric):
         return {"type": "quadratic", "a": metric.a.tolist(), "B": metric.B.tolist()}
+    if isinstance(metric, CubicMetric):
+        return {"type": "cubic", "a": metric.a.tolist(), "B": metric.B.tolist(), "C": metric.C.tolist()}
     if isinstance(metric, FairQuadraticMetric):
         return {
             "type": "fair_quadratic",
@@ -199,6 +202,12 @@ def metric_from_dict(data: Any) -> Metric:
             return QuadraticMetric(
                 np.asarray(data["a"], dtype=np.float64), np.asarray(data["B"], dtype=np.float64)
             )
+        if kind == "cubic":
+            return CubicMetric(
+                np.asarray(data["a"], dtype=np.float64),
+                np.asarray(data["B"], dtype=np.float64),
+                np.asarray(data["C"], dtype=np.float64),
+            )
         if kind == "fair_quadratic":
             pairs = {
                 (int(item["u"]), int(item["v"])): np.asarray(item["B"], dtype=np.float64)
@@ -216,7 +225,9 @@ def metric_from_dict(data: Any) -> Metric:
         raise
     except (TypeError, ValueError) as exc:
         raise InvalidConfigError(f"bad {kind} metric: {exc}") from None
-    raise InvalidConfigError(f"metric type must be 'linear', 'quadratic' or 'fair_quadratic', got {kind!r}")
+    raise InvalidConfigError(
+        f"metric type must be 'linear', 'quadratic', 'cubic' or 'fair_quadratic', got {kind!r}"
+    )
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
@@ -302,15 +313,17 @@ def _add_simulate(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("--algorithm", choices=bench.ALGORITHMS, default="qpme", help="elicitor (qpme)")
-    parser.add_argument("--classes", type=_classes, default=3, metavar="K", help="number of classes k, 2-10")
+    parser.add_argument(
+        "--classes", type=_classes, default=3, metavar="K", help="number of classes k, 2-10 (default 3)"
+    )
     parser.add_argument(
         "--groups", type=_int_at_least(2, 10), default=2, metavar="M", help="groups m for fair_qpme/tradeoff"
     )
     parser.add_argument(
         "--epsilon",
         type=_open_interval(0.0, 1.0),
-        default=bench.DEFAULT_EPSILON,
-        help="search tolerance in (0, 1) (default 0.01)",
+        default=None,
+        help="search tolerance in (0, 1) (default 0.01; cubic_qpme 1e-4)",
     )
     parser.add_argument(
         "--radius", type=_open_interval(0.0, 0.5), default=bench.DEFAULT_RADIUS, help="query sphere radius"
@@ -428,6 +441,14 @@ def simulation_to_dict(sim: bench.Simulation) -> dict[str, Any]:
     }
 
 
+def _flag_for(message: str, metric_given: bool) -> str:
+    """The flag a core validation message is about, so errors name what the user typed."""
+    for word, flag in (("inner_radius", "--inner-radius"), ("radius", "--radius"), ("epsilon", "--epsilon")):
+        if word in message:
+            return f"argument {flag}"
+    return "argument --metric" if metric_given else "invalid configuration"
+
+
 def _run_simulate(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.parser
     level = _noise_level(args, parser)
@@ -437,7 +458,11 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if isinstance(metric, FairQuadraticMetric):
         args.groups = metric.n_groups
     if metric is not None:
-        args.classes = int(getattr(metric, "n_classes", args.classes))
+        n_rates = int(getattr(metric, "n_classes", args.classes))
+        try:
+            args.classes = general_n_classes(n_rates) if args.algorithm == "general_qpme" else n_rates
+        except InvalidConfigError as exc:
+            parser.error(f"argument --metric: {exc}")
     if args.radius > 1.0 / args.classes:
         parser.error(
             "argument --radius: the sphere around o = 1/k must stay in [0, 1]^k, so --radius must be at "
@@ -458,8 +483,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
             reconstruction=args.reconstruction,
         )
     except InvalidConfigError as exc:
-        flag = "--metric" if metric is not None and "metric" in str(exc) else "configuration"
-        parser.error(f"{flag}: {exc}")
+        parser.error(f"{_flag_for(str(exc), metric is not None)}: {exc}")
     except NumericalError as exc:
         sys.stderr.write(f"elicit simulate: the elicitation failed: {type(exc).__name__}: {exc}\n")
         return EXIT_FAILED

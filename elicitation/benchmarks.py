@@ -36,6 +36,7 @@ paper               code                meaning
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,9 +74,18 @@ from .types import (
     Query,
     Sphere,
 )
+from .variants import (
+    DEFAULT_CUBIC_TOLERANCE,
+    CubicMetric,
+    cubic_qpme,
+    diagonal_qpme,
+    general_qpme,
+    general_sphere,
+)
 
 __all__ = [
     "ALGORITHMS",
+    "CUBIC_SHARE",
     "DEFAULT_EPSILON",
     "DEFAULT_RADIUS",
     "DEFAULT_TRIALS",
@@ -156,6 +166,8 @@ class _Algorithm:
     family: type[Metric]
     grouped: bool
     description: str
+    #: LPME tolerance when the caller gives none.
+    default_epsilon: float = DEFAULT_EPSILON
 
 
 _ALGORITHMS: Final[Mapping[str, _Algorithm]] = {
@@ -164,6 +176,15 @@ _ALGORITHMS: Final[Mapping[str, _Algorithm]] = {
     "fair_qpme": _Algorithm(FairQuadraticMetric, True, "fair quadratic metric (a, B^{uv}, lam) (Section 4)"),
     "tradeoff": _Algorithm(
         FairQuadraticMetric, True, "trade-off lam alone, a and B^{uv} known (Algorithm 5)"
+    ),
+    "diagonal_qpme": _Algorithm(
+        QuadraticMetric, False, "quadratic metric with diagonal B, O~(k) (Section 5)"
+    ),
+    "general_qpme": _Algorithm(
+        QuadraticMetric, False, "quadratic metric in the k^2 - k off-diagonal rates (Appendix E)"
+    ),
+    "cubic_qpme": _Algorithm(
+        CubicMetric, False, "cubic metric by QPME at basis points (Section 7)", DEFAULT_CUBIC_TOLERANCE
     ),
 }
 #: Algorithm names `simulate`, `build_elicitor` and `replay_log` accept.
@@ -198,9 +219,13 @@ def _check_float(value: object, name: str, *, low: float, high: float, open_low:
     return number
 
 
-def _sphere_from_params(params: Mapping[str, Any]) -> Sphere:
+def _sphere_from_params(algorithm: str, params: Mapping[str, Any]) -> Sphere:
     k = _check_int(params.get("n_classes"), "params.n_classes", 2)
     radius = _check_float(params.get("radius", DEFAULT_RADIUS), "params.radius", low=0.0, high=1.0)
+    if algorithm == "general_qpme":
+        if "center" in params:
+            raise InvalidConfigError("params.center is not supported for general_qpme (always R_ij = 1/k)")
+        return general_sphere(k, radius)
     center = params.get("center")
     if center is None:
         return Sphere.around_uniform(k, radius)
@@ -246,11 +271,11 @@ def build_elicitor(algorithm: str, params: Mapping[str, Any]) -> Elicitor[Elicit
     InvalidConfigError
         Unknown algorithm or bad parameters (naming the parameter).
     """
-    _check_algorithm(algorithm)
     if not isinstance(params, Mapping):
         raise InvalidConfigError(f"params must be an object, got {type(params).__name__}")
-    sphere = _sphere_from_params(params)
-    epsilon = _check_float(params.get("epsilon", DEFAULT_EPSILON), "params.epsilon", low=0.0, high=1.0)
+    spec = _check_algorithm(algorithm)
+    sphere = _sphere_from_params(algorithm, params)
+    epsilon = _check_float(params.get("epsilon", spec.default_epsilon), "params.epsilon", low=0.0, high=1.0)
     inner = params.get("inner_radius")
     inner_radius = None if inner is None else _check_float(inner, "params.inner_radius", low=0.0, high=1.0)
     if algorithm == "lpme":
@@ -258,6 +283,12 @@ def build_elicitor(algorithm: str, params: Mapping[str, Any]) -> Elicitor[Elicit
     if algorithm == "qpme":
         reconstruction = params.get("reconstruction", "lstsq")
         return qpme(sphere, epsilon=epsilon, inner_radius=inner_radius, reconstruction=reconstruction)
+    if algorithm == "diagonal_qpme":
+        return diagonal_qpme(sphere, epsilon, inner_radius=inner_radius)
+    if algorithm == "general_qpme":
+        return general_qpme(sphere, epsilon, inner_radius=inner_radius)
+    if algorithm == "cubic_qpme":
+        return cubic_qpme(sphere, epsilon, qpme_radius=inner_radius)
     if "tau" not in params:
         raise InvalidConfigError(f"params.tau (group prevalences) is required for {algorithm}")
     tau = np.asarray(params["tau"], dtype=np.float64)
@@ -284,12 +315,27 @@ def build_elicitor(algorithm: str, params: Mapping[str, Any]) -> Elicitor[Elicit
     return result
 
 
-def _random_metric(algorithm: str, rng: np.random.Generator, n_classes: int, n_groups: int) -> Metric:
+#: Share of ``||C||_F^2`` in the unit total of a random cubic metric (the rest as for quadratic metrics).
+CUBIC_SHARE: Final = 0.2
+
+
+def _random_metric(algorithm: str, rng: np.random.Generator, sphere: Sphere, n_groups: int) -> Metric:
+    k = sphere.n_classes
     if algorithm == "lpme":
-        return random_linear_metric(rng, n_classes)
-    if algorithm == "qpme":
-        return random_quadratic_metric(rng, n_classes)
-    return random_fair_metric(rng, n_classes, n_groups)
+        return random_linear_metric(rng, k)
+    if algorithm in ("qpme", "general_qpme"):
+        return random_quadratic_metric(rng, k, sphere=sphere)
+    if algorithm == "diagonal_qpme":
+        # B keeps the diagonal of a random NSD matrix (itself NSD); the metric renormalises.
+        base = random_quadratic_metric(rng, k, sphere=sphere)
+        return QuadraticMetric(base.a, np.diag(np.diag(base.B)))
+    if algorithm == "cubic_qpme":
+        base = random_quadratic_metric(rng, k, sphere=sphere)
+        tensor = rng.standard_normal((k, k, k))
+        C = np.mean([np.transpose(tensor, axes) for axes in itertools.permutations(range(3))], axis=0)
+        C = C * math.sqrt(CUBIC_SHARE / (1.0 - CUBIC_SHARE)) / float(np.linalg.norm(C))
+        return CubicMetric(base.a, base.B, C)
+    return random_fair_metric(rng, k, n_groups)
 
 
 def _params(
@@ -303,7 +349,7 @@ def _params(
     reconstruction: str,
 ) -> dict[str, Any]:
     params: dict[str, Any] = {"n_classes": n_classes, "radius": radius, "epsilon": epsilon}
-    if algorithm in ("qpme", "fair_qpme") and inner_radius is not None:
+    if algorithm not in ("lpme", "tradeoff") and inner_radius is not None:
         params["inner_radius"] = inner_radius
     if algorithm == "qpme":
         params["reconstruction"] = reconstruction
@@ -357,15 +403,25 @@ def _error_dict(algorithm: str, true: Metric, estimate: Metric) -> dict[str, flo
     return {name: float(value) for name, value in values.items() if value is not None}
 
 
-def _check_metric(algorithm: str, metric: Metric, n_classes: int, n_groups: int) -> Metric:
+def _check_metric(algorithm: str, metric: Metric, sphere: Sphere, n_groups: int) -> Metric:
     spec = _ALGORITHMS[algorithm]
     if not isinstance(metric, spec.family):
         raise InvalidConfigError(
             f"metric must be a {spec.family.__name__} for {algorithm}, got {type(metric).__name__}"
         )
     k = int(getattr(metric, "n_classes", -1))
-    if k != n_classes:
-        raise InvalidConfigError(f"the metric has {k} classes but n_classes is {n_classes}")
+    if k != sphere.n_classes:
+        what = (
+            "rates (k^2 - k off-diagonal rates for general_qpme)"
+            if algorithm == "general_qpme"
+            else "classes"
+        )
+        raise InvalidConfigError(
+            f"the metric has {k} rates but the query sphere has {sphere.n_classes} {what}"
+        )
+    diagonal = isinstance(metric, QuadraticMetric) and bool(np.all(np.diag(np.diag(metric.B)) == metric.B))
+    if algorithm == "diagonal_qpme" and not diagonal:
+        raise InvalidConfigError("metric.B must be diagonal for diagonal_qpme")
     if isinstance(metric, FairQuadraticMetric) and metric.n_groups != n_groups:
         raise InvalidConfigError(f"the metric has {metric.n_groups} groups but n_groups is {n_groups}")
     return metric
@@ -376,7 +432,7 @@ def simulate(
     *,
     n_classes: int,
     n_groups: int = 2,
-    epsilon: float = DEFAULT_EPSILON,
+    epsilon: float | None = None,
     radius: float = DEFAULT_RADIUS,
     inner_radius: float | None = None,
     noise: str = "exact",
@@ -395,12 +451,15 @@ def simulate(
         ``k >= 2``.
     n_groups : int
         ``m >= 2`` (fair algorithms only).
-    epsilon : float
-        Tolerance in ``(0, 1)``: LPME's angle tolerance, or the trade-off search's tolerance on ``lam``.
+    epsilon : float, optional
+        Tolerance in ``(0, 1)``: LPME's angle tolerance, or the trade-off search's tolerance on ``lam``;
+        default 1e-2 (``cubic_qpme``: its own finer default).
     radius : float
-        ``rho`` in ``(0, 1/k]``; the sphere is centred at ``o = (1/k, ..., 1/k)``.
+        ``rho`` in ``(0, 1/k]``; the sphere is centred at ``o = (1/k, ..., 1/k)`` (``general_qpme``: the
+        sphere of off-diagonal rates around ``R_ij = 1/k``, `elicitation.variants.general_sphere`).
     inner_radius : float, optional
-        ``varrho`` in ``(0, rho)`` for QPME-based algorithms; ``None`` uses the elicitor's default.
+        ``varrho`` in ``(0, rho)`` for QPME-based algorithms (``cubic_qpme``: the radius of its QPME
+        spheres); ``None`` uses the elicitor's default.
     noise : {"exact", "threshold", "logistic"}
         Oracle model (see `elicitation.oracles`).
     noise_level : float
@@ -425,10 +484,10 @@ def simulate(
     NumericalError
         If the elicitor cannot reconstruct a finite metric (e.g. a degenerate metric).
     """
-    _check_algorithm(algorithm)
+    spec = _check_algorithm(algorithm)
     k = _check_int(n_classes, "n_classes", 2)
     m = _check_int(n_groups, "n_groups", 2)
-    eps = _check_float(epsilon, "epsilon", low=0.0, high=1.0)
+    eps = _check_float(spec.default_epsilon if epsilon is None else epsilon, "epsilon", low=0.0, high=1.0)
     rho = _check_float(radius, "radius", low=0.0, high=1.0)
     if inner_radius is not None:
         _check_float(inner_radius, "inner_radius", low=0.0, high=rho)
@@ -442,11 +501,11 @@ def simulate(
     if noise == "logistic" and (not math.isfinite(level) or level <= 0.0):
         raise InvalidConfigError(f"noise_level (beta) must be a positive finite number, got {noise_level!r}")
     trial = _check_int(seed, "seed", 0, _MAX_SEED)
-    sphere = Sphere.around_uniform(k, rho)
+    sphere = general_sphere(k, rho) if algorithm == "general_qpme" else Sphere.around_uniform(k, rho)
     hidden = (
-        _random_metric(algorithm, np.random.default_rng([trial, 0]), k, m)
+        _random_metric(algorithm, np.random.default_rng([trial, 0]), sphere, m)
         if metric is None
-        else _check_metric(algorithm, metric, k, m)
+        else _check_metric(algorithm, metric, sphere, m)
     )
     params = _params(
         algorithm,
@@ -462,11 +521,10 @@ def simulate(
     result = run(elicitor, oracle)
     varrho = None
     regular: bool | None = None
-    if algorithm == "qpme" and isinstance(hidden, QuadraticMetric):
+    if isinstance(hidden, QuadraticMetric):
         varrho = default_inner_radius(sphere) if inner_radius is None else float(inner_radius)
-        pivot = _pivot(result)
-        regular = satisfies_regularity(hidden, sphere, varrho, pivot=pivot)
-    elif algorithm == "fair_qpme":
+        regular = satisfies_regularity(hidden, sphere, varrho, pivot=_pivot(result))
+    else:
         varrho = inner_radius
     return Simulation(
         algorithm=algorithm,

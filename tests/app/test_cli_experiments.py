@@ -103,7 +103,21 @@ def test_metric_dict_round_trip_and_errors() -> None:
         again.B, metric.B, rtol=1e-15, atol=0
     )
     with pytest.raises(InvalidConfigError, match="type"):
-        metric_from_dict({"type": "cubic"})
+        metric_from_dict({"type": "sextic"})
+    with pytest.raises(InvalidConfigError, match="'C'"):
+        metric_from_dict({"type": "cubic", "a": [1, 0], "B": [[0, 0], [0, 0]]})
+
+
+def test_simulate_cubic_json_round_trips_its_metric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "simulate", "--algorithm", "cubic_qpme", "--classes", "2", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["params"]["epsilon"] == pytest.approx(1e-4)  # cubic's own default tolerance
+    assert set(data["errors"]) == {"a", "B", "C"}
+    metric = metric_from_dict(data["true_metric"])
+    assert np.allclose(metric_to_dict(metric)["C"], data["true_metric"]["C"], rtol=1e-15, atol=0)
 
 
 def test_benchmark_quick_writes_json_tables_and_offline_figures(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import itertools
 import math
 from typing import Any
@@ -14,11 +13,6 @@ import pytest
 from elicitation import Done, InvalidConfigError, LinearMetric, Pending, QuadraticMetric, ReplayMismatchError
 from elicitation import benchmarks as bench
 from elicitation.oracles import random_fair_metric
-
-# Fair QPME lives in elicitation/fair.py, written in parallel; its tests run as soon as it is present.
-needs_fair = pytest.mark.skipif(
-    importlib.util.find_spec("elicitation.fair") is None, reason="elicitation.fair has not landed yet"
-)
 
 # Exact oracle, epsilon = 1e-2, k = 2: QPME recovers a and B to a few hundredths (Section 6 / issue 2 bars).
 A_TOL = 0.05
@@ -63,7 +57,6 @@ def test_simulate_threshold_noise_counts_wrong_answers() -> None:
     assert 0 < sim.wrong_answers < sim.result.num_queries
 
 
-@needs_fair
 def test_simulate_fair_qpme_and_tradeoff() -> None:
     fair = bench.simulate("fair_qpme", n_classes=2, n_groups=2, seed=3)
     assert set(fair.errors) == {"a", "B_pairs", "lam"}
@@ -145,7 +138,6 @@ def test_noise_benchmark_uses_the_same_metrics_in_every_cell() -> None:
     assert all(s["summary"]["wrong_answers"]["max"] == 0 for s in exact)
 
 
-@needs_fair
 def test_fair_benchmark_reports_table4() -> None:
     report = bench.run_fair_benchmark(settings=((2, 2),), trials=1, seed=2)
     summary = report["settings"][0]["summary"]
@@ -165,7 +157,6 @@ def test_benchmark_figures_are_plotly_figure_dicts() -> None:
     assert set(bench.benchmark_figures(noise)) == {"noise_k2_error_a", "noise_k2_error_B"}
 
 
-@needs_fair
 def test_measure_timing_with_an_injected_clock() -> None:
     ticks = itertools.count()
     report = bench.measure_timing(
@@ -239,8 +230,35 @@ def test_replay_rejects_malformed_logs(qpme_k2: bench.Simulation, mutate: Any, m
         bench.replay_log(log)
 
 
-@needs_fair
 def test_build_elicitor_tradeoff_requires_the_known_metric() -> None:
     metric = random_fair_metric(np.random.default_rng(0), 2, 2)
     with pytest.raises(InvalidConfigError, match="B_pairs"):
         bench.build_elicitor("tradeoff", {"n_classes": 2, "tau": metric.tau.tolist(), "a": [1.0, 1.0]})
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "k", "errors"),
+    [
+        ("diagonal_qpme", 3, {"a", "B"}),
+        ("general_qpme", 2, {"a", "B"}),
+        ("cubic_qpme", 2, {"a", "B", "C"}),
+    ],
+)
+def test_simulate_variants_recover_their_metrics(algorithm: str, k: int, errors: set[str]) -> None:
+    sim = bench.simulate(algorithm, n_classes=k, seed=3)
+    assert set(sim.errors) == errors
+    assert max(sim.errors.values()) < B_TOL
+    replayed = bench.replay_log(bench.answer_log(sim))
+    assert isinstance(replayed, Done) and replayed.result.num_queries == sim.result.num_queries
+
+
+def test_simulate_variant_metrics_have_the_right_shape() -> None:
+    diagonal = bench.simulate("diagonal_qpme", n_classes=3, seed=0).metric
+    assert isinstance(diagonal, QuadraticMetric)
+    assert np.array_equal(diagonal.B, np.diag(np.diag(diagonal.B)))
+    general = bench.simulate("general_qpme", n_classes=2, seed=0)
+    assert general.metric.n_classes == 2 and len(general.result.log[0][0].first) == 2  # q = k^2 - k = 2
+    with pytest.raises(InvalidConfigError, match="diagonal"):
+        bench.simulate("diagonal_qpme", n_classes=2, metric=QuadraticMetric(np.ones(2), -np.ones((2, 2))))
+    with pytest.raises(InvalidConfigError, match="radius"):
+        bench.simulate("general_qpme", n_classes=4)
