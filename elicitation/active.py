@@ -67,6 +67,7 @@ from .types import (
 )
 
 __all__ = [
+    "CRITERIA",
     "DEFAULT_BETA_GRID",
     "DEFAULT_CREDIBLE_LEVEL",
     "DEFAULT_MIN_CELL_GAP",
@@ -87,6 +88,9 @@ DEFAULT_MIN_CELL_GAP = 2.0
 DEFAULT_TOLERANCE = 0.05
 #: Particles in the posterior.
 DEFAULT_N_PARTICLES = 600
+#: Query-selection criteria: expected drop of the posterior's total variance (targets parameter error,
+#: including weakly identified directions) or expected information gain (halves posterior mass).
+CRITERIA = ("variance", "information")
 #: Level of the reported per-coefficient credible intervals.
 DEFAULT_CREDIBLE_LEVEL = 0.95
 #: Random candidate pairs drawn per question, committee size and how many survive each stage.
@@ -135,7 +139,7 @@ class _FamilySpec:
         if self.kind == "quadratic":
             # Scales chosen so that prior draws have |a| and |B|_F of the same order, like random metrics.
             return Family(
-                (Block(0, k, "free", 1.0 / np.sqrt(k)), Block(k, k + tri, "nsd", 0.6 / np.sqrt(tri), size=k)),
+                (Block(0, k, "free", 1.0 / np.sqrt(k)), Block(k, k + tri, "nsd", 1.0 / np.sqrt(tri), size=k)),
                 "l2",
             )
         pairs = pair_index(self.n_groups)
@@ -303,6 +307,7 @@ class _Config:
     min_cell_gap: float
     n_particles: int
     credible_level: float
+    criterion: str
     name: str
 
 
@@ -521,6 +526,23 @@ def _perceptible(config: _Config, first: FloatArray, second: FloatArray) -> npt.
     return result
 
 
+def _variance_reduction(
+    probabilities: FloatArray, weights: FloatArray, theta: FloatArray, mean: FloatArray
+) -> FloatArray:
+    """Expected drop of the posterior's total variance ``E|theta - E theta|^2`` for each candidate row.
+
+    By the law of total variance the drop is ``Var_y(E[theta | y]) = sum_y P(y) |E[theta | y] - E theta|^2``;
+    with two answers this is ``P(+) |m_+ - m|^2 / P(-)`` where ``m_+`` is the mean given "first".
+    """
+    p_first = probabilities @ weights
+    shifted = (probabilities * weights[None, :]) @ theta  # (n_cand, dim): P(+) E[theta | +]
+    deviation = shifted - p_first[:, None] * mean[None, :]  # P(+) (m_+ - m)
+    other = np.clip(1.0 - p_first, 1e-12, None)
+    first = np.clip(p_first, 1e-12, None)
+    result: FloatArray = np.sum(deviation**2, axis=1) * (1.0 / first + 1.0 / other)
+    return result
+
+
 def _choose_query(
     config: _Config, posterior: ParticlePosterior, rng: np.random.Generator
 ) -> tuple[FloatArray, FloatArray, FloatArray, float]:
@@ -560,7 +582,16 @@ def _choose_query(
     screen = screen + 1e-6 * np.linalg.norm(features, axis=1)
     top = np.argsort(-screen, kind="stable")[:_N_RESCORED]
     first, second, features = first[top], second[top], features[top]
-    scores = _information_gain(posterior.answer_probabilities(features), weights, posterior.hard)
+    theta = posterior.normalised()
+    centre = weights @ theta
+
+    def score(candidates: FloatArray) -> FloatArray:
+        probabilities = posterior.answer_probabilities(candidates)
+        if config.criterion == "variance":
+            return _variance_reduction(probabilities, weights, theta, centre)
+        return _information_gain(probabilities, weights, posterior.hard)
+
+    scores = score(features)
     for scale in _PERTURB_SCALES:
         leaders = np.argsort(-scores, kind="stable")[:_N_LEADERS]
         base1 = np.repeat(first[leaders], _N_PERTURB, axis=0)
@@ -571,7 +602,7 @@ def _choose_query(
             continue
         new1, new2 = new1[keep], new2[keep]
         new_features = spec.features(new1, new2)
-        new_scores = _information_gain(posterior.answer_probabilities(new_features), weights, posterior.hard)
+        new_scores = score(new_features)
         first, second = np.concatenate([first, new1]), np.concatenate([second, new2])
         features = np.concatenate([features, new_features])
         scores = np.concatenate([scores, new_scores])
@@ -652,6 +683,12 @@ def _check_float(value: object, name: str, low: float, high: float, *, open_low:
     return number
 
 
+def _check_criterion(criterion: object) -> str:
+    if criterion not in CRITERIA:
+        raise InvalidConfigError(f"criterion must be one of {list(CRITERIA)}, got {criterion!r}")
+    return str(criterion)
+
+
 def _build(
     spec: _FamilySpec,
     geometry: _Geometry,
@@ -664,6 +701,7 @@ def _build(
     min_cell_gap: float,
     n_particles: int,
     credible_level: float,
+    criterion: str,
     name: str,
 ) -> ActiveElicitor[Any]:
     dim = spec.family().dim
@@ -682,6 +720,7 @@ def _build(
         min_cell_gap=_check_float(min_cell_gap, "min_cell_gap", 0.0, 100.0),
         n_particles=_check_int(n_particles, "n_particles", 64),
         credible_level=_check_float(credible_level, "credible_level", 0.0, 1.0, open_low=True),
+        criterion=_check_criterion(criterion),
         name=name,
     )
     largest = float(np.max(geometry.priors)) * 100.0 * 2.0 * geometry.sphere.radius
@@ -714,6 +753,9 @@ _COMMON_DOC = """
         Posterior particles (>= 64); cost per question is roughly linear in it.
     credible_level : float
         Level of the reported credible intervals.
+    criterion : {"variance", "information"}
+        How candidate pairs are scored: expected reduction of the posterior's total variance (default)
+        or expected information gain.
 """
 
 
@@ -729,6 +771,7 @@ def active_linear(
     min_cell_gap: float = DEFAULT_MIN_CELL_GAP,
     n_particles: int = DEFAULT_N_PARTICLES,
     credible_level: float = DEFAULT_CREDIBLE_LEVEL,
+    criterion: str = "variance",
 ) -> ActiveElicitor[LinearMetric]:
     """Elicit a linear metric ``phi(r) = <a, r>`` with active, noise-robust Bayesian queries.
 
@@ -752,6 +795,7 @@ def active_linear(
         min_cell_gap=min_cell_gap,
         n_particles=n_particles,
         credible_level=credible_level,
+        criterion=criterion,
         name="active-linear",
     )
 
@@ -768,6 +812,7 @@ def active_quadratic(
     min_cell_gap: float = DEFAULT_MIN_CELL_GAP,
     n_particles: int = DEFAULT_N_PARTICLES,
     credible_level: float = DEFAULT_CREDIBLE_LEVEL,
+    criterion: str = "variance",
 ) -> ActiveElicitor[QuadraticMetric]:
     """Elicit a quadratic metric ``<a, r> + 1/2 r^T B r`` (``B`` NSD, Definition 2) with active queries.
 
@@ -791,6 +836,7 @@ def active_quadratic(
         min_cell_gap=min_cell_gap,
         n_particles=n_particles,
         credible_level=credible_level,
+        criterion=criterion,
         name="active-quadratic",
     )
 
@@ -808,6 +854,7 @@ def active_fair(
     min_cell_gap: float = DEFAULT_MIN_CELL_GAP,
     n_particles: int = DEFAULT_N_PARTICLES,
     credible_level: float = DEFAULT_CREDIBLE_LEVEL,
+    criterion: str = "variance",
 ) -> ActiveElicitor[FairQuadraticMetric]:
     """Elicit a fair quadratic cost (Definition 3: ``a``, ``B^{uv}``, ``lam``) with active queries.
 
@@ -844,6 +891,7 @@ def active_fair(
         min_cell_gap=min_cell_gap,
         n_particles=n_particles,
         credible_level=credible_level,
+        criterion=criterion,
         name="active-fair",
     )
 

@@ -1,0 +1,400 @@
+"""Issue 7 bars: how many answers the active elicitor needs, how robust it is to noise, and how fast it is.
+
+Run from the repository root (single-threaded BLAS is set below, as in a web worker):
+
+    .venv/bin/python benchmarks/efficiency.py                 # everything, default trial counts
+    .venv/bin/python benchmarks/efficiency.py --quick         # a smoke run (few trials)
+    .venv/bin/python benchmarks/efficiency.py exact --trials 20 --classes 2,3
+    .venv/bin/python benchmarks/efficiency.py noisy timing --output results/
+
+Sections
+--------
+exact   Exact oracle (Definition 1), k = 2..5, sphere radius 0.2 at o, random metrics from
+        `elicitation.oracles.random_quadratic_metric`. QPME (epsilon = 1e-2, this repository's defaults)
+        runs on the same metrics; the active elicitor (noise-free model) answers up to a tenth of the
+        paper's Table 4 count (26, 66, 120, 187 for k = 2..5); its mean errors ||a - a_hat|| and
+        ||B - B_hat||_F are recorded after every answer. Reported: QPME's mean errors and answers, the
+        first answer count at which the active elicitor's mean errors are both at most QPME's, that count
+        as a share of the paper's and of our QPME's answers, the ratio to Theorem 2's d log2(1/error)
+        (d = k + k(k+1)/2 unknowns, error = the combined error reached) and, for calibration, the
+        posterior's own spread next to the actual error at the budget.
+noisy   Logistic simulated humans, P(correct) = sigmoid(beta |phi(r1) - phi(r2)|), beta = 50 and 200. After
+        50 answers (default beta grid, i.e. the noise level is not told to the elicitor) the elicited
+        metric's agreement with the TRUE preference on 1,000 random feasible pairs is compared with
+        (i) the person's own single answers (expected accuracy on the same pairs), (ii) QPME after its
+        full budget on the same noisy person, (iii) accuracy (sum_i P(Y=i) r_i) and equal weights
+        (a = 1, B = -1 1^T, normalised; the paper's Appendix G baseline).
+timing  Per-question latency (posterior update + next query) for k = 5, noisy answers, p50/p99, and the
+        time to replay a 50-answer log from scratch.
+
+Results print as Markdown tables; ``--output DIR`` also writes ``efficiency.json`` and a Plotly figure
+``efficiency_errors.html`` (error versus answers, QPME's mean as dashed lines).
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS thread: the elicitor runs inside a web request next to others; oversubscribed BLAS threads
+# only slow the small matrix products down on a shared two-core machine.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from elicitation import ElicitationError, Pending, QuadraticMetric, Sphere, replay, run
+from elicitation.active import active_quadratic
+from elicitation.evaluation import sample_query_pairs
+from elicitation.oracles import ExactOracle, LogisticOracle, random_quadratic_metric
+from elicitation.qpme import qpme
+from elicitation.types import LinearMetric, Metric
+
+RADIUS = 0.2
+QPME_EPSILON = 1e-2
+#: Table 4 of the paper (mean QPME answers), for reference next to our own QPME runs.
+PAPER_QPME_ANSWERS = {2: 265.43, 3: 669.29, 4: 1205.91, 5: 1879.74}
+NOISY_ANSWERS = 50
+AGREEMENT_PAIRS = 1000
+
+
+def _unknowns(k: int) -> int:
+    return k + k * (k + 1) // 2
+
+
+def _errors(true: QuadraticMetric, estimate: QuadraticMetric) -> tuple[float, float]:
+    return float(np.linalg.norm(true.a - estimate.a)), float(np.linalg.norm(true.B - estimate.B))
+
+
+def _agreement(true: Metric, other: Metric, first: np.ndarray, second: np.ndarray) -> float:
+    same = [true.prefers(r1, r2) == other.prefers(r1, r2) for r1, r2 in zip(first, second, strict=True)]
+    return float(np.mean(same))
+
+
+# ------------------------------------------------------------------------------------------------------
+# Exact oracle: answers needed to reach QPME's error
+# ------------------------------------------------------------------------------------------------------
+
+
+def bench_exact(classes: list[int], trials: int, seed: int) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for k in classes:
+        sphere = Sphere.around_uniform(k, RADIUS)
+        metrics = [
+            random_quadratic_metric(np.random.default_rng(seed + 1000 * k + t), k) for t in range(trials)
+        ]
+        qpme_err, qpme_answers = [], []
+        for metric in metrics:
+            result = run(qpme(sphere, QPME_EPSILON), ExactOracle(metric))
+            qpme_err.append(_errors(metric, result.metric))
+            qpme_answers.append(result.num_queries)
+        qa, qb = (float(np.mean([e[i] for e in qpme_err])) for i in (0, 1))
+        # The bar: a tenth of the paper's Table 4 count (this repository's QPME stops earlier than the
+        # paper's; its own mean count is reported next to it).
+        budget = math.floor(PAPER_QPME_ANSWERS[k] / 10.0)
+        curves_a = np.zeros((trials, budget + 1))
+        curves_b = np.zeros((trials, budget + 1))
+        seconds = 0.0
+        spreads: list[float] = []
+        final_errors: list[float] = []
+        for t, metric in enumerate(metrics):
+            elicitor = active_quadratic(sphere, seed=seed + t, beta=None, max_queries=budget, tolerance=0.0)
+            start = time.perf_counter()
+            query = next(elicitor)
+            curves_a[t, 0], curves_b[t, 0] = _errors(metric, elicitor.current_metric())
+            try:
+                for n in range(1, budget + 1):
+                    query = elicitor.send(bool(metric.prefers(query.first, query.second)))
+                    curves_a[t, n], curves_b[t, n] = _errors(metric, elicitor.current_metric())
+            except StopIteration as stop:
+                curves_a[t, budget], curves_b[t, budget] = _errors(metric, stop.value.metric)
+            seconds += time.perf_counter() - start
+            spreads.append(float(elicitor.posterior_spread or 0.0))
+            final_errors.append(math.hypot(curves_a[t, budget], curves_b[t, budget]))
+        mean_a, mean_b = curves_a.mean(axis=0), curves_b.mean(axis=0)
+        reached = np.flatnonzero((mean_a <= qa) & (mean_b <= qb))
+        needed = int(reached[0]) if reached.size else None
+        if needed is not None:
+            error = math.hypot(mean_a[needed], mean_b[needed])
+        else:
+            error = math.hypot(mean_a[-1], mean_b[-1])
+        bound = _unknowns(k) * math.log2(1.0 / error)
+        results[str(k)] = {
+            "trials": trials,
+            "qpme_mean_answers": float(np.mean(qpme_answers)),
+            "paper_qpme_answers": PAPER_QPME_ANSWERS.get(k),
+            "qpme_mean_error_a": qa,
+            "qpme_mean_error_B": qb,
+            "active_budget": budget,
+            "active_answers_to_reach_qpme": needed,
+            "share_of_paper_qpme_answers": None if needed is None else needed / PAPER_QPME_ANSWERS[k],
+            "share_of_qpme_answers": None if needed is None else needed / float(np.mean(qpme_answers)),
+            "active_error_a_at_budget": float(mean_a[-1]),
+            "active_error_B_at_budget": float(mean_b[-1]),
+            "combined_error_reached": error,
+            "theorem2_count": bound,
+            "ratio_to_theorem2": None if needed is None else needed / bound,
+            "active_seconds_per_answer": seconds / (trials * budget),
+            # Calibration: the posterior's own expected error versus the actual one, at the budget.
+            "final_posterior_spread_mean": float(np.mean(spreads)),
+            "final_error_mean": float(np.mean(final_errors)),
+            "curve_a": mean_a.tolist(),
+            "curve_B": mean_b.tolist(),
+        }
+        print(f"exact k={k}: done", file=sys.stderr, flush=True)
+    return results
+
+
+def table_exact(results: dict[str, Any]) -> str:
+    lines = [
+        "| k | trials | QPME answers here (paper) | QPME err a / B | active answers to reach it | "
+        "share of paper / of ours | d log2(1/err) | ratio | active err a / B at budget | "
+        "spread vs actual error at budget |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for k, row in results.items():
+        needed = row["active_answers_to_reach_qpme"]
+        share = "n/a"
+        if needed is not None:
+            paper, ours = row["share_of_paper_qpme_answers"], row["share_of_qpme_answers"]
+            share = f"{100 * paper:.1f}% / {100 * ours:.0f}%"
+        ratio = "n/a" if row["ratio_to_theorem2"] is None else f"{row['ratio_to_theorem2']:.2f}"
+        reached = str(needed) if needed is not None else f"> {row['active_budget']}"
+        lines.append(
+            f"| {k} | {row['trials']} | {row['qpme_mean_answers']:.0f} ({row['paper_qpme_answers']}) | "
+            f"{row['qpme_mean_error_a']:.3f} / {row['qpme_mean_error_B']:.3f} | "
+            f"{reached} | {share} | "
+            f"{row['theorem2_count']:.1f} | {ratio} | "
+            f"{row['active_error_a_at_budget']:.3f} / {row['active_error_B_at_budget']:.3f} | "
+            f"{row['final_posterior_spread_mean']:.3f} vs {row['final_error_mean']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Noisy simulated humans: agreement with the true preference
+# ------------------------------------------------------------------------------------------------------
+
+
+def _equal_weights(k: int) -> QuadraticMetric:
+    return QuadraticMetric(np.ones(k), -np.ones((k, k)))
+
+
+def bench_noisy(classes: list[int], betas: list[float], trials: int, seed: int) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for beta in betas:
+        for k in classes:
+            sphere = Sphere.around_uniform(k, RADIUS)
+            accuracy = LinearMetric(np.full(k, 1.0 / k))
+            equal = _equal_weights(k)
+            rows: dict[str, list[float]] = {
+                key: []
+                for key in (
+                    "active",
+                    "person",
+                    "qpme",
+                    "accuracy",
+                    "equal_weights",
+                    "active_error_a",
+                    "active_error_B",
+                    "wrong_answers",
+                    "qpme_answers",
+                    "qpme_failures",
+                )
+            }
+            curve = np.zeros(NOISY_ANSWERS + 1)
+            for t in range(trials):
+                trial_seed = seed + 7919 * t + 31 * k + int(beta)
+                metric = random_quadratic_metric(np.random.default_rng(trial_seed), k)
+                first, second = sample_query_pairs(
+                    sphere, AGREEMENT_PAIRS, np.random.default_rng(trial_seed + 1)
+                )
+                oracle = LogisticOracle(metric, beta, rng=np.random.default_rng(trial_seed + 2))
+                elicitor = active_quadratic(sphere, seed=trial_seed, max_queries=NOISY_ANSWERS, tolerance=0.0)
+                query = next(elicitor)
+                curve[0] += _agreement(metric, elicitor.current_metric(), first[:200], second[:200])
+                n = 0
+                try:
+                    while True:
+                        query = elicitor.send(oracle(query.first, query.second))
+                        n += 1
+                        if n % 10 == 0:
+                            curve[n] += _agreement(
+                                metric, elicitor.current_metric(), first[:200], second[:200]
+                            )
+                except StopIteration as stop:
+                    elicited = stop.value.metric
+                rows["wrong_answers"].append(oracle.wrong_answers)
+                rows["active"].append(_agreement(metric, elicited, first, second))
+                curve[NOISY_ANSWERS] += _agreement(metric, elicited, first[:200], second[:200])
+                ea, eb = _errors(metric, elicited)
+                rows["active_error_a"].append(ea)
+                rows["active_error_B"].append(eb)
+                gaps = np.array([metric.value_gap(r1, r2) for r1, r2 in zip(first, second, strict=True)])
+                rows["person"].append(float(np.mean(1.0 / (1.0 + np.exp(-beta * gaps)))))
+                qpme_oracle = LogisticOracle(metric, beta, rng=np.random.default_rng(trial_seed + 3))
+                try:
+                    qpme_result = run(qpme(sphere, QPME_EPSILON), qpme_oracle)
+                    rows["qpme"].append(_agreement(metric, qpme_result.metric, first, second))
+                    rows["qpme_answers"].append(qpme_result.num_queries)
+                except ElicitationError as exc:
+                    # A run the noise derailed into an error counts as coin flipping (and is counted).
+                    print(f"qpme failed (k={k}, beta={beta}): {exc!r}", file=sys.stderr)
+                    rows["qpme"].append(0.5)
+                    rows["qpme_failures"].append(1.0)
+                rows["accuracy"].append(_agreement(metric, accuracy, first, second))
+                rows["equal_weights"].append(_agreement(metric, equal, first, second))
+            summary = {key: float(np.mean(values)) if values else None for key, values in rows.items()}
+            summary["trials"] = trials
+            summary["qpme_failures"] = len(rows["qpme_failures"])
+            summary["active_min"] = float(np.min(rows["active"]))
+            summary["agreement_curve_every_10"] = [
+                float(curve[i] / trials) for i in range(0, NOISY_ANSWERS + 1, 10)
+            ]
+            results[f"beta={beta:g},k={k}"] = summary
+            print(f"noisy beta={beta:g} k={k}: done", file=sys.stderr, flush=True)
+    return results
+
+
+def table_noisy(results: dict[str, Any]) -> str:
+    lines = [
+        "| setting | trials | active (50 answers) | min | person's own answers | QPME (full budget, answers) "
+        "| accuracy | equal weights | wrong answers / 50 | active err a / B |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, row in results.items():
+        lines.append(
+            f"| {name} | {row['trials']} | {row['active']:.3f} | {row['active_min']:.3f} | "
+            f"{row['person']:.3f} | "
+            f"{row['qpme']:.3f} ({row['qpme_answers'] or 0:.0f}) | {row['accuracy']:.3f} | "
+            f"{row['equal_weights']:.3f} | {row['wrong_answers']:.1f} | "
+            f"{row['active_error_a']:.3f} / {row['active_error_B']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Latency
+# ------------------------------------------------------------------------------------------------------
+
+
+def bench_timing(k: int, runs: int, seed: int) -> dict[str, Any]:
+    sphere = Sphere.around_uniform(k, RADIUS)
+    steps: list[float] = []
+    firsts: list[float] = []
+    replays: list[float] = []
+    for t in range(runs):
+        metric = random_quadratic_metric(np.random.default_rng(seed + t), k)
+        oracle = LogisticOracle(metric, 200.0, rng=np.random.default_rng(seed + 100 + t))
+        elicitor = active_quadratic(sphere, seed=seed + t, max_queries=NOISY_ANSWERS, tolerance=0.0)
+        start = time.perf_counter()
+        query = next(elicitor)
+        firsts.append(time.perf_counter() - start)
+        answers = []
+        try:
+            while True:
+                answer = oracle(query.first, query.second)
+                answers.append(answer)
+                start = time.perf_counter()
+                query = elicitor.send(answer)
+                steps.append(time.perf_counter() - start)
+        except StopIteration:
+            steps.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        state = replay(
+            active_quadratic(sphere, seed=seed + t, max_queries=NOISY_ANSWERS + 1, tolerance=0.0), answers
+        )
+        replays.append(time.perf_counter() - start)
+        assert isinstance(state, Pending)
+    ms = np.array(steps) * 1000.0
+    return {
+        "k": k,
+        "runs": runs,
+        "answers_per_run": NOISY_ANSWERS,
+        "first_query_ms_mean": float(np.mean(firsts) * 1000.0),
+        "step_ms_p50": float(np.percentile(ms, 50)),
+        "step_ms_p90": float(np.percentile(ms, 90)),
+        "step_ms_p99": float(np.percentile(ms, 99)),
+        "step_ms_max": float(np.max(ms)),
+        "replay_50_answers_s_mean": float(np.mean(replays)),
+        "replay_50_answers_s_max": float(np.max(replays)),
+        "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+        "load_average_1min": os.getloadavg()[0],
+    }
+
+
+def table_timing(result: dict[str, Any]) -> str:
+    return (
+        "| k | runs x answers | first query (ms) | step p50 / p90 / p99 / max (ms) "
+        "| replay 50 answers (s, mean / max) | load avg |\n|---|---|---|---|---|---|\n"
+        f"| {result['k']} | {result['runs']} x {result['answers_per_run']} | "
+        f"{result['first_query_ms_mean']:.0f} | "
+        f"{result['step_ms_p50']:.0f} / {result['step_ms_p90']:.0f} / {result['step_ms_p99']:.0f} / "
+        f"{result['step_ms_max']:.0f} | {result['replay_50_answers_s_mean']:.2f} / "
+        f"{result['replay_50_answers_s_max']:.2f} | {result['load_average_1min']:.1f} |"
+    )
+
+
+def _figure(exact: dict[str, Any], path: Path) -> None:
+    import plotly.graph_objects as go
+
+    figure = go.Figure()
+    for k, row in exact.items():
+        answers = list(range(len(row["curve_a"])))
+        figure.add_trace(go.Scatter(x=answers, y=row["curve_a"], name=f"active ||a - a_hat||, k={k}"))
+        figure.add_trace(go.Scatter(x=answers, y=row["curve_B"], name=f"active ||B - B_hat||_F, k={k}"))
+        figure.add_hline(y=row["qpme_mean_error_B"], line_dash="dash", annotation_text=f"QPME B, k={k}")
+    figure.update_layout(
+        title="Active elicitor, exact oracle: mean error versus answers (dashed: QPME's mean B error)",
+        xaxis_title="answers",
+        yaxis_title="error",
+        yaxis_type="log",
+    )
+    figure.write_html(str(path), include_plotlyjs=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("sections", nargs="*", default=["exact", "noisy", "timing"])
+    parser.add_argument("--classes", default="2,3,4,5")
+    parser.add_argument("--betas", default="50,200")
+    parser.add_argument("--trials", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    classes = [int(value) for value in args.classes.split(",")]
+    betas = [float(value) for value in args.betas.split(",")]
+    trials = args.trials or (2 if args.quick else 10)
+    report: dict[str, Any] = {"trials": trials, "seed": args.seed}
+    if "exact" in args.sections:
+        report["exact"] = bench_exact(classes, trials, args.seed)
+        print("\n## Exact oracle\n\n" + table_exact(report["exact"]), flush=True)
+    if "noisy" in args.sections:
+        report["noisy"] = bench_noisy(classes, betas, max(1, trials // 2), args.seed)
+        print("\n## Logistic simulated humans, 50 answers\n\n" + table_noisy(report["noisy"]), flush=True)
+    if "timing" in args.sections:
+        report["timing"] = bench_timing(5, 2 if args.quick else 6, args.seed)
+        print("\n## Latency\n\n" + table_timing(report["timing"]), flush=True)
+    if args.output is not None:
+        args.output.mkdir(parents=True, exist_ok=True)
+        (args.output / "efficiency.json").write_text(json.dumps(report, indent=2))
+        if "exact" in report:
+            _figure(report["exact"], args.output / "efficiency_errors.html")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
