@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -492,7 +493,13 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(simulation_to_dict(sim), indent=2) + "\n")
     else:
-        _print_steps(sim, sys.stdout)
+        try:
+            _print_steps(sim, sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # `elicit simulate | head`: the reader left; silence the interpreter's flush at exit too.
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+            return EXIT_OK
         if args.export_log is not None:
             sys.stdout.write(f"answer log written to {args.export_log}\n")
     return EXIT_OK
@@ -823,7 +830,7 @@ def _run_one(which: str, args: argparse.Namespace, progress: bench.Progress | No
             **common,
         )
     if which == "timing":
-        return bench.measure_timing(time.perf_counter, seed=args.seed)
+        return bench.measure_timing(time.perf_counter, seed=args.seed, repeats=2 if quick else 5)
     module = _ranking_module()
     if module is None:
         raise InvalidConfigError("the ranking benchmark is not available (no elicitation.ranking)")
