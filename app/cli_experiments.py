@@ -687,7 +687,7 @@ def qpme_table(report: Mapping[str, Any], *, markdown: bool = False) -> str:
     """Table 4 / Figure 3a-b: queries, errors and regularity per k."""
     headers = [
         "k", "trials", "queries", "Table 4", "ratio", "q/LB", "a mean", "a median", "a p90", "a paper",
-        "B mean", "B median", "B p90", "B paper", "irregular", "failed",
+        "B mean", "B median", "B p90", "B paper", "irregular", "tiny d_i", "failed",
     ]  # fmt: skip
     rows = []
     for setting in report["settings"]:
@@ -699,7 +699,7 @@ def qpme_table(report: Mapping[str, Any], *, markdown: bool = False) -> str:
                 setting["n_classes"], s["trials"], s["queries"]["mean"], paper,
                 s["queries"]["mean"] / paper if paper else None, s["queries_over_lower_bound"],
                 *_error_cells(s, "a"), published.get("a"), *_error_cells(s, "B"), published.get("B"),
-                s["regularity_violations"], s["failures"],
+                s["regularity_violations"], s["near_zero_gradient"], s["failures"],
             ]
         )  # fmt: skip
     return format_table(headers, rows, markdown=markdown)

@@ -92,6 +92,7 @@ __all__ = [
     "FAIR_SETTINGS",
     "LOG_FORMAT",
     "LOG_VERSION",
+    "NEAR_ZERO_GRADIENT",
     "NOISE_INNER_RADII",
     "NOISE_LEVELS",
     "NOISE_MODELS",
@@ -144,6 +145,9 @@ PUBLISHED_QPME_ERRORS: Final[Mapping[int, Mapping[str, float]]] = {
     4: {"a": 0.042, "B": 0.18},
     5: {"a": 0.067, "B": 0.28},
 }
+
+#: A metric "has a near-zero gradient entry" when ``min_i |d_i| / ||d|| < NEAR_ZERO_GRADIENT`` at ``o``.
+NEAR_ZERO_GRADIENT: Final = 0.05
 
 #: ``progress(done, total, label)`` is called after every trial.
 Progress = Callable[[int, int, str], None]
@@ -379,7 +383,9 @@ class Simulation:
     ``params`` is the JSON-safe elicitor configuration (`build_elicitor`); ``errors`` maps ``"a"``, ``"B"``,
     ``"B_pairs"``, ``"lam"`` (whichever apply) to the errors of `elicitation.evaluation`; ``regular`` says
     whether the metric satisfies Assumption 3 (``None`` when the check does not apply); ``wrong_answers``
-    counts oracle answers that disagreed with the noise-free answer.
+    counts oracle answers that disagreed with the noise-free answer; ``min_gradient_entry`` is
+    ``min_i |d_i| / ||d||`` for the gradient ``d`` at ``o`` of a quadratic metric (small values are the
+    near-zero gradient entries behind the heavy error tails of the paper's closed-form reconstruction).
     """
 
     algorithm: str
@@ -393,6 +399,7 @@ class Simulation:
     regular: bool | None
     wrong_answers: int
     inner_radius: float | None = field(default=None)
+    min_gradient_entry: float | None = field(default=None)
 
 
 def _error_dict(algorithm: str, true: Metric, estimate: Metric) -> dict[str, float]:
@@ -538,7 +545,16 @@ def simulate(
         regular=regular,
         wrong_answers=oracle.wrong_answers,
         inner_radius=varrho,
+        min_gradient_entry=_min_gradient_entry(hidden, sphere),
     )
+
+
+def _min_gradient_entry(metric: Metric, sphere: Sphere) -> float | None:
+    if not isinstance(metric, QuadraticMetric):
+        return None
+    gradient = metric.gradient(sphere.center)
+    norm = float(np.linalg.norm(gradient))
+    return float(np.min(np.abs(gradient)) / norm) if norm > 0.0 else 0.0
 
 
 def _pivot(result: Elicitation[Any]) -> int:
@@ -728,6 +744,7 @@ def _trial(
         errors=dict(sim.errors),
         regular=sim.regular,
         wrong_answers=sim.wrong_answers,
+        min_gradient_entry=sim.min_gradient_entry,
     )
     return record
 
@@ -741,6 +758,11 @@ def _summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "trials": len(records),
         "failures": len(records) - len(ok),
         "regularity_violations": sum(1 for r in ok if r["regular"] is False),
+        "near_zero_gradient": sum(
+            1
+            for r in ok
+            if r.get("min_gradient_entry") is not None and r["min_gradient_entry"] < NEAR_ZERO_GRADIENT
+        ),
         "errors": errors,
         "errors_regular": {name: summarize([r["errors"][name] for r in regular]) for name in names},
         "queries": summarize([float(r["num_queries"]) for r in ok]),

@@ -115,6 +115,9 @@ def test_qpme_benchmark_reports_beside_the_paper() -> None:
     assert summary["queries_over_lower_bound"] == pytest.approx(
         summary["queries"]["mean"] / summary["lower_bound"]
     )
+    entries = [r["min_gradient_entry"] for r in setting["records"]]
+    assert all(0.0 <= e <= 1 / math.sqrt(2) + 1e-12 for e in entries)
+    assert summary["near_zero_gradient"] == sum(e < bench.NEAR_ZERO_GRADIENT for e in entries)
     # Each record can be re-run alone with its seed.
     record = setting["records"][1]
     alone = bench.simulate("qpme", n_classes=2, seed=record["seed"])
