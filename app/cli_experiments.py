@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import inspect
 import json
 import math
 import os
@@ -65,6 +66,9 @@ QUICK: dict[str, Any] = {
     "inner_radii": (0.005, 0.05),
     "noise_levels": (0.0, 1e-3),
     "ranking_trials": 2,
+    "ranking_datasets": ("breast-cancer",),
+    # Smaller classifier pools for the ranking benchmark (keyword arguments of run_ranking_benchmark).
+    "ranking_pool": {"per_family": 3, "train_rows": 500, "test_rows": 1000},
 }
 _ERROR_NAMES = {"a": "‖a−â‖₂", "B": "‖B−B̂‖_F", "B_pairs": "Σ‖Bᵘᵛ−B̂ᵘᵛ‖_F", "lam": "|λ−λ̂|", "C": "‖C−Ĉ‖_F"}
 
@@ -765,7 +769,11 @@ def timing_table(report: Mapping[str, Any], *, markdown: bool = False) -> str:
 
 
 def ranking_table(report: Mapping[str, Any], *, markdown: bool = False) -> str:
-    """The ranking benchmark's numeric summary, flattened to one row per leaf (per-trial lists skipped)."""
+    """The ranking module's own table when it has one, else its numeric summary, one row per leaf."""
+    formatter = getattr(_ranking_module(), "format_ranking_table", None)
+    if formatter is not None:
+        table: str = formatter(report, markdown=markdown)
+        return table
     rows: list[list[Any]] = []
 
     def walk(prefix: str, value: Any) -> None:
@@ -834,10 +842,12 @@ def _run_one(which: str, args: argparse.Namespace, progress: bench.Progress | No
     module = _ranking_module()
     if module is None:
         raise InvalidConfigError("the ranking benchmark is not available (no elicitation.ranking)")
-    datasets = args.datasets or getattr(module, "DEFAULT_DATASETS", None)
+    datasets = args.datasets or (QUICK["ranking_datasets"] if quick else None)
     ranking_trials = args.trials or (QUICK["ranking_trials"] if quick else bench.DEFAULT_TRIALS)
+    accepted = inspect.signature(module.run_ranking_benchmark).parameters
+    extra = {key: value for key, value in QUICK["ranking_pool"].items() if quick and key in accepted}
     report: dict[str, Any] = module.run_ranking_benchmark(
-        datasets, ranking_trials, args.seed, progress=progress
+        datasets, ranking_trials, args.seed, progress=progress, **extra
     )
     return report if "benchmark" in report else {"benchmark": "ranking", **report}
 

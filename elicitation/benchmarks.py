@@ -1091,7 +1091,9 @@ def benchmark_figures(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
     ``qpme``: box plots of ``||a - a_hat||`` and ``||B - B_hat||_F`` per ``k`` (Figure 3a-b) and a query
     chart beside Table 4; ``fair``: box plots of the three errors per ``(k, m)`` (Figure 3c-e) and the query
-    chart; ``noise``: heat maps of the mean errors over ``varrho x eps_Omega`` per ``k``.
+    chart; ``noise``: heat maps of the mean errors over ``varrho x eps_Omega`` per ``k``; ``ranking`` (the
+    report of `elicitation.ranking.run_ranking_benchmark`): grouped bars of mean NDCG and Kendall's tau per
+    dataset and method.
     """
     kind = report.get("benchmark")
     settings = report.get("settings", [])
@@ -1109,6 +1111,28 @@ def benchmark_figures(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         )
         figures["fair_error_lam"] = _box_figure(settings, "lam", label, "Fair QPME: error in λ (Figure 3e)")
         figures["fair_queries"] = _queries_figure(settings, label)
+    elif kind == "ranking":
+        datasets = report.get("datasets", {})
+        methods = sorted({method for entry in datasets.values() for method in entry.get("methods", {})})
+        for measure, title in (("ndcg_mean", "mean NDCG"), ("kendall_tau_mean", "mean Kendall's tau")):
+            traces = [
+                {
+                    "type": "bar",
+                    "name": method,
+                    "x": list(datasets),
+                    "y": [
+                        entry.get("methods", {}).get(method, {}).get(measure) for entry in datasets.values()
+                    ],
+                }
+                for method in methods
+            ]
+            figures[f"ranking_{measure.removesuffix('_mean')}"] = {
+                "data": traces,
+                "layout": {
+                    "title": {"text": f"Ranking real classifiers (Appendix H): {title}"},
+                    "barmode": "group",
+                },
+            }
     elif kind == "noise":
         for k in sorted({s["n_classes"] for s in settings}):
             cells = [s for s in settings if s["n_classes"] == k]

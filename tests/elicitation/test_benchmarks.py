@@ -265,3 +265,22 @@ def test_simulate_variant_metrics_have_the_right_shape() -> None:
         bench.simulate("diagonal_qpme", n_classes=2, metric=QuadraticMetric(np.ones(2), -np.ones((2, 2))))
     with pytest.raises(InvalidConfigError, match="radius"):
         bench.simulate("general_qpme", n_classes=4)
+
+
+def test_ranking_figures_group_methods_by_dataset() -> None:
+    report = {
+        "benchmark": "ranking",
+        "datasets": {
+            "adult": {"methods": {"elicited": {"ndcg_mean": 1.0, "kendall_tau_mean": 0.9}}},
+            "vehicle": {
+                "methods": {
+                    "elicited": {"ndcg_mean": 0.99, "kendall_tau_mean": 0.8},
+                    "accuracy": {"ndcg_mean": 0.9, "kendall_tau_mean": 0.1},
+                }
+            },
+        },
+    }
+    figures = bench.benchmark_figures(report)
+    assert set(figures) == {"ranking_ndcg", "ranking_kendall_tau"}
+    bars = {trace["name"]: trace["y"] for trace in figures["ranking_kendall_tau"]["data"]}
+    assert bars == {"accuracy": [None, 0.1], "elicited": [0.9, 0.8]}
