@@ -15,7 +15,8 @@ tau^g`` and ``W^sigma = sum_{u, v separated by sigma} B^{uv}``. Its negative (th
 is the shifted quadratic utility QPME elicits: ``d = c (1 - lam) a * tau^sigma`` and ``B = -c lam W^sigma``
 for an unknown scale ``c > 0``. `fair_qpme` therefore runs QPME's `shifted_quadratic` once per partition
 and *lifts* each of its ``k``-dimensional queries ``s`` to the ``(m, k)`` profile above; answers pass back
-unchanged. The lifted query carries the sub-search label, e.g. ``"fair/sigma=0+2/qpme/z1/lpme"``.
+unchanged. The lifted query carries the sub-search label, e.g. ``"fair/sigma=1+3/qpme/z1/lpme"``
+(1-based groups).
 
 **Recovering the coefficients.** Dividing the estimates of partition ``sigma`` by its scale
 ``c (1 - lam)`` (fixed by ``||a|| = 1``) gives ``a * tau^sigma`` and ``W~^sigma = lam / (1 - lam) W^sigma``.
@@ -29,18 +30,24 @@ projected onto the PSD cone (the truth lies in it, so the projection never moves
 it), ``t = 1/2 sum ||B~^{uv}||_F`` is ``lam / (1 - lam)`` (separate normalisation), hence
 ``lam_hat = t / (1 + t)`` and ``B_hat^{uv} = B~^{uv} / t``.
 
-**Two query designs.** ``design="qpme"`` (default) is Algorithm 4 as published: one full QPME run
+**Three query designs.** ``design="qpme"`` is Algorithm 4 as published: one full QPME run
 (`shifted_quadratic`: trivial pivot queries, LPME at ``o``, at every ``z_j`` and at ``-z_p``) per partition,
 reconstructed partition by partition as above. Its weak spot is a rank-one term: when ``B`` is small next to
 ``d`` (small ``lam``, or a near-zero entry of ``d``), ``(d, B)`` and ``(d, B + c d d^T)`` give almost the same
-slopes, so ``B`` and hence ``lam`` absorb an error along ``d d^T``; for ``lam`` near 1 the trivial queries
-can find no gradient at ``o`` and the run stops with `DegenerateMetricError`. ``design="paired"`` replaces
-each partition's pivot queries and ``-z_p`` run by one LPME run on the *other side* of the same cut at
-``z_p``: its gradient direction ``a * tau^{not sigma}`` differs from ``a * tau^sigma``, which pins the
-rank-one term down, and all runs of all partitions are solved at once (`reconstruct_fair_joint`: shared
-``a``, the ``B~^{uv}`` entering every partition that separates them). With an exact oracle it is several
-times more accurate for the same number of queries and never hits the degenerate cases; but it has no
-redundant run, so answer noise (Definition 4, ``eps_Omega >= 1e-4``) hurts it far more than the default.
+slopes, so ``B`` and hence ``lam`` absorb an error along ``d d^T`` (heavy tails in ``lam``). A run on the
+*other side* of the same cut sees the gradient ``a * tau^{not sigma} - W~ x``, whose direction differs from
+``a * tau^sigma``, and pins that term down. ``design="anchored"`` (default) adds one such LPME run per cut,
+at ``z_p`` with ``p`` the largest entry of the partition's ``d`` (the coordinate coupling most strongly to
+the term), takes ``a`` from the QPME gradients as above and then fits every ``B~^{uv}`` (hence ``lam``) by
+ordinary least squares to *all* slopes of all partitions with ``a`` fixed (`reconstruct_fair_anchored`).
+``design="paired"`` drops QPME's pivot queries and ``-z_p`` run instead of adding a run (same query count
+as ``"qpme"`` without its trivial queries) and solves ``(a, B~)`` jointly from all slopes
+(`reconstruct_fair_joint`); it never needs a gradient at ``o`` (``lam`` near 1 is fine) but has no
+redundant run. Measured on 100 random metrics (exact oracle and Definition-4 noise ``eps_Omega = 1e-4``),
+``"anchored"`` had the smallest mean ``B`` and ``lam`` errors for ``k, m <= 3`` at about 20-35 % more
+queries than ``"qpme"``, still under half of the paper's Table 4. The added runs use LPME's antipodal
+probes when `lpme` offers them (the slope is then the gradient direction at the small sphere's centre,
+not at its boundary optimum; `SlopeRun.point` accounts for both).
 
 **Choice of partitions** (`group_partitions`). ``binom(m, 2)`` cuts with a non-singular ``Xi`` are needed.
 Indexing rows and columns by pairs, the cuts ``sigma = {u, v}`` give ``Xi`` = the adjacency matrix of the
@@ -84,6 +91,7 @@ paper               code                   meaning
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -121,6 +129,7 @@ __all__ = [
     "membership_matrix",
     "orient_partitions",
     "reconstruct_fair",
+    "reconstruct_fair_anchored",
     "reconstruct_fair_joint",
     "tradeoff_search",
 ]
@@ -133,13 +142,16 @@ TAU_ATOL = 1e-6
 DEFAULT_TRADEOFF_INNER_RADIUS = 0.025
 #: Bisection steps when placing a threshold query; 60 halvings of ``[0, pi/2]`` reach float resolution.
 _BISECTION_STEPS = 60
+#: Whether `lpme` offers antipodal probes (one query per halving, derivative at the sphere centre, robust to
+#: answer noise); the LPME runs fair QPME adds use them when available and boundary probes otherwise.
+_ANTIPODAL = "probe" in inspect.signature(lpme).parameters
 #: Quantities below this (norms, curvatures) count as zero.
 _ZERO = 1e-12
 
 Partition = frozenset[int]
 T = TypeVar("T")
 #: The query designs `fair_qpme` offers (see its docstring).
-DESIGNS: tuple[str, ...] = ("paired", "qpme")
+DESIGNS: tuple[str, ...] = ("qpme", "anchored", "paired")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -404,6 +416,77 @@ def reconstruct_fair(
     return FairReconstruction(metric, scales, W_tilde, B_tilde, negative_mass)
 
 
+def reconstruct_fair_anchored(
+    tau: npt.ArrayLike, costs: npt.ArrayLike, runs: Sequence[SlopeRun], inner_radius: float
+) -> FairReconstruction:
+    """Recover ``B^{uv}`` and ``lam`` from LPME slopes given the costs ``a`` (the anchored design).
+
+    With ``a`` fixed (``||a|| = 1``), every run's condition ``(I - f f^T) g = 0`` on the gradient
+    ``g = a * tau^sigma - sum_{(u,v) cut by sigma} B~^{uv} x`` (``x = offset + inner_radius * f``) is linear
+    and *inhomogeneous* in the ``B~^{uv} = lam / (1 - lam) B^{uv}``, so ordinary least squares over all
+    runs gives them with their scale, hence ``lam``.
+
+    Parameters
+    ----------
+    tau : array_like, shape (n_groups, n_classes)
+        Group prevalences.
+    costs : array_like, shape (n_classes,)
+        The estimated ``a`` (non-negative; normalised here).
+    runs : sequence of SlopeRun
+        The LPME runs of every partition, both sides of a cut allowed.
+    inner_radius : float
+        The runs' sphere radius ``varrho``.
+
+    Returns
+    -------
+    FairReconstruction
+        ``scales`` holds the least-squares residual norm and the smallest singular value.
+
+    Raises
+    ------
+    NumericalError
+        If the runs do not determine every ``B~^{uv}`` or the estimate is not finite.
+    """
+    tau_values = as_rate_array(tau, "tau", ndim=2)
+    m, k = tau_values.shape
+    a = np.clip(as_rate_array(costs, "costs", ndim=1), 0.0, None)
+    a_norm = float(np.linalg.norm(a))
+    if a.shape != (k,) or a_norm < _ZERO:
+        raise NumericalError("the costs a must be a non-zero, non-negative vector of one entry per class")
+    a = a / a_norm
+    pairs = pair_index(m)
+    basis = _symmetric_basis(k)
+    n_basis = len(basis)
+    n_unknowns = len(pairs) * n_basis
+    blocks, targets = [], []
+    for run in runs:
+        sigma = run.partition
+        f = np.asarray(run.slope, dtype=np.float64)
+        point = run.point(inner_radius)
+        projector = np.eye(k) - np.outer(f, f)
+        curvature_map = np.zeros((k, n_unknowns))
+        for index, (u, v) in enumerate(pairs):
+            if (u in sigma) != (v in sigma):
+                for b, E in enumerate(basis):
+                    curvature_map[:, index * n_basis + b] = E @ point
+        blocks.append(projector @ curvature_map)
+        targets.append(projector @ (a * tau_values[sorted(sigma)].sum(axis=0)))
+    system, rhs = np.vstack(blocks), np.concatenate(targets)
+    if not (np.all(np.isfinite(system)) and np.all(np.isfinite(rhs))):
+        raise NumericalError("the LPME slopes are not finite")
+    solution, _, rank, singular = np.linalg.lstsq(system, rhs, rcond=None)
+    if rank < n_unknowns or singular[-1] <= _ZERO * max(float(singular[0]), 1.0):
+        raise NumericalError("the slope equations do not determine every B^{uv}")
+    B_raw = np.array(
+        [sum(solution[index * n_basis + b] * E for b, E in enumerate(basis)) for index in range(len(pairs))]
+    )
+    metric, B_tilde, negative_mass = _finish(tau_values, a, B_raw)
+    residual = float(np.linalg.norm(system @ solution - rhs))
+    return FairReconstruction(
+        metric, np.array([residual, float(singular[-1])]), np.empty((0, k, k)), B_tilde, negative_mass
+    )
+
+
 def _symmetric_basis(k: int) -> list[FloatArray]:
     """Orthonormal basis of symmetric ``k x k`` matrices (off-diagonal entries carry ``1/sqrt(2)``)."""
     basis = []
@@ -438,7 +521,9 @@ def _finish(
         B_pairs = {key: np.eye(k) for key in pairs}
     else:
         lam = t / (1.0 + t)
-        B_pairs = {key: B_tilde[index] / t for index, key in enumerate(pairs)}
+        # Project again after scaling: rounding in the first projection, divided by a small t, could leave
+        # an eigenvalue just below FairQuadraticMetric's PSD tolerance.
+        B_pairs = {key: _psd_projection(B_tilde[index] / t)[0] for index, key in enumerate(pairs)}
     return FairQuadraticMetric(a_clipped / a_norm, B_pairs, lam, tau), B_tilde, negative_mass
 
 
@@ -446,13 +531,25 @@ def _finish(
 class SlopeRun:
     """One LPME run of the paired design: groups ``partition`` moved, small sphere at ``o + offset``.
 
-    ``slope`` is LPME's unit estimate ``f``, the direction of the (negative-cost) gradient at the boundary
-    point ``o + offset + inner_radius * f`` where the run's optimum lies.
+    ``slope`` is LPME's unit estimate ``f``, the direction of the (negative-cost) gradient at `point`;
+    ``at_boundary`` says whether LPME compared boundary points (the default) or antipodal points.
     """
 
     partition: Partition
     offset: FloatArray
     slope: FloatArray
+    at_boundary: bool = True
+
+    def point(self, inner_radius: float) -> FloatArray:
+        """Where the gradient is parallel to ``slope``, relative to ``o``.
+
+        LPME's boundary probes find the boundary optimum ``offset + inner_radius * slope`` (KKT);
+        antipodal probes compare ``c + u`` with ``c - u``, whose difference is exactly the derivative at the
+        centre for a quadratic, so their slope is the gradient direction at ``offset`` itself.
+        """
+        shift = inner_radius if self.at_boundary else 0.0
+        result: FloatArray = np.asarray(self.offset, dtype=np.float64) + shift * np.asarray(self.slope)
+        return result
 
 
 def reconstruct_fair_joint(
@@ -496,7 +593,7 @@ def reconstruct_fair_joint(
         sigma = run.partition
         tau_sigma = tau_values[sorted(sigma)].sum(axis=0)
         f = np.asarray(run.slope, dtype=np.float64)
-        point = np.asarray(run.offset, dtype=np.float64) + inner_radius * f
+        point = run.point(inner_radius)
         gradient_map = np.zeros((k, n_unknowns))
         gradient_map[:, :k] = np.diag(tau_sigma)
         for index, (u, v) in enumerate(pairs):
@@ -616,7 +713,7 @@ def fair_qpme(
     tau: npt.ArrayLike,
     epsilon: float = DEFAULT_TOLERANCE,
     inner_radius: float | None = None,
-    design: str = "qpme",
+    design: str = "anchored",
     reconstruction: Reconstruction = "lstsq",
     partitions: Sequence[Sequence[int] | frozenset[int]] | None = None,
     search: str = "fair",
@@ -628,8 +725,9 @@ def fair_qpme(
     Runs QPME (`elicitation.qpme.shifted_quadratic`) once per group partition ``sigma``, asking about
     profiles where the groups in ``sigma`` get a rate ``s`` of the sphere and the others its centre ``o``,
     then solves Appendix D's ``Xi`` system and normalises ``a`` and the ``B^{uv}`` separately, which
-    yields ``lam``. The module docstring gives the algebra, the choice of partitions and the alternative
-    ``design="paired"``.
+    yields ``lam``; by default one more LPME run per partition, on the other side of its cut, removes the
+    rank-one ambiguity that dominates the published algorithm's ``lam`` errors. The module docstring gives
+    the algebra, the choice of partitions and the three designs.
 
     Parameters
     ----------
@@ -643,10 +741,11 @@ def fair_qpme(
         LPME binary-search tolerance (positive).
     inner_radius : float, optional
         QPME's ``varrho`` in ``(0, rho)``; QPME's default when omitted.
-    design : {"qpme", "paired"}
-        ``"qpme"``: Algorithm 4, a full QPME run per partition (robust to answer noise). ``"paired"``: per
-        partition LPME at ``o`` and every ``z_j``, plus one run on the cut's other side, solved jointly
-        (more accurate with exact answers, less robust to noise; see the module docstring).
+    design : {"anchored", "qpme", "paired"}
+        ``"anchored"`` (default): a QPME run per partition plus one LPME run on the cut's other side,
+        ``B`` and ``lam`` fitted to all slopes. ``"qpme"``: Algorithm 4 as published. ``"paired"``: per
+        partition LPME at ``o`` and every ``z_j`` plus the other-side run, solved jointly (fewest queries,
+        no trivial queries). See the module docstring for the trade-offs.
     reconstruction : {"lstsq", "closed_form"}
         QPME's reconstruction solver (``design="qpme"`` only).
     partitions : sequence of sets of int, optional
@@ -680,16 +779,17 @@ def fair_qpme(
         (eagerly) ``groups < 2``; ``tau`` of the wrong shape, negative or with a column not summing to one;
         ``epsilon <= 0``; a bad sphere, ``inner_radius``, ``reconstruction`` or ``partitions``.
     DegenerateMetricError
-        (while running, ``"qpme"``) QPME's trivial queries find no gradient at ``o`` (``lam`` near 1).
+        (while running, ``"qpme"``/``"anchored"``) QPME's trivial queries find no gradient at ``o``
+        (``lam`` near 1).
     NumericalError
         (while running) the answers determine no finite fair metric.
 
     Notes
     -----
-    ``binom(m, 2)`` QPME runs, so at most ``binom(m, 2) * qpme_max_queries(k, epsilon)`` queries
-    (``"paired"``: ``binom(m, 2) (k + 2)`` LPME runs and no trivial queries), ``O(m^2 k^2 log(1/epsilon))``
-    as in Table 4 of the paper. Measured means (exact oracle, ``epsilon = 1e-2``, radius 0.2, 100 random
-    metrics) are in the report of issue 2; both designs stay under half of Table 4 for ``k, m <= 3``.
+    ``binom(m, 2)`` QPME runs (``"anchored"``: plus one LPME run each; ``"paired"``: ``binom(m, 2) (k + 2)``
+    LPME runs and no trivial queries), so ``O(m^2 k^2 log(1/epsilon))`` queries as in Table 4 of the paper;
+    `Elicitor.max_queries` is the exact worst case. With an exact oracle, ``epsilon = 1e-2`` and radius 0.2
+    every design asked on average under half of Table 4 for ``k, m <= 3``.
     """
     space = _check_sphere(sphere)
     m = _check_groups(groups)
@@ -719,22 +819,7 @@ def fair_qpme(
             "class (tau[sigma, i] = 0 for every partition sigma)"
         )
 
-    if design == "qpme":
-
-        def make_inner(partition: Partition) -> Elicitor[Elicitation[ShiftedQuadratic]]:
-            return shifted_quadratic(
-                space,
-                epsilon=eps,
-                inner_radius=inner_radius,
-                reconstruction=reconstruction,
-                search=f"{search}/{_partition_label(partition)}/qpme",
-                cycles=cycles,
-                early_stop=early_stop,
-            )
-
-        budget = sum(make_inner(sigma).max_queries for sigma in chosen)  # also validates QPME's arguments
-        return Elicitor(_fair_steps(space, tau_values, chosen, make_inner), name=search, max_queries=budget)
-    if design != "paired":
+    if design not in DESIGNS:
         raise InvalidConfigError(f"design must be one of {DESIGNS}, got {design!r}")
     if reconstruction not in RECONSTRUCTIONS:
         raise InvalidConfigError(f"reconstruction must be one of {RECONSTRUCTIONS}, got {reconstruction!r}")
@@ -743,7 +828,29 @@ def fair_qpme(
     )
 
     def make_lpme(small: Sphere, label: str) -> Elicitor[Elicitation[LinearMetric]]:
-        return lpme(small, eps, cycles=cycles, early_stop=early_stop, search=label)
+        options: dict[str, Any] = {"probe": "antipodal"} if _ANTIPODAL else {}
+        return lpme(small, eps, cycles=cycles, early_stop=early_stop, search=label, **options)
+
+    if design in ("qpme", "anchored"):
+
+        def make_inner(partition: Partition) -> Elicitor[Elicitation[ShiftedQuadratic]]:
+            return shifted_quadratic(
+                space,
+                epsilon=eps,
+                inner_radius=varrho,
+                reconstruction=reconstruction,
+                search=f"{search}/{_partition_label(partition)}/qpme",
+                cycles=cycles,
+                early_stop=early_stop,
+            )
+
+        budget = sum(make_inner(sigma).max_queries for sigma in chosen)  # also validates QPME's arguments
+        extra = None
+        if design == "anchored":
+            extra = make_lpme
+            budget += len(chosen) * make_lpme(space, search).max_queries
+        body = _fair_steps(space, tau_values, chosen, make_inner, extra, varrho, search)
+        return Elicitor(body, name=search, max_queries=budget)
 
     per_run = make_lpme(space, search).max_queries  # also validates LPME's arguments
     budget = len(chosen) * (space.n_classes + 2) * per_run
@@ -774,7 +881,7 @@ def _paired_steps(
             label = f"{search}/{_partition_label(sigma)}/{name}/lpme"
             result = yield from _lifted(make_lpme(small, label), sigma, o, m)
             asked += result.num_queries
-            runs.append(SlopeRun(sigma, small.center - o, np.array(result.metric.a)))
+            runs.append(SlopeRun(sigma, small.center - o, np.array(result.metric.a), not _ANTIPODAL))
         # The complement side at z_p replaces Algorithm 1's -z_p run. Its gradient direction
         # a * tau^{not sigma} differs from sigma's, which pins down the rank-one term (d d^T) that the
         # runs of one side can barely tell apart from the metric; p is where sigma's gradient at o is
@@ -785,7 +892,7 @@ def _paired_steps(
         label = f"{search}/{_partition_label(other)}/z{p + 1}/lpme"
         result = yield from _lifted(make_lpme(small, label), other, o, m)
         asked += result.num_queries
-        runs.append(SlopeRun(other, small.center - o, np.array(result.metric.a)))
+        runs.append(SlopeRun(other, small.center - o, np.array(result.metric.a), not _ANTIPODAL))
         counts.append(asked - before)
     outcome = reconstruct_fair_joint(tau, runs, varrho)
     details: dict[str, Any] = {
@@ -809,21 +916,42 @@ def _fair_steps(
     tau: FloatArray,
     partitions: tuple[Partition, ...],
     make_inner: Callable[[Partition], Elicitor[Elicitation[ShiftedQuadratic]]],
+    make_lpme: Callable[[Sphere, str], Elicitor[Elicitation[LinearMetric]]] | None,
+    varrho: float,
+    search: str,
 ) -> Generator[Query, bool, Elicitation[FairQuadraticMetric]]:
     m = tau.shape[0]
+    everyone = frozenset(range(m))
+    o = sphere.center
     asked = 0
     gradients: list[FloatArray] = []
     hessians: list[FloatArray] = []
     counts: list[int] = []
+    runs: list[SlopeRun] = []
     for sigma in partitions:
-        result = yield from _lifted(make_inner(sigma), sigma, sphere.center, m)
+        result = yield from _lifted(make_inner(sigma), sigma, o, m)
         asked += result.num_queries
-        counts.append(result.num_queries)
         gradients.append(result.metric.d)
         hessians.append(result.metric.B)
+        if make_lpme is None:
+            counts.append(result.num_queries)
+            continue
+        centers = np.asarray(result.details["centers"], dtype=np.float64)
+        slopes = np.asarray(result.details["slopes"], dtype=np.float64)
+        boundary = result.details.get("probe", "boundary") == "boundary"
+        runs += [SlopeRun(sigma, c - o, f, boundary) for c, f in zip(centers, slopes, strict=True)]
+        # One run on the cut's other side at z_p (see the module docstring, "Two query designs").
+        p = int(np.argmax(result.metric.d))
+        other = everyone - sigma
+        small = inner_sphere(sphere, varrho, axis=p)
+        label = f"{search}/{_partition_label(other)}/z{p + 1}/lpme"
+        extra = yield from _lifted(make_lpme(small, label), other, o, m)
+        asked += extra.num_queries
+        runs.append(SlopeRun(other, small.center - o, np.array(extra.metric.a), not _ANTIPODAL))
+        counts.append(result.num_queries + extra.num_queries)
     outcome = reconstruct_fair(tau, partitions, gradients, hessians)
     details: dict[str, Any] = {
-        "design": "qpme",
+        "design": "qpme" if make_lpme is None else "anchored",
         "partitions": [sorted(sigma) for sigma in partitions],
         "xi": membership_matrix(partitions, m).tolist(),
         "gradients": [g.tolist() for g in gradients],
@@ -832,6 +960,14 @@ def _fair_steps(
         "scales": outcome.scales.tolist(),
         "psd_clipped_mass": outcome.negative_mass,
     }
+    if make_lpme is not None:
+        # a from the QPME gradients (robust: every run of a partition informs d), B and lam from all slopes.
+        outcome = reconstruct_fair_anchored(tau, outcome.metric.a, runs, varrho)
+        details["psd_clipped_mass"] = outcome.negative_mass
+        details["residual"] = float(outcome.scales[0])
+        details["slopes"] = [run.slope.tolist() for run in runs]
+        details["offsets"] = [run.offset.tolist() for run in runs]
+        details["moved_groups"] = [sorted(run.partition) for run in runs]
     return Elicitation(metric=outcome.metric, num_queries=asked, details=details)
 
 
