@@ -316,6 +316,9 @@ def _add_simulate(subparsers: Any) -> None:
             "Run one elicitation against a simulated oracle on the synthetic sphere of the paper's "
             "Section 6 (centre o = (1/k, ..., 1/k)), printing every query or, with --json, the full result."
         ),
+        epilog="algorithms:\n"
+        + "\n".join(f"  {name:<14} {text}" for name, text in bench.ALGORITHM_DESCRIPTIONS.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--algorithm", choices=bench.ALGORITHMS, default="qpme", help="elicitor (qpme)")
     parser.add_argument(

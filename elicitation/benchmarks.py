@@ -85,6 +85,7 @@ from .variants import (
 
 __all__ = [
     "ALGORITHMS",
+    "ALGORITHM_DESCRIPTIONS",
     "CUBIC_SHARE",
     "DEFAULT_EPSILON",
     "DEFAULT_RADIUS",
@@ -168,7 +169,8 @@ class _Algorithm:
     """How `simulate` and `replay_log` handle one algorithm name."""
 
     family: type[Metric]
-    grouped: bool
+    #: Whether the algorithm has an inner radius varrho (QPME's small spheres).
+    inner_radius: bool
     description: str
     #: LPME tolerance when the caller gives none.
     default_epsilon: float = DEFAULT_EPSILON
@@ -176,23 +178,25 @@ class _Algorithm:
 
 _ALGORITHMS: Final[Mapping[str, _Algorithm]] = {
     "lpme": _Algorithm(LinearMetric, False, "linear metric <a, r> (Algorithm 2)"),
-    "qpme": _Algorithm(QuadraticMetric, False, "quadratic metric <a, r> + r^T B r / 2 (Algorithm 1)"),
+    "qpme": _Algorithm(QuadraticMetric, True, "quadratic metric <a, r> + r^T B r / 2 (Algorithm 1)"),
     "fair_qpme": _Algorithm(FairQuadraticMetric, True, "fair quadratic metric (a, B^{uv}, lam) (Section 4)"),
     "tradeoff": _Algorithm(
-        FairQuadraticMetric, True, "trade-off lam alone, a and B^{uv} known (Algorithm 5)"
+        FairQuadraticMetric, False, "trade-off lam alone, a and B^{uv} known (Algorithm 5)"
     ),
-    "diagonal_qpme": _Algorithm(
-        QuadraticMetric, False, "quadratic metric with diagonal B, O~(k) (Section 5)"
-    ),
+    "diagonal_qpme": _Algorithm(QuadraticMetric, True, "quadratic metric with diagonal B, O~(k) (Section 5)"),
     "general_qpme": _Algorithm(
-        QuadraticMetric, False, "quadratic metric in the k^2 - k off-diagonal rates (Appendix E)"
+        QuadraticMetric, True, "quadratic metric in the k^2 - k off-diagonal rates (Appendix E)"
     ),
     "cubic_qpme": _Algorithm(
-        CubicMetric, False, "cubic metric by QPME at basis points (Section 7)", DEFAULT_CUBIC_TOLERANCE
+        CubicMetric, True, "cubic metric by QPME at basis points (Section 7)", DEFAULT_CUBIC_TOLERANCE
     ),
 }
 #: Algorithm names `simulate`, `build_elicitor` and `replay_log` accept.
 ALGORITHMS: Final = tuple(_ALGORITHMS)
+#: One line per algorithm: the metric family it elicits and where the paper describes it.
+ALGORITHM_DESCRIPTIONS: Final[Mapping[str, str]] = {
+    name: spec.description for name, spec in _ALGORITHMS.items()
+}
 
 
 def _check_algorithm(algorithm: object) -> _Algorithm:
@@ -497,6 +501,8 @@ def simulate(
     eps = _check_float(spec.default_epsilon if epsilon is None else epsilon, "epsilon", low=0.0, high=1.0)
     rho = _check_float(radius, "radius", low=0.0, high=1.0)
     if inner_radius is not None:
+        if not spec.inner_radius:
+            raise InvalidConfigError(f"inner_radius does not apply to {algorithm} (it has no inner spheres)")
         _check_float(inner_radius, "inner_radius", low=0.0, high=rho)
     if noise not in NOISE_MODELS:
         raise InvalidConfigError(f"noise must be one of {', '.join(NOISE_MODELS)}; got {noise!r}")

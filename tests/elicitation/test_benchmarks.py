@@ -74,6 +74,7 @@ def test_simulate_fair_qpme_and_tradeoff() -> None:
         ({"algorithm": "qpme", "n_classes": 1}, "n_classes"),
         ({"algorithm": "qpme", "n_classes": 2, "epsilon": 0.0}, "epsilon"),
         ({"algorithm": "qpme", "n_classes": 2, "inner_radius": 0.3}, "inner_radius"),
+        ({"algorithm": "lpme", "n_classes": 2, "inner_radius": 0.05}, "inner_radius"),
         ({"algorithm": "qpme", "n_classes": 2, "noise": "loud"}, "noise"),
         ({"algorithm": "qpme", "n_classes": 2, "noise_level": 0.1}, "noise_level"),
         ({"algorithm": "qpme", "n_classes": 2, "noise": "logistic", "noise_level": 0.0}, "noise_level"),
