@@ -9,6 +9,7 @@ never depends on it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -25,7 +26,17 @@ from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from elicitation import Done, ElicitationError, NumericalError, Pending, Query, replay, run
+from elicitation import (
+    REPLAY_ATOL,
+    Done,
+    ElicitationError,
+    NumericalError,
+    Pending,
+    Query,
+    ReplayMismatchError,
+    replay,
+    run,
+)
 
 from . import repository as repo
 from .algorithms import AlgorithmSpec, get_algorithm
@@ -114,6 +125,7 @@ class SessionCache:
         self.max_sessions = max_sessions
         self._studies: dict[uuid.UUID, StudyRuntime] = {}
         self._live: OrderedDict[uuid.UUID, tuple[int, int, ElicitorState]] = OrderedDict()
+        self._logs: OrderedDict[uuid.UUID, list[Any]] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -156,9 +168,24 @@ class SessionCache:
             while len(self._live) > self.max_sessions:
                 self._live.popitem(last=False)
 
+    def take_log(self, session_id: uuid.UUID) -> list[Any] | None:
+        """Remove and return the log rows last seen for this session (the caller checks for newer ones)."""
+        with self._lock:
+            return self._logs.pop(session_id, None)
+
+    def put_log(self, session_id: uuid.UUID, rows: list[Any]) -> None:
+        if self.max_sessions <= 0:
+            return
+        with self._lock:
+            self._logs[session_id] = rows
+            self._logs.move_to_end(session_id)
+            while len(self._logs) > self.max_sessions:
+                self._logs.popitem(last=False)
+
     def clear(self) -> None:
         with self._lock:
             self._live.clear()
+            self._logs.clear()
             self._studies.clear()
 
 
@@ -261,9 +288,9 @@ def _load_session(db: Session, token: str) -> ElicitationSession:
     return session
 
 
-def effective_rows(rows: Sequence[Answer]) -> list[Answer]:
+def effective_rows(rows: Sequence[Any]) -> list[Any]:
     """The answers that stand: the log with every undone answer removed."""
-    stack: list[Answer] = []
+    stack: list[Any] = []
     for row in rows:
         if row.action == LogAction.ANSWER.value:
             stack.append(row)
@@ -286,10 +313,30 @@ class _Context:
         self.study = session.study
         self.runtime = cache.runtime(self.study)
         self.plan = self.runtime.plan(session.seed)
-        self.rows = list(repo.log_rows(db, session.id))
+        self.rows = self._load_log()
         self.effective = effective_rows(self.rows)
         self.elicitation = [row for row in self.effective if row.phase == Phase.ELICITATION.value]
         self.state = self._resolve()
+        self._step: tuple[Step | None] | None = None
+
+    def _load_log(self) -> list[Any]:
+        """The log as light rows: cached rows plus any the database has beyond them (append-only log)."""
+        rows = self.cache.take_log(self.session.id)
+        if rows is None:
+            return list(repo.log_entries(self.db, self.session.id))
+        if len(rows) and rows[-1].seq != len(rows) - 1:
+            return list(repo.log_entries(self.db, self.session.id))
+        rows.extend(repo.log_entries(self.db, self.session.id, after_seq=len(rows) - 1))
+        return rows
+
+    def append(self, row: Answer) -> None:
+        """Record a just-committed answer in this context (effective log and, if needed, the elicitor)."""
+        self.rows.append(row)
+        self._step = None
+        if row.phase == Phase.ELICITATION.value:
+            self.advance(row)
+        else:
+            self.effective.append(row)
 
     @property
     def next_seq(self) -> int:
@@ -307,13 +354,27 @@ class _Context:
         return state
 
     def _replay(self) -> ElicitorState:
-        elicitor = self.runtime.spec.build(self.runtime.space, self.runtime.params)
+        """Rebuild the elicitor from the log; every regenerated query must equal its stored twin.
+
+        The comparison is the driver's (``REPLAY_ATOL`` on every rate) but vectorised over the whole log:
+        checking query by query inside `elicitation.replay` costs more than the replay itself on long
+        sessions. If the elicitor fails numerically, the slow path (`replay` with ``expected_queries``)
+        decides whether the log diverged first, so a mismatch is never reported as a numerical failure.
+        """
         answers = [bool(row.elicitor_answer) for row in self.elicitation]
-        expected = [decode_query(row.query or {}) for row in self.elicitation]
         try:
-            return replay(elicitor, answers, expected_queries=expected)
+            outcome = replay(self._fresh_elicitor(), answers)
         except NumericalError as exc:
+            expected = [decode_query(row.query or {}) for row in self.elicitation]
+            with contextlib.suppress(NumericalError):
+                replay(self._fresh_elicitor(), answers, expected_queries=expected)
             return Failed(str(exc))
+        log = outcome.log if isinstance(outcome, Pending) else outcome.result.log
+        _check_replayed(log, self.elicitation)
+        return outcome
+
+    def _fresh_elicitor(self) -> Any:
+        return self.runtime.spec.build(self.runtime.space, self.runtime.params)
 
     def advance(self, row: Answer) -> None:
         """Feed a just-committed elicitation answer to the live elicitor (or rebuild by replay)."""
@@ -334,10 +395,13 @@ class _Context:
         self.cache.put(self.session.id, n, last, self.state)
 
     def step(self) -> Step | None:
-        query = self.state.query if isinstance(self.state, Pending) else None
-        return self.plan.next_step(self.effective, query)
+        if self._step is None:
+            query = self.state.query if isinstance(self.state, Pending) else None
+            self._step = (self.plan.next_step(self.effective, query),)
+        return self._step[0]
 
     def view(self) -> SessionView:
+        self.cache.put_log(self.session.id, self.rows)
         status = SessionStatus(self.session.status)
         step = self.step() if status is SessionStatus.ACTIVE else None
         result = repo.get_result(self.db, self.session.id) if status is SessionStatus.DONE else None
@@ -396,7 +460,10 @@ class _Context:
         space = self.runtime.space
         pairs = []
         checks = []
-        for row in self.effective:
+        standing = {row.seq for row in self.effective}
+        for row in repo.log_rows(self.db, self.session.id):
+            if row.seq not in standing:
+                continue
             if row.phase == Phase.EVALUATION.value and row.query is not None:
                 query = decode_query(row.query)
                 pairs.append(
@@ -441,6 +508,49 @@ class _Context:
             # Another request finished the same session first; its committed result stands.
             self.db.rollback()
             self.db.refresh(self.session)
+
+
+def _flat(first: Any, second: Any) -> np.ndarray:
+    return np.concatenate(
+        [np.ravel(np.asarray(first, dtype=np.float64)), np.ravel(np.asarray(second, dtype=np.float64))]
+    )
+
+
+def _check_replayed(log: Sequence[tuple[Query, bool]], rows: Sequence[Any]) -> None:
+    """Raise `ReplayMismatchError` unless each regenerated query matches its stored one (``REPLAY_ATOL``)."""
+    if len(log) != len(rows):
+        raise ReplayMismatchError(f"replay produced {len(log)} queries but the log holds {len(rows)} answers")
+    if not rows:
+        return
+    try:
+        n = len(rows)
+        regenerated = np.concatenate(
+            [
+                np.stack([query.first for query, _answer in log]).reshape(n, -1),
+                np.stack([query.second for query, _answer in log]).reshape(n, -1),
+            ],
+            axis=1,
+        )
+        stored = np.concatenate(
+            [
+                np.asarray([row.query["first"] for row in rows], dtype=np.float64).reshape(n, -1),
+                np.asarray([row.query["second"] for row in rows], dtype=np.float64).reshape(n, -1),
+            ],
+            axis=1,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReplayMismatchError(f"the stored queries do not have the regenerated shape: {exc}") from None
+    if regenerated.shape != stored.shape:
+        raise ReplayMismatchError(
+            f"regenerated queries have shape {regenerated.shape[1:]}, stored ones {stored.shape[1:]}"
+        )
+    differs = np.any(np.abs(regenerated - stored) > REPLAY_ATOL, axis=1)
+    if np.any(differs):
+        index = int(np.argmax(differs))
+        raise ReplayMismatchError(
+            f"replayed query {index} (log seq {rows[index].seq}) differs from the logged one; the session "
+            "was recorded with a different configuration or algorithm version"
+        )
 
 
 def _completion_code() -> str:
@@ -567,11 +677,7 @@ def submit_answer(
             time_on_page_ms=time_on_page_ms,
             hidden_ms=hidden_ms,
         )
-    context.rows.append(row)
-    if step.phase is Phase.ELICITATION:
-        context.advance(row)
-    else:
-        context.effective.append(row)
+    context.append(row)
     context.finalize_if_complete()
     return context.view()
 
@@ -650,13 +756,15 @@ def undo(db: Session, cache: SessionCache, token: str, *, seq: int | None = None
         undoes_seq=target.seq,
         created_at=now,
     )
-    target.undone_at = now
+    repo.mark_undone(db, context.session.id, target.seq, now)
     db.add(row)
     try:
         db.commit()
     except IntegrityError:
         db.rollback()
         return undo(db, cache, token, seq=seq)
+    # Hand the log back so the fresh context only reads the undo row, then recompute from the shorter log.
+    cache.put_log(context.session.id, context.rows)
     return _context(db, cache, token).view()
 
 
