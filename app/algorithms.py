@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from elicitation import Elicitor, InvalidConfigError
@@ -20,10 +21,12 @@ from elicitation import Elicitor, InvalidConfigError
 __all__ = [
     "REGISTRY",
     "AlgorithmSpec",
+    "FairQpmeParams",
     "LpmeParams",
     "QpmeParams",
     "UnknownAlgorithmError",
     "get_algorithm",
+    "group_tau",
     "register",
 ]
 
@@ -49,6 +52,17 @@ class QpmeParams(_Params):
     epsilon: float = Field(default=0.01, gt=0.0, lt=math.pi / 2, description="search tolerance (radians)")
     inner_radius: float | None = Field(
         default=None, gt=0.0, description="radius of the small spheres (default: the algorithm's choice)"
+    )
+    cycles: int = Field(default=3, ge=1, le=10, description="coordinate-search cycles")
+
+
+class FairQpmeParams(_Params):
+    """Fair quadratic metric elicitation (Algorithm 4): QPME over group partitions, then the trade-off."""
+
+    epsilon: float = Field(default=0.01, gt=0.0, lt=math.pi / 2, description="search tolerance (radians)")
+    inner_radius: float | None = Field(default=None, gt=0.0, description="radius of the small spheres")
+    group_shares: list[float] | None = Field(
+        default=None, description="P(G = g) per group (default: equal); with the priors this gives tau"
     )
     cycles: int = Field(default=3, ge=1, le=10, description="coordinate-search cycles")
 
@@ -116,6 +130,33 @@ def _qpme(space: Any, params: QpmeParams) -> Elicitor[Any]:
     return qpme(space.sphere, params.epsilon, inner_radius=params.inner_radius, cycles=params.cycles)
 
 
+def group_tau(priors: Any, group_shares: list[float] | None) -> np.ndarray:
+    """``tau[g, i] = P(G = g | Y = i)`` from ``P(Y = i | G = g)`` (``priors``) and the group shares."""
+    within = np.atleast_2d(np.asarray(priors, dtype=np.float64))
+    m = within.shape[0]
+    shares = np.full(m, 1.0 / m) if group_shares is None else np.asarray(group_shares, dtype=np.float64)
+    if shares.shape != (m,) or np.any(shares <= 0.0) or not np.all(np.isfinite(shares)):
+        raise InvalidConfigError(
+            f"group_shares must be {m} positive numbers (one per group), got {group_shares}"
+        )
+    joint = shares[:, None] * within / shares.sum()
+    tau: np.ndarray = joint / joint.sum(axis=0, keepdims=True)
+    return tau
+
+
+def _fair_qpme(space: Any, params: FairQpmeParams) -> Elicitor[Any]:
+    from elicitation.fair import fair_qpme
+
+    return fair_qpme(
+        space.sphere,
+        groups=space.n_groups,
+        tau=group_tau(space.priors, params.group_shares),
+        epsilon=params.epsilon,
+        inner_radius=params.inner_radius,
+        cycles=params.cycles,
+    )
+
+
 register(
     AlgorithmSpec(
         name="lpme",
@@ -132,5 +173,15 @@ register(
         factory=_qpme,
         version="qpme-1",
         description="Quadratic performance metric elicitation (QPME, Algorithm 1)",
+    )
+)
+register(
+    AlgorithmSpec(
+        name="fair_qpme",
+        params_model=FairQpmeParams,
+        factory=_fair_qpme,
+        version="fair_qpme-1",
+        description="Fair quadratic metric elicitation (Fair QPME, Algorithm 4) over group rates",
+        needs_groups=True,
     )
 )

@@ -328,3 +328,50 @@ def test_openapi_lists_the_api(client: TestClient) -> None:
     assert "/api/v1/sessions/{token}/answers" in paths
     assert "/api/v1/sessions/{token}/undo" in paths
     assert client.get("/docs").status_code == 200
+
+
+FAIR_STUDY = {
+    "name": "fair screening",
+    "class_names": ["benign", "malignant"],
+    "group_names": ["women under 50", "women over 50"],
+    "algorithm": "fair_qpme",
+    "algorithm_params": {"epsilon": 0.2, "group_shares": [0.4, 0.6]},
+    "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [[0.6, 0.4], [0.7, 0.3]]},
+}
+
+
+def test_fair_study_shows_one_panel_per_group_and_elicits_a_fair_metric(client: TestClient, app: Any) -> None:
+    from app.algorithms import group_tau
+    from elicitation import FairQuadraticMetric
+
+    fair = make_study(app, **FAIR_STUDY)
+    tau = group_tau([[0.6, 0.4], [0.7, 0.3]], [0.4, 0.6])
+    truth = FairQuadraticMetric(
+        a=np.array([0.4, 0.9]), B_pairs={(0, 1): np.array([[1.0, 0.2], [0.2, 0.5]])}, lam=0.4, tau=tau
+    )
+    token = new_session(client, fair)
+    first = state(client, token)
+    assert np.shape(first["query"]["first"]["rates"]) == (2, 2)
+    assert np.shape(first["query"]["first"]["confusion"]) == (2, 2, 2)
+    page = client.get(f"/sessions/{token}").text
+    assert "women under 50" in page and "women over 50" in page
+    final = Participant(truth).finish(client, token)
+    assert final["result"]["metric"]["type"] == "fair_quadratic"
+    assert final["result"]["checks"]["all_passed"] is True
+    assert "treating the groups equally" in final["result"]["summary"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"algorithm": "fair_qpme", "group_names": []}, "needs at least 2 groups"),
+        ({"algorithm": "qpme"}, "does not use groups"),
+        ({"algorithm_params": {"group_shares": [1.0]}}, "group_shares"),
+    ],
+)
+def test_fair_config_is_validated(overrides: dict[str, Any], message: str) -> None:
+    from app.study_config import StudyConfigError, parse_study_config
+
+    config = {**FAIR_STUDY, "task": "t", **overrides}
+    with pytest.raises(StudyConfigError, match=message):
+        parse_study_config(config)
