@@ -1092,14 +1092,39 @@ def _queries_figure(
     }
 
 
+def _mean_by_groups_figure(settings: Sequence[Mapping[str, Any]], error: str) -> dict[str, Any]:
+    """Figure 3c-e's layout: mean error against k, one line per number of groups m."""
+    traces = []
+    for m in sorted({s["n_groups"] for s in settings}):
+        cells = sorted((s for s in settings if s["n_groups"] == m), key=lambda s: s["n_classes"])
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"m={m}",
+                "x": [s["n_classes"] for s in cells],
+                "y": [s["summary"]["errors"].get(error, {}).get("mean") for s in cells],
+            }
+        )
+    return {
+        "data": traces,
+        "layout": {
+            "title": {"text": f"Fair QPME: mean {_ERROR_TITLES.get(error, error)} by k and m (Figure 3c-e)"},
+            "xaxis": {"title": {"text": "number of classes k"}, "dtick": 1},
+            "yaxis": {"title": {"text": _ERROR_TITLES.get(error, error)}},
+        },
+    }
+
+
 def benchmark_figures(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Plotly figure dicts for a benchmark report, keyed by a file-name stem.
 
     ``qpme``: box plots of ``||a - a_hat||`` and ``||B - B_hat||_F`` per ``k`` (Figure 3a-b) and a query
-    chart beside Table 4; ``fair``: box plots of the three errors per ``(k, m)`` (Figure 3c-e) and the query
-    chart; ``noise``: heat maps of the mean errors over ``varrho x eps_Omega`` per ``k``; ``ranking`` (the
-    report of `elicitation.ranking.run_ranking_benchmark`): grouped bars of mean NDCG and Kendall's tau per
-    dataset and method.
+    chart beside Table 4; ``fair``: box plots of the three errors per ``(k, m)``, their means against ``k``
+    per ``m`` (Figure 3c-e) and the query chart; ``noise``: heat maps of the mean errors over
+    ``varrho x eps_Omega`` per ``k``; ``ranking`` (the report of
+    `elicitation.ranking.run_ranking_benchmark`): grouped bars of mean NDCG and Kendall's tau per dataset
+    and method.
     """
     kind = report.get("benchmark")
     settings = report.get("settings", [])
@@ -1117,6 +1142,8 @@ def benchmark_figures(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         )
         figures["fair_error_lam"] = _box_figure(settings, "lam", label, "Fair QPME: error in λ (Figure 3e)")
         figures["fair_queries"] = _queries_figure(settings, label)
+        for error in ("a", "B_pairs", "lam"):
+            figures[f"fair_mean_{error}"] = _mean_by_groups_figure(settings, error)
     elif kind == "ranking":
         datasets = report.get("datasets", {})
         methods = sorted({method for entry in datasets.values() for method in entry.get("methods", {})})
@@ -1164,6 +1191,10 @@ def benchmark_figures(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                             "texttemplate": "%{z:.3f}",
                         }
                     ],
-                    "layout": {"title": {"text": f"QPME k={k}: mean {_ERROR_TITLES[error]} under noise"}},
+                    "layout": {
+                        "title": {"text": f"QPME k={k}: mean {_ERROR_TITLES[error]} under noise"},
+                        "xaxis": {"title": {"text": "inner radius ϱ"}},
+                        "yaxis": {"title": {"text": "Definition 4 noise ε_Ω"}},
+                    },
                 }
     return figures

@@ -147,6 +147,10 @@ def test_fair_benchmark_reports_table4() -> None:
     summary = report["settings"][0]["summary"]
     assert summary["paper_queries"] == pytest.approx(332.10)
     assert set(summary["errors"]) == {"a", "B_pairs", "lam"}
+    figures = bench.benchmark_figures(report)
+    assert {"fair_error_lam", "fair_mean_lam", "fair_queries"} <= set(figures)
+    (line,) = figures["fair_mean_a"]["data"]
+    assert line["name"] == "m=2" and line["x"] == [2] and line["y"] == [summary["errors"]["a"]["mean"]]
 
 
 def test_benchmark_figures_are_plotly_figure_dicts() -> None:
