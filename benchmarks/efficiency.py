@@ -24,6 +24,9 @@ noisy   Logistic simulated humans, P(correct) = sigmoid(beta |phi(r1) - phi(r2)|
         (i) the person's own single answers (expected accuracy on the same pairs), (ii) QPME after its
         full budget on the same noisy person, (iii) accuracy (sum_i P(Y=i) r_i) and equal weights
         (a = 1, B = -1 1^T, normalised; the paper's Appendix G baseline).
+fair    Fair metrics, (k, m) in {(2, 2), (3, 2), (3, 3)}: fair QPME (epsilon = 1e-2) and the active
+        elicitor (default budget max(30, 4 d)) on exact and logistic (beta = 200) oracles: answers, errors
+        of a, sum_uv B^{uv}, lam and agreement on 1,000 random pairs.
 timing  Per-question latency (posterior update + next query) for k = 5, noisy answers, p50/p99, and the
         time to replay a 50-answer log from scratch.
 
@@ -54,9 +57,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from elicitation import ElicitationError, Pending, QuadraticMetric, Sphere, replay, run
-from elicitation.active import active_quadratic
-from elicitation.evaluation import sample_query_pairs
-from elicitation.oracles import ExactOracle, LogisticOracle, random_quadratic_metric
+from elicitation.active import DEFAULT_BETA_GRID, active_fair, active_quadratic
+from elicitation.evaluation import elicitation_errors, sample_query_pairs
+from elicitation.fair import fair_qpme
+from elicitation.oracles import ExactOracle, LogisticOracle, random_fair_metric, random_quadratic_metric
 from elicitation.qpme import qpme
 from elicitation.types import LinearMetric, Metric
 
@@ -284,6 +288,97 @@ def table_noisy(results: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------------------------
+# Fair metrics: fair QPME versus the active elicitor
+# ------------------------------------------------------------------------------------------------------
+
+
+def bench_fair(settings: list[tuple[int, int]], trials: int, seed: int) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for k, m in settings:
+        sphere = Sphere.around_uniform(k, RADIUS)
+        for oracle_name in ("exact", "logistic beta=200"):
+            rows: dict[str, list[float]] = {
+                key: []
+                for key in (
+                    "qpme_answers",
+                    "qpme_a",
+                    "qpme_B_pairs",
+                    "qpme_lam",
+                    "qpme_agreement",
+                    "active_answers",
+                    "active_a",
+                    "active_B_pairs",
+                    "active_lam",
+                    "active_agreement",
+                )
+            }
+            failures = 0
+            for t in range(trials):
+                trial_seed = seed + 104729 * t + 101 * k + m
+                metric = random_fair_metric(np.random.default_rng(trial_seed), k, m)
+                first, second = sample_query_pairs(
+                    sphere, AGREEMENT_PAIRS, np.random.default_rng(trial_seed + 1), n_groups=m
+                )
+
+                def oracle(
+                    offset: int, metric: Any = metric, trial_seed: int = trial_seed, name: str = oracle_name
+                ) -> Any:
+                    if name == "exact":
+                        return ExactOracle(metric)
+                    return LogisticOracle(metric, 200.0, rng=np.random.default_rng(trial_seed + offset))
+
+                try:
+                    result = run(fair_qpme(sphere, groups=m, tau=metric.tau, epsilon=QPME_EPSILON), oracle(2))
+                    errors = elicitation_errors(metric, result.metric)
+                    rows["qpme_answers"].append(result.num_queries)
+                    rows["qpme_a"].append(errors.a)
+                    rows["qpme_B_pairs"].append(float(errors.B_pairs or 0.0))
+                    rows["qpme_lam"].append(float(errors.lam or 0.0))
+                    rows["qpme_agreement"].append(_agreement(metric, result.metric, first, second))
+                except ElicitationError as exc:
+                    print(f"fair_qpme failed ({k}, {m}, {oracle_name}): {exc!r}", file=sys.stderr)
+                    failures += 1
+                beta = None if oracle_name == "exact" else DEFAULT_BETA_GRID
+                active = run(
+                    active_fair(sphere, tau=metric.tau, seed=trial_seed, beta=beta, tolerance=0.0), oracle(3)
+                )
+                errors = elicitation_errors(metric, active.metric)
+                rows["active_answers"].append(active.num_queries)
+                rows["active_a"].append(errors.a)
+                rows["active_B_pairs"].append(float(errors.B_pairs or 0.0))
+                rows["active_lam"].append(float(errors.lam or 0.0))
+                rows["active_agreement"].append(_agreement(metric, active.metric, first, second))
+            summary: dict[str, Any] = {key: float(np.mean(v)) if v else None for key, v in rows.items()}
+            summary["trials"] = trials
+            summary["qpme_failures"] = failures
+            results[f"k={k},m={m},{oracle_name}"] = summary
+            print(f"fair k={k} m={m} {oracle_name}: done", file=sys.stderr, flush=True)
+    return results
+
+
+def table_fair(results: dict[str, Any]) -> str:
+    def cell(row: dict[str, Any], prefix: str) -> str:
+        if row[f"{prefix}_answers"] is None:
+            return "failed"
+        return (
+            f"{row[f'{prefix}_answers']:.0f} / {row[f'{prefix}_a']:.3f} / {row[f'{prefix}_B_pairs']:.3f} / "
+            f"{row[f'{prefix}_lam']:.3f} / {row[f'{prefix}_agreement']:.3f}"
+        )
+
+    lines = [
+        "| setting | trials | fair QPME: answers / err a / err B^{uv} / err lam / agreement | "
+        "active (default budget): same | QPME failures |",
+        "|---|---|---|---|---|",
+    ]
+    for name, row in results.items():
+        lines.append(
+            f"| {name} | {row['trials']} | {cell(row, 'qpme')} | {cell(row, 'active')} | "
+            f"{row['qpme_failures']} |"
+        )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------------
 # Latency
 # ------------------------------------------------------------------------------------------------------
 
@@ -291,8 +386,10 @@ def table_noisy(results: dict[str, Any]) -> str:
 def bench_timing(k: int, runs: int, seed: int) -> dict[str, Any]:
     sphere = Sphere.around_uniform(k, RADIUS)
     steps: list[float] = []
+    cpu_steps: list[float] = []
     firsts: list[float] = []
     replays: list[float] = []
+    replay_cpu: list[float] = []
     for t in range(runs):
         metric = random_quadratic_metric(np.random.default_rng(seed + t), k)
         oracle = LogisticOracle(metric, 200.0, rng=np.random.default_rng(seed + 100 + t))
@@ -305,18 +402,22 @@ def bench_timing(k: int, runs: int, seed: int) -> dict[str, Any]:
             while True:
                 answer = oracle(query.first, query.second)
                 answers.append(answer)
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 query = elicitor.send(answer)
                 steps.append(time.perf_counter() - start)
+                cpu_steps.append(time.process_time() - cpu)
         except StopIteration:
             steps.append(time.perf_counter() - start)
-        start = time.perf_counter()
+            cpu_steps.append(time.process_time() - cpu)
+        start, cpu = time.perf_counter(), time.process_time()
         state = replay(
             active_quadratic(sphere, seed=seed + t, max_queries=NOISY_ANSWERS + 1, tolerance=0.0), answers
         )
         replays.append(time.perf_counter() - start)
+        replay_cpu.append(time.process_time() - cpu)
         assert isinstance(state, Pending)
     ms = np.array(steps) * 1000.0
+    cpu_ms = np.array(cpu_steps) * 1000.0
     return {
         "k": k,
         "runs": runs,
@@ -326,8 +427,13 @@ def bench_timing(k: int, runs: int, seed: int) -> dict[str, Any]:
         "step_ms_p90": float(np.percentile(ms, 90)),
         "step_ms_p99": float(np.percentile(ms, 99)),
         "step_ms_max": float(np.max(ms)),
+        # CPU time of this (single-threaded) process: what a step costs on an idle core.
+        "step_cpu_ms_p50": float(np.percentile(cpu_ms, 50)),
+        "step_cpu_ms_p99": float(np.percentile(cpu_ms, 99)),
+        "step_cpu_ms_max": float(np.max(cpu_ms)),
         "replay_50_answers_s_mean": float(np.mean(replays)),
         "replay_50_answers_s_max": float(np.max(replays)),
+        "replay_50_answers_cpu_s_mean": float(np.mean(replay_cpu)),
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
         "load_average_1min": os.getloadavg()[0],
     }
@@ -335,13 +441,16 @@ def bench_timing(k: int, runs: int, seed: int) -> dict[str, Any]:
 
 def table_timing(result: dict[str, Any]) -> str:
     return (
-        "| k | runs x answers | first query (ms) | step p50 / p90 / p99 / max (ms) "
-        "| replay 50 answers (s, mean / max) | load avg |\n|---|---|---|---|---|---|\n"
+        "| k | runs x answers | first query (ms) | step wall p50 / p90 / p99 / max (ms) "
+        "| step CPU p50 / p99 / max (ms) "
+        "| replay 50 answers (wall s, mean / max; CPU s) | load avg |\n|---|---|---|---|---|---|---|\n"
         f"| {result['k']} | {result['runs']} x {result['answers_per_run']} | "
         f"{result['first_query_ms_mean']:.0f} | "
         f"{result['step_ms_p50']:.0f} / {result['step_ms_p90']:.0f} / {result['step_ms_p99']:.0f} / "
-        f"{result['step_ms_max']:.0f} | {result['replay_50_answers_s_mean']:.2f} / "
-        f"{result['replay_50_answers_s_max']:.2f} | {result['load_average_1min']:.1f} |"
+        f"{result['step_ms_max']:.0f} | {result['step_cpu_ms_p50']:.0f} / {result['step_cpu_ms_p99']:.0f} / "
+        f"{result['step_cpu_ms_max']:.0f} | {result['replay_50_answers_s_mean']:.2f} / "
+        f"{result['replay_50_answers_s_max']:.2f}; {result['replay_50_answers_cpu_s_mean']:.2f} | "
+        f"{result['load_average_1min']:.1f} |"
     )
 
 
@@ -367,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("sections", nargs="*", default=["exact", "noisy", "timing"])
+    parser.add_argument("sections", nargs="*", default=["exact", "noisy", "fair", "timing"])
     parser.add_argument("--classes", default="2,3,4,5")
     parser.add_argument("--betas", default="50,200")
     parser.add_argument("--trials", type=int, default=None)
@@ -385,6 +494,10 @@ def main(argv: list[str] | None = None) -> int:
     if "noisy" in args.sections:
         report["noisy"] = bench_noisy(classes, betas, max(1, trials // 2), args.seed)
         print("\n## Logistic simulated humans, 50 answers\n\n" + table_noisy(report["noisy"]), flush=True)
+    if "fair" in args.sections:
+        settings = [(2, 2), (3, 2)] if args.quick else [(2, 2), (3, 2), (3, 3)]
+        report["fair"] = bench_fair(settings, max(1, trials // 2), args.seed)
+        print("\n## Fair metrics\n\n" + table_fair(report["fair"]), flush=True)
     if "timing" in args.sections:
         report["timing"] = bench_timing(5, 2 if args.quick else 6, args.seed)
         print("\n## Latency\n\n" + table_timing(report["timing"]), flush=True)

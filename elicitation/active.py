@@ -89,16 +89,19 @@ DEFAULT_TOLERANCE = 0.05
 #: Particles in the posterior.
 DEFAULT_N_PARTICLES = 600
 #: Query-selection criteria: expected drop of the posterior's total variance (targets parameter error,
-#: including weakly identified directions) or expected information gain (halves posterior mass).
-CRITERIA = ("variance", "information")
+#: including weakly identified directions), expected information gain (halves posterior mass), or
+#: "auto": variance for the noise-free model, information gain for noisy answers. Measured: variance
+#: lowers an exact oracle's B error at a given budget; for noisy people it asks more near-ties, gets more
+#: wrong answers and ends with lower ranking agreement than information gain.
+CRITERIA = ("auto", "variance", "information")
 #: Level of the reported per-coefficient credible intervals.
 DEFAULT_CREDIBLE_LEVEL = 0.95
 #: Random candidate pairs drawn per question, committee size and how many survive each stage.
 _N_RANDOM = 768
 _COMMITTEE = 32
-_N_RESCORED = 64
+_N_RESCORED = 48
 _N_LEADERS = 6
-_N_PERTURB = 12
+_N_PERTURB = 8
 _PERTURB_SCALES = (0.3, 0.1)
 #: Size of the posterior sample kept in ``details`` for `ranking_probability`.
 _SAMPLE_SIZE = 256
@@ -645,6 +648,7 @@ def _active_steps(state: _State) -> Generator[Query, bool, Elicitation[Any]]:
         "spread_history": list(state.spreads),
         "information_gain": gains,
         "stopped_by": stopped_by,
+        "criterion": config.criterion,
         "credible_level": config.credible_level,
         "credible_intervals": _credible_intervals(config.spec, posterior, config.credible_level),
         "posterior_sample": _posterior_sample(posterior, rng),
@@ -683,9 +687,11 @@ def _check_float(value: object, name: str, low: float, high: float, *, open_low:
     return number
 
 
-def _check_criterion(criterion: object) -> str:
+def _check_criterion(criterion: object, betas: tuple[float, ...] | None) -> str:
     if criterion not in CRITERIA:
         raise InvalidConfigError(f"criterion must be one of {list(CRITERIA)}, got {criterion!r}")
+    if criterion == "auto":
+        return "variance" if betas is None else "information"
     return str(criterion)
 
 
@@ -720,7 +726,7 @@ def _build(
         min_cell_gap=_check_float(min_cell_gap, "min_cell_gap", 0.0, 100.0),
         n_particles=_check_int(n_particles, "n_particles", 64),
         credible_level=_check_float(credible_level, "credible_level", 0.0, 1.0, open_low=True),
-        criterion=_check_criterion(criterion),
+        criterion=_check_criterion(criterion, check_betas(beta)),
         name=name,
     )
     largest = float(np.max(geometry.priors)) * 100.0 * 2.0 * geometry.sphere.radius
@@ -753,9 +759,9 @@ _COMMON_DOC = """
         Posterior particles (>= 64); cost per question is roughly linear in it.
     credible_level : float
         Level of the reported credible intervals.
-    criterion : {"variance", "information"}
-        How candidate pairs are scored: expected reduction of the posterior's total variance (default)
-        or expected information gain.
+    criterion : {"auto", "variance", "information"}
+        How candidate pairs are scored: expected reduction of the posterior's total variance or expected
+        information gain; ``"auto"`` uses variance for ``beta=None`` and information gain otherwise.
 """
 
 
@@ -771,7 +777,7 @@ def active_linear(
     min_cell_gap: float = DEFAULT_MIN_CELL_GAP,
     n_particles: int = DEFAULT_N_PARTICLES,
     credible_level: float = DEFAULT_CREDIBLE_LEVEL,
-    criterion: str = "variance",
+    criterion: str = "auto",
 ) -> ActiveElicitor[LinearMetric]:
     """Elicit a linear metric ``phi(r) = <a, r>`` with active, noise-robust Bayesian queries.
 
@@ -812,7 +818,7 @@ def active_quadratic(
     min_cell_gap: float = DEFAULT_MIN_CELL_GAP,
     n_particles: int = DEFAULT_N_PARTICLES,
     credible_level: float = DEFAULT_CREDIBLE_LEVEL,
-    criterion: str = "variance",
+    criterion: str = "auto",
 ) -> ActiveElicitor[QuadraticMetric]:
     """Elicit a quadratic metric ``<a, r> + 1/2 r^T B r`` (``B`` NSD, Definition 2) with active queries.
 
@@ -854,7 +860,7 @@ def active_fair(
     min_cell_gap: float = DEFAULT_MIN_CELL_GAP,
     n_particles: int = DEFAULT_N_PARTICLES,
     credible_level: float = DEFAULT_CREDIBLE_LEVEL,
-    criterion: str = "variance",
+    criterion: str = "auto",
 ) -> ActiveElicitor[FairQuadraticMetric]:
     """Elicit a fair quadratic cost (Definition 3: ``a``, ``B^{uv}``, ``lam``) with active queries.
 

@@ -84,6 +84,8 @@ _BURN_IN_SWEEPS = 12
 _ISOTROPIC_EVERY = 2
 #: Slice-sampling shrink steps before a particle gives up and stays where it is (a valid, lazy move).
 _MAX_SHRINKS = 40
+#: Initial slice-sampling window, in standard deviations of the answers' curvature along the line.
+_SLICE_WIDTH = 6.0
 #: Relative ridge added to the direction covariance so its Cholesky factor exists.
 _COVARIANCE_RIDGE = 1e-6
 #: Samples drawn strictly inside a hard-constraint chord, away from its ends by this share of its length.
@@ -331,8 +333,8 @@ class ParticlePosterior:
             for move in range(self.moves):
                 self._radial_move()
                 self._line_move(isotropic=(move + 1) % _ISOTROPIC_EVERY == 0)
-                if not self.hard and self.betas.shape[0] > 1:
-                    self._beta_move()
+            if not self.hard and self.betas.shape[0] > 1:
+                self._beta_move()
 
     # ------------------------------------------------------------------------------------------------
     # Initialisation and moves
@@ -481,6 +483,20 @@ class ParticlePosterior:
             threshold = self._line_loglik(zero, margins, along, norms, beta) - self.rng.exponential(
                 1.0, self.n
             )
+            # Initial bracket: a window of about _SLICE_WIDTH posterior standard deviations, placed at a
+            # uniformly random offset around the current point (Neal 2003, section 4.1). Its length
+            # depends only on the line (population curvature computed before the move), not on where on
+            # the line the particle sits, so the move stays reversible; shrinking then needs a few steps
+            # instead of the dozen the whole prior chord would.
+            length = np.linalg.norm(u, axis=1)
+            unit = u / length[:, None]
+            radius = float(self.weights @ np.linalg.norm(self.particles, axis=1))
+            along_curvature = np.einsum("nd,de,ne->n", unit, self._constraint_precision(), unit) / radius**2
+            along_curvature += np.sum(unit * unit * precision, axis=1)
+            window = _SLICE_WIDTH / np.sqrt(along_curvature) / length
+            offset = self.rng.random(self.n) * window
+            left = np.maximum(left, -offset)
+            right = np.minimum(right, window - offset)
         step = np.zeros(self.n)
         pending = np.arange(self.n)
         for _ in range(_MAX_SHRINKS):

@@ -271,3 +271,20 @@ def test_active_rejects_bad_spaces_and_answers() -> None:
     next(elicitor)
     with pytest.raises(InvalidAnswerError):
         elicitor.send(1)  # type: ignore[arg-type]
+
+
+def test_active_auto_criterion_depends_on_the_noise_model() -> None:
+    sphere = Sphere.around_uniform(2, 0.2)
+    metric = random_linear_metric(np.random.default_rng(1), 2)
+    exact = run(
+        active_linear(sphere, seed=0, beta=None, max_queries=3, n_particles=FAST_PARTICLES),
+        ExactOracle(metric),
+    )
+    noisy = run(
+        active_linear(sphere, seed=0, beta=100.0, max_queries=3, n_particles=FAST_PARTICLES),
+        ExactOracle(metric),
+    )
+    assert exact.details["criterion"] == "variance"
+    assert noisy.details["criterion"] == "information"
+    with pytest.raises(InvalidConfigError, match="criterion"):
+        active_linear(sphere, seed=0, criterion="entropy")
