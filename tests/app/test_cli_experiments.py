@@ -244,3 +244,15 @@ def test_replay_of_a_study_export_uses_the_app_registry(
     log.write_text(json.dumps(document | {"algorithm_version": "lpme-0"}))
     code, _, err = run(capsys, "replay", str(log))
     assert code == 1 and "REPLAY MISMATCH" in err and "lpme-0" in err
+
+
+@pytest.mark.slow
+def test_benchmark_all_quick_is_the_ci_subset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "benchmark", "all", "--quick", "--no-progress", "--output", str(tmp_path))
+    assert code == 0, err
+    for name in ("qpme", "fair", "noise", "timing"):
+        assert json.loads((tmp_path / f"{name}.json").read_text())
+    timing = json.loads((tmp_path / "timing.json").read_text())
+    assert timing["replay"]["answers"] == 2000
+    assert "goal: < 50 ms" in out and "Table 4" in out
+    assert len(list(tmp_path.glob("*.html"))) >= 10
