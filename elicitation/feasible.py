@@ -515,15 +515,22 @@ class DatasetSpace:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DatasetSpace:
-        """Rebuild a space from `to_dict` output.
+        """Rebuild a space from `to_dict` output, or build one from a recipe.
+
+        A full description (with ``groups``, the plug-ins) is rebuilt exactly, without data or training.
+        A short one, ``{"kind": "dataset", "recipe": {"dataset": "adult", "groups": true, "seed": 0,
+        ...}}`` (options of `fit_feasible_model`), trains the space from the bundled dataset; store its
+        `to_dict` afterwards so later rebuilds are instant.
 
         Raises
         ------
         InvalidConfigError
-            If a field is missing or malformed.
+            If a field is missing or malformed, or the recipe is invalid.
         """
         if not isinstance(data, Mapping) or data.get("kind") != cls.kind:
             raise InvalidConfigError("not a dataset space description (kind must be 'dataset')")
+        if "groups" not in data and isinstance(data.get("recipe"), Mapping):
+            return FeasibleModel.from_recipe(data["recipe"]).space
         missing = {"name", "class_names", "group_names", "radius", "extents", "groups"} - set(data)
         if missing:
             raise InvalidConfigError(f"dataset space description lacks {sorted(missing)}")
@@ -640,8 +647,32 @@ class FeasibleModel:
 
     @classmethod
     def from_recipe(cls, recipe: Mapping[str, Any]) -> FeasibleModel:
-        """Retrain from a `DatasetSpace.recipe` (bundled datasets only; user CSVs need their file)."""
+        """Retrain from a `DatasetSpace.recipe` (bundled datasets only; user CSVs need their file).
+
+        ``recipe`` holds ``dataset`` (a bundled name), ``groups`` (bool, keep the protected groups) and
+        any options of `fit_feasible_model`.
+
+        Raises
+        ------
+        InvalidConfigError
+            For an unknown dataset, option or option value.
+        """
         options = dict(recipe)
+        allowed = {
+            "dataset",
+            "groups",
+            "seed",
+            "test_fraction",
+            "model",
+            "n_directions",
+            "radius",
+            "min_radius",
+        }
+        unknown = set(options) - allowed
+        if unknown:
+            raise InvalidConfigError(
+                f"unknown recipe option(s) {sorted(unknown)}; allowed: {sorted(allowed)}"
+            )
         name = options.pop("dataset", None)
         if name not in DATASET_NAMES:
             raise InvalidConfigError(
@@ -649,7 +680,10 @@ class FeasibleModel:
                 "fit_feasible_model(load_csv(...)) or keep their to_dict() description"
             )
         use_groups = bool(options.pop("groups", False))
-        return fit_feasible_model(load_dataset(str(name), groups=use_groups), **options)
+        dataset = load_dataset(str(name), groups=use_groups)
+        if use_groups and dataset.groups is None:
+            raise InvalidConfigError(f"dataset {name!r} has no protected groups; set groups to false")
+        return fit_feasible_model(dataset, **options)
 
 
 def build_space(name: str, *, groups: bool = False, **options: Any) -> DatasetSpace:
@@ -664,10 +698,7 @@ def build_space(name: str, *, groups: bool = False, **options: Any) -> DatasetSp
     **options
         ``seed``, ``test_fraction``, ``model``, ``n_directions``, ``radius``, ``min_radius``.
     """
-    dataset = load_dataset(name, groups=groups)
-    if groups and dataset.groups is None:
-        raise InvalidConfigError(f"dataset {name!r} has no protected groups; use groups=False")
-    return fit_feasible_model(dataset, **options).space
+    return FeasibleModel.from_recipe({"dataset": name, "groups": groups, **options}).space
 
 
 def fit_feasible_model(

@@ -271,3 +271,16 @@ def test_csv_dataset_with_groups_builds_a_fair_space() -> None:
     assert space.n_groups == 2
     rates = np.tile(space.sphere.center, (2, 1)) + np.array([[0.05, 0.0], [0.0, -0.05]])
     assert space.confusion(rates).shape == (2, 2, 2)
+
+
+def test_a_recipe_only_description_trains_the_space(cancer: FeasibleModel) -> None:
+    recipe = {"kind": "dataset", "recipe": {"dataset": "breast-cancer", "seed": 3}}
+    space = space_from_dict(recipe)
+    assert isinstance(space, DatasetSpace)
+    assert space.to_dict() == cancer.space.to_dict()
+    with pytest.raises(InvalidConfigError, match="unknown recipe option"):
+        space_from_dict({"kind": "dataset", "recipe": {"dataset": "iris", "colour": "red"}})
+    with pytest.raises(InvalidConfigError, match="not a bundled dataset"):
+        space_from_dict({"kind": "dataset", "recipe": {"dataset": "csv:mine"}})
+    with pytest.raises(InvalidConfigError, match="no protected groups"):
+        space_from_dict({"kind": "dataset", "recipe": {"dataset": "iris", "groups": True}})
