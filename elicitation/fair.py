@@ -1204,6 +1204,10 @@ def tradeoff_search(
     tau_values = as_rate_array(tau, "tau", ndim=2)
     groups = _check_groups(tau_values.shape[0])
     tau_values = _check_tau(tau_values, groups, k)
+    if not isinstance(B_pairs, Mapping):
+        raise InvalidConfigError(
+            f"B_pairs must map group pairs (u, v), u < v, to (k, k) matrices, got {type(B_pairs).__name__}"
+        )
     known = FairQuadraticMetric(
         a_values,
         {key: as_rate_array(value, f"B_pairs[{key}]") for key, value in B_pairs.items()},

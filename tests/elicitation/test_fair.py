@@ -422,6 +422,8 @@ def test_tradeoff_search_reports_unresolvable_tradeoffs() -> None:
         ({"tau": [[0.5, 0.5], [0.6, 0.5]]}, "sum to one"),
         ({"B_pairs": {(0, 1): -np.eye(2)}}, "positive semi-definite"),
         ({"B_pairs": {(0, 2): np.eye(2)}}, "keys"),
+        ({"B_pairs": [np.eye(2)]}, "B_pairs must map"),
+        ({"tau": [[0.4, 0.3, 0.3], [0.6, 0.7, 0.7]]}, "tau must have shape"),
     ],
 )
 def test_tradeoff_search_rejects_bad_configuration(kwargs: dict[str, object], match: str) -> None:
