@@ -904,7 +904,7 @@ def active_fair(
 
 for _function in (active_linear, active_quadratic, active_fair):
     _function.__doc__ = (
-        (_function.__doc__ or "")
+        (_function.__doc__ or "").rstrip()
         + _COMMON_DOC
         + """
     Returns

@@ -288,3 +288,22 @@ def test_active_auto_criterion_depends_on_the_noise_model() -> None:
     assert noisy.details["criterion"] == "information"
     with pytest.raises(InvalidConfigError, match="criterion"):
         active_linear(sphere, seed=0, criterion="entropy")
+
+
+@settings(max_examples=5, deadline=None, derandomize=True)
+@given(answers=st.lists(st.booleans(), min_size=8, max_size=8), noise_free=st.booleans())
+def test_active_any_answer_sequence_ends_within_budget_with_a_finite_estimate(
+    answers: list[bool], noise_free: bool
+) -> None:
+    elicitor = active_quadratic(
+        Sphere.around_uniform(3, 0.2),
+        seed=3,
+        beta=None if noise_free else 100.0,
+        max_queries=8,
+        n_particles=FAST_PARTICLES,
+    )
+    step = replay(elicitor, answers)
+    assert isinstance(step, Done)
+    assert step.result.num_queries == 8
+    assert np.all(np.isfinite(step.result.metric.a)) and np.all(np.isfinite(step.result.metric.B))
+    assert np.isfinite(step.result.details["posterior_spread"])
