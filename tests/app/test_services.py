@@ -1,0 +1,70 @@
+"""Service-level behaviour that HTTP tests cannot force: races on the same seq, cache validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from app_support import new_session
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from app import services
+from app.errors import ConflictError
+from app.models import Answer
+
+
+def rows(app: Any) -> list[Answer]:
+    with app.state.sessionmaker() as db:
+        return list(db.scalars(select(Answer).order_by(Answer.seq)).all())
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs", "conflict"), [("first", "first", False), ("first", "second", True)]
+)
+def test_a_concurrent_answer_to_the_same_seq_is_settled_by_the_unique_constraint(
+    client: TestClient,
+    app: Any,
+    study: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    mine: str,
+    theirs: str,
+    conflict: bool,
+) -> None:
+    token = new_session(client, study)
+    original = services._answer_row
+    raced = False
+
+    def racing_answer_row(*args: Any, **kwargs: Any) -> Answer:
+        nonlocal raced
+        if not raced:
+            raced = True  # another tab commits the same seq between our read and our insert
+            with app.state.sessionmaker() as other:
+                services.submit_answer(other, services.SessionCache(), token, seq=0, preferred=theirs)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(services, "_answer_row", racing_answer_row)
+    with app.state.sessionmaker() as db:
+        if conflict:
+            with pytest.raises(ConflictError) as exc:
+                services.submit_answer(db, app.state.session_cache, token, seq=0, preferred=mine)
+            assert exc.value.code == "already_answered"
+        else:
+            view = services.submit_answer(db, app.state.session_cache, token, seq=0, preferred=mine)
+            assert view.answered == 1
+    assert [(row.seq, row.preferred) for row in rows(app)] == [(0, theirs)]
+
+
+def test_rows_written_by_another_worker_are_seen_despite_the_cache(
+    client: TestClient, app: Any, study: Any
+) -> None:
+    token = new_session(client, study)
+    first = client.post(f"/api/v1/sessions/{token}/answers", json={"seq": 0, "preferred": "first"}).json()
+    # another worker (its own cache) answers the next question
+    with app.state.sessionmaker() as other:
+        elsewhere = services.submit_answer(
+            other, services.SessionCache(), token, seq=first["query"]["seq"], preferred="second"
+        )
+    here = client.get(f"/api/v1/sessions/{token}").json()
+    assert here["progress"]["answered"] == 2
+    assert here == elsewhere.to_api()
