@@ -18,6 +18,7 @@ from .evaluation import (
     theorem2_lower_bound,
 )
 from .fair import fair_qpme, tradeoff_search
+from .lpme import DEFAULT_TOLERANCE, lpme
 from .oracles import (
     ExactOracle,
     LogisticOracle,
@@ -27,6 +28,7 @@ from .oracles import (
     random_quadratic_metric,
     satisfies_regularity,
 )
+from .qpme import ShiftedQuadratic, qpme, shifted_quadratic
 from .types import (
     Elicitation,
     Elicitor,
@@ -39,6 +41,7 @@ from .types import (
 )
 
 __all__ = [
+    "DEFAULT_TOLERANCE",
     "REPLAY_ATOL",
     "DegenerateMetricError",
     "Done",
@@ -59,11 +62,14 @@ __all__ = [
     "Query",
     "RankingQuality",
     "ReplayMismatchError",
+    "ShiftedQuadratic",
     "Sphere",
     "ThresholdNoiseOracle",
     "agreement",
     "elicitation_errors",
     "fair_qpme",
+    "lpme",
+    "qpme",
     "random_fair_metric",
     "random_linear_metric",
     "random_quadratic_metric",
@@ -71,6 +77,7 @@ __all__ = [
     "replay",
     "run",
     "satisfies_regularity",
+    "shifted_quadratic",
     "theorem2_lower_bound",
     "tradeoff_search",
 ]

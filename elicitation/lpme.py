@@ -23,6 +23,17 @@ finding ``a`` means finding the best boundary point ``mu(theta)`` (see `elicitat
    ``cycles`` times, the paper's 3) until a whole cycle moves no angle by more than ``epsilon``;
    ``early_stop=False`` always runs ``cycles`` cycles, as the paper does.
 
+4. **Antipodal probes** (``probe="antipodal"``, an alternative to ShrinkInterval). Near the peak,
+   ShrinkInterval compares boundary points whose values differ only to second order in the angle gap, so
+   an oracle that errs on close pairs (Definition 4, threshold ``eps_Omega``) leaves an angle error of
+   order ``sqrt(eps_Omega / rho)``. Instead, one query per halving compares the antipodal points
+   ``o +- rho w`` with ``w`` the unit tangent ``d a / d theta_j`` at the bracket midpoint. For a linear
+   metric, and exactly for a quadratic one (the curvature terms cancel), the answer is the sign of the
+   metric's derivative along ``theta_j`` at the centre, and the value gap is ``2 rho |derivative|``: the
+   angle error under noise drops to order ``eps_Omega / rho``. Orthant discovery then compares
+   ``o + rho e_i`` with ``o - rho e_i``. The slopes are gradient directions *at the centre* ``o``,
+   whereas ShrinkInterval's are gradient directions at the boundary maximum ``o + rho a_hat``.
+
 Every query compares two points of ``dS``, so queries never leave the sphere.
 
 Paper symbols
@@ -38,14 +49,16 @@ paper                          code                meaning
 ``a_hat``                      ``metric.a``        elicited unit coefficient vector
 =============================  ==================  ============================================
 
-Query complexity: ``k + cycles * (k - 1) * n_steps * 2`` at most, with ``n_steps = ceil(log2(pi / (2
-epsilon)))``; typically ``k + 2 (k - 1) * 1.5 * n_steps`` (two cycles for ``k > 2``, one for ``k = 2``).
+Query complexity: ``k + cycles * (k - 1) * n_steps * q`` at most, with ``n_steps = ceil(log2(pi / (2
+epsilon)))`` and ``q = 2`` queries per halving (``1`` for antipodal probes); typically
+``k + 2 (k - 1) * 1.5 * n_steps`` (two cycles for ``k > 2``, one for ``k = 2``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Generator
+from typing import Literal
 
 import numpy as np
 
@@ -56,9 +69,13 @@ from .types import Elicitation, Elicitor, FloatArray, LinearMetric, Query, Spher
 __all__ = [
     "DEFAULT_CYCLES",
     "DEFAULT_TOLERANCE",
+    "PROBES",
+    "Probe",
     "lpme",
     "lpme_max_queries",
     "search_steps",
+    "validate_epsilon",
+    "validate_probe",
 ]
 
 #: Default binary-search tolerance ``epsilon`` on each angle (radians), as in the paper's experiments.
@@ -67,6 +84,9 @@ DEFAULT_TOLERANCE = 1e-2
 DEFAULT_CYCLES = 3
 #: Initial bracket of every angle once the orthant is known.
 _ANGLE_RANGE = math.pi / 2.0
+Probe = Literal["boundary", "antipodal"]
+#: How LPME compares rates: the paper's boundary points, or antipodal points (derivative sign).
+PROBES: tuple[str, ...] = ("boundary", "antipodal")
 #: Each ShrinkInterval step asks at most this many queries.
 _QUERIES_PER_STEP = 2
 
@@ -85,11 +105,25 @@ def _planned_cycles(n_classes: int, cycles: int, early_stop: bool) -> int:
 
 
 def lpme_max_queries(
-    n_classes: int, epsilon: float, cycles: int = DEFAULT_CYCLES, early_stop: bool = True
+    n_classes: int,
+    epsilon: float,
+    cycles: int = DEFAULT_CYCLES,
+    early_stop: bool = True,
+    probe: Probe = "boundary",
 ) -> int:
-    """Upper bound on the queries `lpme` asks for ``n_classes`` classes (orthant + all shrink steps)."""
+    """Upper bound on the queries `lpme` asks for ``n_classes`` classes (orthant + all search steps)."""
     n_cycles = _planned_cycles(n_classes, cycles, early_stop)
-    return n_classes + n_cycles * (n_classes - 1) * search_steps(epsilon) * _QUERIES_PER_STEP
+    per_step = 1 if probe == "antipodal" else _QUERIES_PER_STEP
+    return n_classes + n_cycles * (n_classes - 1) * search_steps(epsilon) * per_step
+
+
+def validate_probe(probe: object) -> Probe:
+    """Return ``probe`` if it is one of `PROBES`, else raise `InvalidConfigError`."""
+    if probe == "boundary":
+        return "boundary"
+    if probe == "antipodal":
+        return "antipodal"
+    raise InvalidConfigError(f"probe must be one of {PROBES}, got {probe!r}")
 
 
 def validate_epsilon(epsilon: float) -> float:
@@ -116,6 +150,7 @@ def lpme(
     cycles: int = DEFAULT_CYCLES,
     early_stop: bool = True,
     search: str = "lpme",
+    probe: Probe = "boundary",
 ) -> Elicitor[Elicitation[LinearMetric]]:
     """Elicit the direction of a linear metric ``<a, r>`` with queries on ``sphere`` (Algorithm 2).
 
@@ -132,12 +167,18 @@ def lpme(
         ``False`` reproduces the paper's fixed ``cycles`` cycles.
     search : str
         Label put in every query's ``search`` field (QPME passes e.g. ``"qpme/z2/lpme"``).
+    probe : {"boundary", "antipodal"}
+        ``"boundary"`` (default): the paper's ShrinkInterval, comparing boundary points ``mu(theta)``
+        (one or two queries per halving). ``"antipodal"``: one query per halving comparing the two
+        antipodal points in the direction ``d mu / d theta_j`` at the bracket midpoint, whose answer is
+        the sign of the metric's derivative there (see the module notes).
 
     Yields
     ------
     Query
         ``first``/``second`` of shape ``(n_classes,)`` on the sphere's boundary; ``kind`` is ``"orthant"``
-        (``coordinate`` = class) or ``"shrink"`` (``coordinate`` = angle); ``step`` counts queries.
+        (``coordinate`` = class), ``"shrink"`` or ``"bisect"`` (``coordinate`` = angle); ``step`` counts
+        queries.
 
     Receives
     --------
@@ -153,39 +194,58 @@ def lpme(
     Raises
     ------
     InvalidConfigError
-        On a non-sphere, ``epsilon`` outside ``(0, pi/2)`` or ``cycles < 1``.
+        On a non-sphere, ``epsilon`` outside ``(0, pi/2)``, ``cycles < 1`` or an unknown ``probe``.
 
     Notes
     -----
-    At most ``lpme_max_queries(k, epsilon, cycles, early_stop)`` queries; with an exact oracle
+    At most ``lpme_max_queries(k, epsilon, cycles, early_stop, probe)`` queries; with an exact oracle
     ``||a - a_hat|| = O(sqrt(k) epsilon)``.
     """
     sphere = _validate_sphere(sphere)
     eps = validate_epsilon(epsilon)
     if isinstance(cycles, bool) or not isinstance(cycles, int) or cycles < 1:
         raise InvalidConfigError(f"cycles must be an integer >= 1, got {cycles!r}")
+    probe = validate_probe(probe)
     n_cycles = _planned_cycles(sphere.n_classes, cycles, bool(early_stop))
     return Elicitor(
-        _lpme_steps(sphere, eps, n_cycles, bool(early_stop), search),
+        _lpme_steps(sphere, eps, n_cycles, bool(early_stop), search, probe),
         name=search,
-        max_queries=lpme_max_queries(sphere.n_classes, eps, cycles, bool(early_stop)),
+        max_queries=lpme_max_queries(sphere.n_classes, eps, cycles, bool(early_stop), probe),
     )
 
 
+def _tangent(theta: FloatArray, j: int) -> FloatArray:
+    """Unit direction of ``d a(theta) / d theta_j`` without the factor ``prod_{l<j} sin(theta_l) >= 0``."""
+    k = theta.shape[0] + 1
+    tail = unit_vector(theta[j + 1 :]) if j + 1 < k - 1 else np.array([1.0])
+    w = np.zeros(k)
+    w[j] = -math.sin(theta[j])
+    w[j + 1 :] = math.cos(theta[j]) * tail
+    return w
+
+
 def _lpme_steps(
-    sphere: Sphere, epsilon: float, n_cycles: int, early_stop: bool, search: str
+    sphere: Sphere, epsilon: float, n_cycles: int, early_stop: bool, search: str, probe: str = "boundary"
 ) -> Generator[Query, bool, Elicitation[LinearMetric]]:
     k = sphere.n_classes
     center, rho = sphere.center, sphere.radius
+    antipodal = probe == "antipodal"
     asked = 0
 
-    # Lines 2-6: the sign of each a_i from the optimal rates of (1..1)/sqrt(k) and its i-th reflection.
+    # Lines 2-6: the sign of each a_i. The paper compares the optimal rates of (1..1)/sqrt(k) and of its
+    # i-th reflection; the antipodal probe compares o + rho e_i with o - rho e_i (a larger value gap).
     uniform = np.full(k, 1.0 / math.sqrt(k))
     signs = np.ones(k)
     for i in range(k):
-        reflected = uniform.copy()
-        reflected[i] = -reflected[i]
-        query = Query(center + rho * uniform, center + rho * reflected, search, "orthant", i, asked)
+        if antipodal:
+            first, second = center.copy(), center.copy()
+            first[i] += rho
+            second[i] -= rho
+        else:
+            reflected = uniform.copy()
+            reflected[i] = -reflected[i]
+            first, second = center + rho * uniform, center + rho * reflected
+        query = Query(first, second, search, "orthant", i, asked)
         asked += 1
         if not (yield from ask(query)):
             signs[i] = -1.0
@@ -202,6 +262,19 @@ def _lpme_steps(
         for j in reversed(range(k - 1)):
             lo, hi = 0.0, _ANGLE_RANGE
             for _ in range(n_steps):
+                if antipodal:
+                    # The sign of the metric's derivative along theta_j at the midpoint, read off the two
+                    # antipodal points of the sphere in the tangent direction.
+                    probe_m = theta.copy()
+                    probe_m[j] = (lo + hi) / 2.0
+                    step = rho * signs * _tangent(probe_m, j)
+                    query = Query(center + step, center - step, search, "bisect", j, asked)
+                    asked += 1
+                    if (yield from ask(query)):
+                        lo = probe_m[j]
+                    else:
+                        hi = probe_m[j]
+                    continue
                 c, d, e = (3.0 * lo + hi) / 4.0, (lo + hi) / 2.0, (lo + 3.0 * hi) / 4.0
                 probe_c, probe_d, probe_e = theta.copy(), theta.copy(), theta.copy()
                 probe_c[j], probe_d[j], probe_e[j] = c, d, e
@@ -229,5 +302,11 @@ def _lpme_steps(
     return Elicitation(
         metric=LinearMetric(a_hat),
         num_queries=asked,
-        details={"angles": theta, "signs": signs, "cycles": cycles_run, "boundary_point": boundary},
+        details={
+            "angles": theta,
+            "signs": signs,
+            "cycles": cycles_run,
+            "boundary_point": boundary,
+            "probe": probe,
+        },
     )

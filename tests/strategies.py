@@ -9,6 +9,7 @@ from elicitation.types import FloatArray, LinearMetric, QuadraticMetric
 
 __all__ = [
     "MIN_GRADIENT",
+    "WELL_FORMED_ENTRY",
     "answer_sequences",
     "random_quadratic_metric",
     "random_unit_vector",
@@ -17,6 +18,8 @@ __all__ = [
 
 #: Regularity used by the paper's experiments (Appendix G): some gradient coordinate at o exceeds this.
 MIN_GRADIENT = 1e-2
+#: The authors' "well-formed" margin on every entry of the unit gradient (their MIN_GRAD).
+WELL_FORMED_ENTRY = 0.1
 
 
 def random_unit_vector(rng: np.random.Generator, k: int) -> FloatArray:
@@ -29,14 +32,21 @@ def random_unit_vector(rng: np.random.Generator, k: int) -> FloatArray:
 
 
 def random_quadratic_metric(
-    rng: np.random.Generator, k: int, *, center: FloatArray | None = None, min_gradient: float = MIN_GRADIENT
+    rng: np.random.Generator,
+    k: int,
+    *,
+    center: FloatArray | None = None,
+    min_gradient: float = MIN_GRADIENT,
+    min_entry: float = 0.0,
 ) -> QuadraticMetric:
     """A random ``(a, B)`` of Definition 2 (``B`` NSD, unit norm) with a non-zero gradient at ``o``.
 
     As in the paper's experiments, ``a`` has non-negative entries and carries a share ``U(0.3, 0.7)`` of the
     squared norm (so neither part dominates for any ``k``); ``B = -Q diag(lambda) Q^T`` with a uniformly
     random rotation ``Q`` and ``lambda ~ U(0, 1)``. Redrawn until the normalised gradient at ``o`` has an
-    entry above ``min_gradient`` (Assumption 2 with the paper's margin).
+    entry above ``min_gradient`` (Assumption 2 with the paper's margin) and, if ``min_entry > 0``, every
+    entry at least ``min_entry`` in absolute value (the authors' "well-formed" metrics use 0.1: slopes with
+    a near-zero entry make the curvature along the gradient nearly unobservable).
     """
     o = np.full(k, 1.0 / k) if center is None else np.asarray(center, dtype=np.float64)
     while True:
@@ -49,7 +59,8 @@ def random_quadratic_metric(
         B = B * np.sqrt(1.0 - share) / np.linalg.norm(B)
         metric = QuadraticMetric(a, B)
         gradient = metric.gradient(o)
-        if float(np.max(np.abs(gradient))) > min_gradient * float(np.linalg.norm(gradient)):
+        unit = np.abs(gradient) / float(np.linalg.norm(gradient))
+        if float(np.max(unit)) > min_gradient and float(np.min(unit)) >= min_entry:
             return metric
 
 

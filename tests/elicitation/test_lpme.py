@@ -21,7 +21,7 @@ from elicitation import (
     replay,
     run,
 )
-from elicitation.lpme import DEFAULT_TOLERANCE, lpme, lpme_max_queries, search_steps
+from elicitation.lpme import DEFAULT_TOLERANCE, PROBES, Probe, lpme, lpme_max_queries, search_steps
 
 #: LPME's guarantee is ||a - a_hat|| = O(sqrt(k) epsilon); the constant we hold it to.
 RECOVERY_CONSTANT = 1.0
@@ -105,12 +105,47 @@ def test_lpme_max_queries_formula() -> None:
     assert lpme_max_queries(3, 1e-2, early_stop=False) == lpme_max_queries(3, 1e-2)
     assert lpme_max_queries(2, 1e-2, early_stop=False) == 2 + 3 * 1 * 8 * 2
     assert lpme(_sphere(3)).max_queries == lpme_max_queries(3, 1e-2)
+    assert lpme_max_queries(3, 1e-2, probe="antipodal") == 3 + 3 * 2 * 8
+    assert lpme(_sphere(3), probe="antipodal").max_queries == 3 + 3 * 2 * 8
+
+
+def test_antipodal_probe_asks_one_query_per_halving_and_reads_the_centre_gradient() -> None:
+    # A quadratic oracle: antipodal probes see the gradient at the centre exactly, whatever the curvature.
+    from elicitation import QuadraticMetric
+
+    sphere = Sphere(np.array([0.4, 0.5, 0.6]), 0.1)
+    metric = QuadraticMetric([0.2, 0.3, -0.1], -np.array([[1.0, 0.3, 0.0], [0.3, 0.8, 0.1], [0.0, 0.1, 0.5]]))
+    gradient = metric.gradient(sphere.center)
+    result = run(lpme(sphere, probe="antipodal"), metric.prefers)
+    assert np.linalg.norm(result.metric.a - gradient / np.linalg.norm(gradient)) <= math.sqrt(3) * 1e-2
+    bisections = [query for query, _ in result.log if query.kind == "bisect"]
+    assert len(bisections) == result.details["cycles"] * 2 * search_steps(1e-2)
+    for query in bisections:
+        assert np.allclose(query.first + query.second, 2 * sphere.center)
+
+
+def test_antipodal_probe_is_more_robust_to_close_pair_noise() -> None:
+    metric = LinearMetric([0.3, 0.5, 0.81])
+    sphere = _sphere(3, 0.05)
+    errors = {}
+    for probe in PROBES:
+        coin = np.random.default_rng(2)
+
+        def oracle(first: np.ndarray, second: np.ndarray, coin: np.random.Generator = coin) -> bool:
+            if metric.value_gap(first, second) <= 1e-3:
+                return bool(coin.random() < 0.5)
+            return metric.prefers(first, second)
+
+        errors[probe] = np.linalg.norm(run(lpme(sphere, probe=probe), oracle).metric.a - metric.a)
+    assert errors["antipodal"] < 0.05 < errors["boundary"]
 
 
 @settings(max_examples=60)
-@given(st.integers(2, 5), answer_sequences(max_size=250))
-def test_lpme_any_answers_end_within_budget_with_a_unit_estimate(k: int, answers: list[bool]) -> None:
-    elicitor = lpme(_sphere(k))
+@given(st.integers(2, 5), answer_sequences(max_size=250), st.sampled_from(PROBES))
+def test_lpme_any_answers_end_within_budget_with_a_unit_estimate(
+    k: int, answers: list[bool], probe: Probe
+) -> None:
+    elicitor = lpme(_sphere(k), probe=probe)
     # Cycle the drawn answers so that every run reaches its end.
     stream = iter(answers * (elicitor.max_queries // max(len(answers), 1) + 1) if answers else [])
     try:
@@ -123,12 +158,12 @@ def test_lpme_any_answers_end_within_budget_with_a_unit_estimate(k: int, answers
 
 
 @settings(max_examples=40)
-@given(st.integers(2, 4), st.lists(st.booleans(), max_size=120), st.data())
+@given(st.integers(2, 4), st.lists(st.booleans(), max_size=120), st.sampled_from(PROBES), st.data())
 def test_lpme_replay_of_any_prefix_matches_live_driving(
-    k: int, answers: list[bool], data: st.DataObject
+    k: int, answers: list[bool], probe: Probe, data: st.DataObject
 ) -> None:
     sphere = _sphere(k)
-    live = lpme(sphere)
+    live = lpme(sphere, probe=probe)
     query = next(live)
     live_queries = [query]
     fed = []
@@ -140,7 +175,7 @@ def test_lpme_replay_of_any_prefix_matches_live_driving(
     except StopIteration:
         pass
     prefix = data.draw(st.integers(0, len(fed)))
-    state = replay(lpme(sphere), fed[:prefix], expected_queries=live_queries[:prefix])
+    state = replay(lpme(sphere, probe=probe), fed[:prefix], expected_queries=live_queries[:prefix])
     if prefix < len(live_queries):
         assert isinstance(state, Pending)
         assert state.query.matches(live_queries[prefix], atol=0.0)
@@ -166,6 +201,7 @@ def test_lpme_rejects_non_boolean_answers() -> None:
         ({"epsilon": "small"}, "epsilon"),
         ({"cycles": 0}, "cycles"),
         ({"cycles": 1.5}, "cycles"),
+        ({"probe": "sideways"}, "probe"),
     ],
 )
 def test_lpme_bad_config_names_the_parameter(kwargs: dict[str, object], name: str) -> None:
