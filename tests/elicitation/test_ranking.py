@@ -12,8 +12,10 @@ from elicitation.errors import InvalidConfigError
 from elicitation.ranking import (
     FAMILIES,
     PAPER_TABLE2,
+    PAPER_TABLE3,
     ClassifierPool,
     format_ranking_table,
+    general_ranking_trial,
     ranking_trial,
     run_ranking_benchmark,
     train_pool,
@@ -22,10 +24,12 @@ from elicitation.types import Sphere
 
 
 def _synthetic_pool(rng: np.random.Generator, n: int, k: int, m: int | None = None) -> ClassifierPool:
-    rates = rng.uniform(0.3, 1.0, size=(n, k))
+    matrices = rng.dirichlet(np.ones(k), size=(n, k)) * 0.4 + 0.6 * np.eye(k)
+    rates = np.diagonal(matrices, axis1=1, axis2=2).copy()
+    general = matrices[:, ~np.eye(k, dtype=bool)]
     group_rates = None if m is None else np.clip(rates[:, None, :] + rng.normal(0, 0.05, (n, m, k)), 0, 1)
     names = tuple(f"c{i}" for i in range(n))
-    return ClassifierPool("synthetic", names, ("logistic",) * n, rates, group_rates)
+    return ClassifierPool("synthetic", names, ("logistic",) * n, rates, group_rates, general)
 
 
 def test_train_pool_trains_every_family_and_measures_rates() -> None:
@@ -92,10 +96,31 @@ def test_fair_ranking_trial_uses_group_rates_and_table_2_baselines() -> None:
         )
 
 
+def test_train_pool_measures_general_rates_consistent_with_the_diagonal() -> None:
+    pool = train_pool(load_dataset("wine"), 0, per_family=1)
+    assert pool.general_rates is not None and pool.general_rates.shape == (4, 6)
+    row_errors = pool.general_rates.reshape(4, 3, 2).sum(axis=2)
+    assert np.allclose(row_errors, 1.0 - pool.rates)
+
+
+def test_general_ranking_trial_scores_the_four_table_3_metrics() -> None:
+    pool = _synthetic_pool(np.random.default_rng(2), 30, 3)
+    scores = general_ranking_trial(pool, Sphere.around_uniform(3, 0.1), np.random.default_rng(4))
+    assert set(scores) == set(PAPER_TABLE3["adult-general"])
+    for ndcg, tau in scores.values():
+        assert 0.0 <= ndcg <= 1.0 and -1.0 <= tau <= 1.0
+    # the full quadratic model of the oracle's own rates ranks best
+    assert scores["quadratic-general"][1] >= max(tau for _, tau in scores.values()) - 1e-9
+    assert scores["quadratic-general"][1] > 0.8
+    with pytest.raises(InvalidConfigError, match="no general rates"):
+        bare = ClassifierPool("x", ("a", "b"), ("svm", "svm"), pool.rates[:2], None, None)
+        general_ranking_trial(bare, Sphere.around_uniform(3, 0.1), np.random.default_rng(4))
+
+
 def test_run_ranking_benchmark_reports_every_dataset_with_the_paper_alongside() -> None:
     calls: list[tuple[int, int, str]] = []
     report = run_ranking_benchmark(
-        ["iris", "default-fair"],
+        ["iris", "default-fair", "default-general"],
         2,
         0,
         progress=lambda done, total, label: calls.append((done, total, label)),
@@ -105,7 +130,7 @@ def test_run_ranking_benchmark_reports_every_dataset_with_the_paper_alongside() 
     )
     json.dumps(report)  # JSON-safe for the CLI's --output
     assert report["benchmark"] == "ranking" and report["trials"] == 2
-    assert calls[-1][:2] == (4, 4)
+    assert calls[-1][:2] == (6, 6)
     iris = report["datasets"]["iris"]
     assert iris["pool_size"] == 4 and iris["n_classes"] == 3 and not iris["fair"]
     assert set(iris["methods"]) == {"elicited", "accuracy", "linear"}
@@ -114,7 +139,11 @@ def test_run_ranking_benchmark_reports_every_dataset_with_the_paper_alongside() 
     fair = report["datasets"]["default-fair"]
     assert fair["fair"] and fair["n_groups"] == 2
     assert fair["paper"]["elicited (fair QPME)"] == {"ndcg": 1.0, "kendall_tau": 0.9981}
+    general = report["datasets"]["default-general"]
+    assert general["kind"] == "general"
+    assert set(general["methods"]) == set(PAPER_TABLE3["default-general"])
     table = format_ranking_table(report)
+    assert "| default-general | quadratic-diagonal |" in table
     assert "| default-fair | elicited |" in table
     assert "FPME (Hiranandani et al. 2020) (not run)" in table
     assert f"{PAPER_TABLE2['default-fair']['accuracy + equalized odds'][1]:.4f}" in table
