@@ -618,15 +618,20 @@ def _parse_answers(raw: object) -> tuple[list[bool], list[Query | None]]:
         raise InvalidConfigError("answers must be a list of {seq, answer, query} objects")
     answers: list[bool] = []
     queries: list[Query | None] = []
+    last_seq = -1
     for index, item in enumerate(raw):
         where = f"answers[{index}]"
         if not isinstance(item, Mapping):
             raise InvalidConfigError(f"{where} must be an object with keys seq, answer and query")
-        if item.get("undone", False) is True:
-            continue  # undone answers stay in an exported log for audit but are not part of the session
-        seq = item.get("seq", len(answers))
-        if isinstance(seq, bool) or not isinstance(seq, int) or seq != len(answers):
-            raise InvalidConfigError(f"{where}.seq must be {len(answers)} (answers in order), got {seq!r}")
+        seq = item.get("seq", last_seq + 1)
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq <= last_seq:
+            raise InvalidConfigError(
+                f"{where}.seq must be an integer above {last_seq} (log order), got {seq!r}"
+            )
+        last_seq = seq
+        # Undo rows, and the answers they undid, stay in an exported log for audit but are not answers.
+        if item.get("action", "answer") != "answer" or item.get("undone") is True:
+            continue
         answer = item.get("answer")
         if not isinstance(answer, bool):
             raise InvalidConfigError(

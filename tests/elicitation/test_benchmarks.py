@@ -212,18 +212,23 @@ def test_replay_detects_a_tampered_query(qpme_k2: bench.Simulation) -> None:
         bench.replay_log(other_config)
 
 
-def test_replay_skips_undone_answers(qpme_k2: bench.Simulation) -> None:
+def test_replay_skips_undone_answers_and_undo_rows(qpme_k2: bench.Simulation) -> None:
+    # The app's log numbers every row: an answer later undone, then the undo row itself, keep their seq.
     log = bench.answer_log(qpme_k2)
-    undone = dict(log["answers"][3], undone=True, answer=not log["answers"][3]["answer"])
-    log["answers"] = [*log["answers"][:3], undone, *[dict(a, seq=a["seq"]) for a in log["answers"][3:]]]
-    assert isinstance(bench.replay_log(log), Done)
+    answers = log["answers"]
+    undone = dict(answers[3], seq=3, undone=True, answer=not answers[3]["answer"])
+    undo = {"seq": 4, "action": "undo"}
+    later = [dict(a, seq=a["seq"] + 2) for a in answers[3:]]
+    log["answers"] = [*answers[:3], undone, undo, *later]
+    outcome = bench.replay_log(log)
+    assert isinstance(outcome, Done) and outcome.result.num_queries == qpme_k2.result.num_queries
 
 
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
         (lambda d: d["answers"][0].update(answer="yes"), r"answers\[0\]\.answer"),
-        (lambda d: d["answers"][1].update(seq=5), r"answers\[1\]\.seq"),
+        (lambda d: d["answers"][1].update(seq=0), r"answers\[1\]\.seq"),
         (lambda d: d.pop("params"), "params"),
         (lambda d: d.update(version=99), "version"),
         (lambda d: d.update(algorithm="magic"), "algorithm"),
