@@ -388,7 +388,7 @@ def _load_metric(path: Path, parser: argparse.ArgumentParser) -> Metric:
 def _metric_lines(metric: Metric) -> list[str]:
     with np.printoptions(precision=4, suppress=True, linewidth=100):
         if isinstance(metric, FairQuadraticMetric):
-            lines = [f"  a   = {metric.a}", f"  lam = {metric.lam:.4f}", f"  tau = {metric.tau.tolist()}"]
+            lines = [f"  a   = {metric.a}", f"  lam = {metric.lam:.4f}", "  tau = " + _rates(metric.tau)]
             for (u, v), B in metric.B_pairs.items():
                 lines.append(f"  B^{u + 1}{v + 1} = " + str(B).replace("\n", "\n         "))
             return lines
@@ -398,7 +398,10 @@ def _metric_lines(metric: Metric) -> list[str]:
 
 
 def _rates(array: np.ndarray[Any, Any]) -> str:
-    return np.array2string(array, precision=4, suppress_small=True, separator=",", max_line_width=200)
+    """One line per query side; group rates ``(m, k)`` as ``[group 1 | group 2 | ...]``."""
+    rows = np.atleast_2d(array)
+    text = " | ".join(",".join(f"{value:.4f}" for value in row) for row in rows)
+    return f"[{text}]"
 
 
 def _print_steps(sim: bench.Simulation, out: TextIO) -> None:
@@ -412,12 +415,18 @@ def _print_steps(sim: bench.Simulation, out: TextIO) -> None:
         + f"; seed {sim.seed}\n"
     )
     out.write("true metric:\n" + "\n".join(_metric_lines(sim.metric)) + "\n\n")
-    out.write(f"{'#':>5}  {'search':<24} {'kind':<8} {'coord':>5}  {'first':<32} {'second':<32} answer\n")
+    width = max((len(_rates(query.first)) for query, _ in sim.result.log[:1]), default=10)
+    label = max((len(query.search) for query, _ in sim.result.log), default=6)
+    out.write(
+        f"{'#':>5}  {'search':<{label}}  {'kind':<8} {'coord':>5}  {'first':<{width}}  {'second':<{width}}  "
+        "answer\n"
+    )
     for index, (query, answer) in enumerate(sim.result.log, start=1):
         coordinate = "-" if query.coordinate is None else str(query.coordinate)
         out.write(
-            f"{index:>5}  {query.search:<24} {query.kind:<8} {coordinate:>5}  "
-            f"{_rates(query.first):<32} {_rates(query.second):<32} {'first' if answer else 'second'}\n"
+            f"{index:>5}  {query.search:<{label}}  {query.kind:<8} {coordinate:>5}  "
+            f"{_rates(query.first):<{width}}  {_rates(query.second):<{width}}  "
+            f"{'first' if answer else 'second'}\n"
         )
     out.write("\nelicited metric:\n" + "\n".join(_metric_lines(sim.result.metric)) + "\n")
     errors = "  ".join(f"{_ERROR_NAMES.get(name, name)} = {value:.4g}" for name, value in sim.errors.items())
