@@ -73,6 +73,7 @@ _INK = "#1f2933"
 _MUTED = "#52606d"
 _GRID = "#d9e2ec"
 _WRONG_PATTERN = "/"
+_LEGEND_GREY = "#7b8794"
 #: Sankey link opacity: correct flows strong, wrong flows faint (a luminance cue, not only a hue cue).
 _CORRECT_ALPHA = 0.75
 _WRONG_ALPHA = 0.35
@@ -312,6 +313,10 @@ def bar_figure(
             {
                 "type": "bar",
                 "name": f"Predicted {name} ({_fmt(predicted_totals[j], decimals)})",
+                "legendgroup": f"class-{j}",
+                # A trace's legend swatch copies its first bar, hatched or not; the legend entries
+                # below show the plain class colour and explain the hatching once.
+                "showlegend": False,
                 "x": categories,
                 "y": [float(value) for value in column],
                 "text": [
@@ -340,13 +345,18 @@ def bar_figure(
                 "hovertemplate": "%{customdata}<extra></extra>",
             }
         )
+    for j, name in enumerate(names):
+        traces.append(
+            _legend_entry(f"Predicted {name} ({_fmt(predicted_totals[j], decimals)})", class_color(j), "", j)
+        )
+    traces.append(_legend_entry("Wrong prediction (hatched)", _LEGEND_GREY, _WRONG_PATTERN, k))
     layout: dict[str, Any] = {
         "barmode": "group",
         "bargap": 0.25,
         "bargroupgap": 0.08,
         "font": {**_FONT, "size": 13, "color": _INK},
         "margin": {"l": 56, "r": 8, "t": 36 if title else 12, "b": 8},
-        "height": 300,
+        "height": 330,
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "yaxis": {
@@ -358,11 +368,49 @@ def bar_figure(
             "fixedrange": True,
         },
         "xaxis": {"fixedrange": True, "tickfont": {"size": 13}},
-        "legend": {"orientation": "h", "x": 0.0, "y": -0.22, "xanchor": "left", "yanchor": "top"},
+        "xaxis2": {"overlaying": "x", "visible": False, "fixedrange": True},
+        "yaxis2": {"overlaying": "y", "visible": False, "fixedrange": True},
+        "legend": {
+            "orientation": "h",
+            "x": 0.0,
+            "y": -0.2,
+            "xanchor": "left",
+            "yanchor": "top",
+            "font": {"size": 12},
+            "itemwidth": 30,
+        },
     }
     if title:
         layout["title"] = {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}}
     return {"data": traces, "layout": layout}
+
+
+def _legend_entry(name: str, color: str, pattern: str, rank: int) -> dict[str, Any]:
+    """A legend-only bar trace (no data) with a chosen swatch."""
+    return {
+        "type": "bar",
+        "name": name,
+        "x": [None],
+        "y": [None],
+        "legendgroup": f"class-{rank}",
+        "legendrank": 1000 + rank,
+        "showlegend": True,
+        # On hidden axes of their own so that they take no slot among the grouped bars.
+        "xaxis": "x2",
+        "yaxis": "y2",
+        "hoverinfo": "skip",
+        "marker": {
+            "color": color,
+            "line": {"color": _INK, "width": 0.75},
+            "pattern": {
+                "shape": pattern,
+                "fillmode": "overlay",
+                "fgcolor": "#ffffff",
+                "size": 8,
+                "solidity": 0.4,
+            },
+        },
+    }
 
 
 def _nice_ceiling(value: float) -> float:

@@ -199,11 +199,17 @@ def test_sankey_rejects_a_class_name_count_that_does_not_match() -> None:
 def test_bar_chart_shows_the_same_numbers_grouped_by_true_class() -> None:
     counts = charts.rounded_counts(_confusion([0.82, 0.61]), 0)
     figure = charts.bar_figure(counts, NAMES, population="patients", y_max=60)
-    traces = figure["data"]
-    assert [trace["name"] for trace in traces] == [
+    traces = [trace for trace in figure["data"] if not trace["showlegend"]]
+    legend = [trace for trace in figure["data"] if trace["showlegend"]]
+    names = [
         f"Predicted benign ({counts[:, 0].sum():.0f})",
         f"Predicted malignant ({counts[:, 1].sum():.0f})",
     ]
+    assert [trace["name"] for trace in traces] == names
+    # The legend shows plain class colours and explains the hatching once (it carries no data).
+    assert [trace["name"] for trace in legend] == [*names, "Wrong prediction (hatched)"]
+    assert [trace["marker"]["pattern"]["shape"] for trace in legend] == ["", "", "/"]
+    assert all(trace["y"] == [None] for trace in legend)
     assert sum(sum(trace["y"]) for trace in traces) == pytest.approx(100.0)
     for j, trace in enumerate(traces):
         assert trace["y"] == counts[:, j].tolist()
