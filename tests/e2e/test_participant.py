@@ -348,3 +348,27 @@ def test_table_view_is_read_by_screen_readers_and_shown_on_request(
     box = wrapper.bounding_box()
     assert box is not None and box["width"] > 200 and box["height"] > 50
     expect(table.locator("td.is-wrong").first).to_contain_text("wrong")
+
+
+def test_question_page_draws_its_charts_under_a_csp_without_inline_styles(
+    page: Page, live_server: Any, study: Any, health: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """plotly.js normally injects <style> elements; the partial's hooks make that unnecessary."""
+    import app.main
+
+    strict = app.main.CONTENT_SECURITY_POLICY.replace("style-src 'self' 'unsafe-inline'", "style-src 'self'")
+    assert "unsafe-inline" not in strict
+    monkeypatch.setattr(app.main, "CONTENT_SECURITY_POLICY", strict)
+    token = live_server.invite(study)
+    with live_server.app.state.sessionmaker() as db:
+        from app.services import consent
+
+        consent(db, live_server.app.state.session_cache, token)
+    response = page.goto(f"{live_server.url}/sessions/{token}")
+    assert response is not None and "unsafe-inline" not in response.headers["content-security-policy"]
+    _expect_charts_drawn(page)
+    # plotly's own stylesheet arrived from the file: its layered SVGs are stacked, not laid out in a column.
+    position = page.locator("[data-figure] svg.main-svg").first.evaluate(
+        "svg => getComputedStyle(svg).position"
+    )
+    assert position == "absolute"
