@@ -36,6 +36,8 @@ paper         code                       meaning
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
@@ -43,6 +45,7 @@ from .errors import InvalidConfigError
 from .types import FloatArray, Sphere, as_rate_array
 
 __all__ = [
+    "angles_to_unit",
     "boundary_angles",
     "boundary_point",
     "inner_sphere",
@@ -78,9 +81,19 @@ def unit_vector(angles: npt.ArrayLike) -> FloatArray:
     theta = as_rate_array(angles, "angles", ndim=1)
     if theta.shape[0] < 1:
         raise InvalidConfigError("angles must have at least one entry (n_classes >= 2)")
-    sines = np.concatenate(([1.0], np.cumprod(np.sin(theta))))
-    cosines = np.concatenate((np.cos(theta), [1.0]))
-    return _readonly(sines * cosines)
+    return _readonly(angles_to_unit(theta))
+
+
+def angles_to_unit(theta: FloatArray) -> FloatArray:
+    """`unit_vector` without input validation, for search loops that build angles themselves."""
+    # Plain floats: for k <= ~10 numpy's per-call overhead would dominate the search loops.
+    values: list[float] = []
+    product = 1.0
+    for angle in theta.tolist():
+        values.append(product * math.cos(angle))
+        product *= math.sin(angle)
+    values.append(product)
+    return np.array(values)
 
 
 def vector_angles(vector: npt.ArrayLike) -> FloatArray:

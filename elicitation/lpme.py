@@ -63,7 +63,7 @@ from typing import Literal
 import numpy as np
 
 from .errors import InvalidConfigError
-from .geometry import unit_vector, vector_angles
+from .geometry import angles_to_unit, vector_angles
 from .types import Elicitation, Elicitor, FloatArray, LinearMetric, Query, Sphere, ask
 
 __all__ = [
@@ -217,10 +217,9 @@ def lpme(
 def _tangent(theta: FloatArray, j: int) -> FloatArray:
     """Unit direction of ``d a(theta) / d theta_j`` without the factor ``prod_{l<j} sin(theta_l) >= 0``."""
     k = theta.shape[0] + 1
-    tail = unit_vector(theta[j + 1 :]) if j + 1 < k - 1 else np.array([1.0])
     w = np.zeros(k)
     w[j] = -math.sin(theta[j])
-    w[j + 1 :] = math.cos(theta[j]) * tail
+    w[j + 1 :] = math.cos(theta[j]) * (angles_to_unit(theta[j + 1 :]) if j + 1 < k - 1 else 1.0)
     return w
 
 
@@ -251,7 +250,7 @@ def _lpme_steps(
             signs[i] = -1.0
 
     def point(angles: FloatArray) -> FloatArray:
-        result: FloatArray = center + rho * signs * unit_vector(angles)
+        result: FloatArray = center + rho * signs * angles_to_unit(angles)
         return result
 
     theta = np.array(vector_angles(uniform), dtype=np.float64)
@@ -294,7 +293,7 @@ def _lpme_steps(
         if early_stop and float(np.max(np.abs(theta - start))) <= epsilon:
             break
 
-    a_hat = signs * unit_vector(theta)
+    a_hat = signs * angles_to_unit(theta)
     theta.setflags(write=False)
     signs.setflags(write=False)
     boundary = center + rho * a_hat

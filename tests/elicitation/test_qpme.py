@@ -19,6 +19,7 @@ from elicitation import (
     run,
 )
 from elicitation.geometry import qpme_spheres
+from elicitation.lpme import PROBES, Probe
 from elicitation.qpme import (
     DEFAULT_PROBE,
     ShiftedQuadratic,
@@ -209,20 +210,43 @@ def test_qpme_reports_a_zero_gradient_as_degenerate() -> None:
 
 
 @settings(max_examples=25)
-@given(st.integers(2, 3), st.lists(st.booleans(), min_size=1, max_size=64), st.integers(0, 2**16))
+@given(st.integers(2, 3), st.lists(st.booleans(), min_size=1, max_size=64), st.sampled_from(PROBES))
 def test_qpme_any_answers_end_within_budget_finite_or_numerical_error(
-    k: int, pattern: list[bool], seed: int
+    k: int, pattern: list[bool], probe: Probe
 ) -> None:
-    rng = np.random.default_rng(seed)
-    elicitor = qpme(_sphere(k))
+    elicitor = qpme(_sphere(k), probe=probe)
     answers = iter(pattern * (elicitor.max_queries // len(pattern) + 1))
-    del rng
     try:
         result = run(elicitor, lambda _first, _second: next(answers))
+    except NumericalError:  # includes DegenerateMetricError (every trivial answer "no")
+        return
+    assert result.num_queries == len(result.log) <= elicitor.max_queries
+    assert np.all(np.isfinite(result.metric.a)) and np.all(np.isfinite(result.metric.B))
+
+
+@settings(max_examples=20)
+@given(st.lists(st.booleans(), min_size=1, max_size=40), st.data())
+def test_qpme_replay_of_any_prefix_matches_live_driving(pattern: list[bool], data: st.DataObject) -> None:
+    sphere = _sphere(2)
+    answers = (pattern * 4)[: data.draw(st.integers(1, 4 * len(pattern)))]
+    live = qpme(sphere)
+    queries = [next(live)]
+    fed: list[bool] = []
+    try:
+        for answer in answers:
+            queries.append(live.send(answer))
+            fed.append(answer)
+    except (StopIteration, NumericalError):
+        pass
+    prefix = data.draw(st.integers(0, len(fed)))
+    try:
+        state = replay(qpme(sphere), fed[:prefix], expected_queries=queries[:prefix])
     except NumericalError:
         return
-    assert result.num_queries <= elicitor.max_queries
-    assert np.all(np.isfinite(result.metric.a)) and np.all(np.isfinite(result.metric.B))
+    if prefix < len(queries):
+        assert isinstance(state, Pending)
+        assert state.query.matches(queries[prefix], atol=0.0)
+        assert (state.query.search, state.query.kind) == (queries[prefix].search, queries[prefix].kind)
 
 
 def test_qpme_replay_reproduces_the_live_queries() -> None:
