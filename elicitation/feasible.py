@@ -59,11 +59,13 @@ __all__ = [
     "MATCH_ATOL",
     "MIN_RADIUS_FRACTION",
     "MODELS",
+    "SPHERE_MARGIN",
     "DatasetSpace",
     "FeasibleModel",
     "RandomizedClassifier",
     "build_space",
     "fit_feasible_model",
+    "plug_in_predictions",
 ]
 
 #: Share of rows held out to measure rates (the paper trains on 60 %).
@@ -295,23 +297,25 @@ def _caratheodory(a_eq: FloatArray, lam: FloatArray) -> tuple[IntArray, FloatArr
     rank = int(np.sum(singular > singular[0] * 1e-12)) if singular.size else 0
     null = vt[rank:].T.copy()  # (n_support, n_support - rank)
     alive = np.ones(support.shape[0], dtype=bool)
-    for t in range(null.shape[1]):
-        mu = null[:, t]
-        mu[~alive] = 0.0
-        if mu.max() <= 0.0:
-            mu = -mu
-        positive = (mu > 0.0) & alive
-        if not np.any(positive):
-            continue
-        ratios = np.full(mu.shape, np.inf)
-        ratios[positive] = weights[positive] / mu[positive]
-        drop = int(np.argmin(ratios))
-        weights = np.clip(weights - ratios[drop] * mu, 0.0, None)
-        weights[drop] = 0.0
-        alive[drop] = False
-        later = null[:, t + 1 :]
-        later -= np.outer(mu, later[drop] / mu[drop])
-        later[drop] = 0.0
+    # Dropped points are zero in every later direction (column elimination below), so they are never
+    # selected again; this loop is the hot path of a query for k = 10, hence the minimal numpy calls.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for t in range(null.shape[1]):
+            mu = null[:, t]
+            if mu.max() <= 0.0:
+                mu = -mu
+            ratios = np.where(mu > 0.0, weights / mu, np.inf)
+            drop = int(np.argmin(ratios))
+            step = float(ratios[drop])
+            if not np.isfinite(step):
+                continue
+            weights -= step * mu
+            np.maximum(weights, 0.0, out=weights)
+            weights[drop] = 0.0
+            alive[drop] = False
+            later = null[:, t + 1 :]
+            later -= np.outer(mu, later[drop] / mu[drop])
+            later[drop] = 0.0
     keep = alive & (weights > 0.0)
     result: IntArray = support[keep].astype(np.int64)
     return result, weights[keep]

@@ -284,3 +284,13 @@ def test_a_recipe_only_description_trains_the_space(cancer: FeasibleModel) -> No
         space_from_dict({"kind": "dataset", "recipe": {"dataset": "csv:mine"}})
     with pytest.raises(InvalidConfigError, match="no protected groups"):
         space_from_dict({"kind": "dataset", "recipe": {"dataset": "iris", "groups": True}})
+
+
+def test_ten_class_queries_mix_at_most_eleven_plug_ins() -> None:
+    space = build_space("digits", seed=0)
+    assert space.sphere.radius == pytest.approx(0.1 / np.sqrt(10), rel=1e-5)  # the cube bound
+    for rates in _sphere_points(space, np.random.default_rng(8), 10):
+        classifier = space.classifier(rates)
+        assert classifier.weights.shape[0] <= 11
+        assert np.max(np.abs(classifier.rates - rates)) <= MATCH_ATOL
+        assert space.confusion(rates).shape == (10, 10)
