@@ -372,3 +372,40 @@ def test_question_page_draws_its_charts_under_a_csp_without_inline_styles(
         "svg => getComputedStyle(svg).position"
     )
     assert position == "absolute"
+
+
+def test_fairness_question_shows_one_panel_per_group_on_each_side(
+    page: Page, live_server: Any, health: Any
+) -> None:
+    fair = live_server.create_study(
+        name="Credit decisions",
+        task="A classifier decides whether a loan applicant will repay.",
+        class_names=["repays", "defaults"],
+        group_names=["women", "men"],
+        population="applicants",
+        algorithm="fair_qpme",
+        algorithm_params={"epsilon": 0.3},
+        query_space={"kind": "synthetic", "radius": 0.2, "priors": [[0.75, 0.25], [0.65, 0.35]]},
+        practice_queries=0,
+        checks=False,
+        evaluation_queries=0,
+    )
+    token = _start_from_invitation(page, live_server, fair)
+    _expect_charts_drawn(page)
+    for side, label in (("left", "Classifier A"), ("right", "Classifier B")):
+        card = page.get_by_test_id(f"classifier-{side}")
+        expect(card.locator(".panel__group")).to_have_text(["Group: women", "Group: men"])
+        expect(card.locator("[data-figure]")).to_have_count(4)  # flow chart + bar chart per group
+        for group in (0, 1):
+            expect(page.get_by_test_id(f"counts-{side}-{group}")).to_contain_text(label)
+    state = _api_state(live_server, token)
+    shown = state["query"]["first"]["confusion"]
+    assert np.asarray(shown).shape == (2, 2, 2)
+    for group in (0, 1):
+        cells = page.get_by_test_id(f"counts-left-{group}").locator("td[data-true][data-predicted]")
+        values = np.array([float(text.split()[0]) for text in cells.all_inner_texts()]).reshape(2, 2)
+        np.testing.assert_allclose(values, shown[group], atol=0.51)
+        assert values.sum() == pytest.approx(100.0)
+    with page.expect_navigation():
+        page.keyboard.press("ArrowLeft")
+    assert _api_state(live_server, token)["progress"]["answered"] == 1
