@@ -60,8 +60,23 @@ import numpy.typing as npt
 
 from .errors import DegenerateMetricError, InvalidConfigError, NumericalError
 from .geometry import inner_sphere, qpme_spheres, validate_inner_radius
-from .lpme import DEFAULT_CYCLES, DEFAULT_TOLERANCE, lpme, lpme_max_queries, validate_epsilon
-from .qpme import DEFAULT_INNER_RATIO, ShiftedQuadratic, qpme, qpme_max_queries, shifted_quadratic
+from .lpme import (
+    DEFAULT_CYCLES,
+    DEFAULT_TOLERANCE,
+    Probe,
+    lpme,
+    lpme_max_queries,
+    validate_epsilon,
+    validate_probe,
+)
+from .qpme import (
+    DEFAULT_INNER_RATIO,
+    DEFAULT_PROBE,
+    ShiftedQuadratic,
+    qpme,
+    qpme_max_queries,
+    shifted_quadratic,
+)
 from .types import (
     ASYMMETRY_ATOL,
     Elicitation,
@@ -338,6 +353,7 @@ def diagonal_qpme(
     search: str = "diagonal_qpme",
     cycles: int = DEFAULT_CYCLES,
     early_stop: bool = True,
+    probe: Probe = DEFAULT_PROBE,
 ) -> Elicitor[Elicitation[QuadraticMetric]]:
     """Elicit a quadratic metric with diagonal ``B`` in ``O~(k)`` queries (Section 5's structured case).
 
@@ -354,8 +370,10 @@ def diagonal_qpme(
         Clip positive diagonal entries to zero (the family is NSD); ``False`` keeps the raw estimate.
     search : str
         Prefix of the query labels: ``{search}/o/lpme`` and ``{search}/z{j}/plane``.
-    cycles, early_stop
-        Passed to every LPME run.
+    cycles, early_stop, probe
+        Passed to every LPME run. With ``probe="antipodal"`` (default, as QPME) a slope is the gradient
+        direction at its sphere's centre and an oracle that errs on close pairs (Definition 4) costs
+        ``O(eps_Omega / varrho)`` in angle instead of ``O(sqrt(eps_Omega / varrho))``.
 
     Yields
     ------
@@ -395,10 +413,13 @@ def diagonal_qpme(
     if varrho > _PLANE_CENTER:
         raise InvalidConfigError(f"inner_radius must be at most {_PLANE_CENTER}, got {inner_radius!r}")
     n_cycles = _check_cycles(cycles)
+    chosen = validate_probe(probe)
     k = checked.n_classes
-    budget = 2 * k + lpme_max_queries(k, eps, n_cycles, bool(early_stop))
-    budget += k * lpme_max_queries(2, eps, n_cycles, bool(early_stop))
-    body = _diagonal_steps(checked, eps, varrho, bool(project_nsd), search, n_cycles, bool(early_stop))
+    budget = 2 * k + lpme_max_queries(k, eps, n_cycles, bool(early_stop), chosen)
+    budget += k * lpme_max_queries(2, eps, n_cycles, bool(early_stop), chosen)
+    body = _diagonal_steps(
+        checked, eps, varrho, bool(project_nsd), search, n_cycles, bool(early_stop), chosen
+    )
     return Elicitor(body, name=search, max_queries=budget)
 
 
@@ -416,9 +437,13 @@ def _diagonal_steps(
     search: str,
     cycles: int,
     early_stop: bool,
+    probe: Probe,
 ) -> Generator[Query, bool, Elicitation[QuadraticMetric]]:
     k = sphere.n_classes
     o = sphere.center
+    # Where a slope is parallel to the gradient: at the boundary maximum c + varrho f (KKT) for boundary
+    # probes, at the centre c itself for antipodal probes.
+    reach = varrho if probe == "boundary" else 0.0
     asked, moving = yield from _trivial_queries(sphere, varrho, search)
     if moving is None:
         raise DegenerateMetricError(
@@ -426,11 +451,16 @@ def _diagonal_steps(
             "there is no direction to elicit (Assumption 2)"
         )
     at_o = yield from lpme(
-        inner_sphere(sphere, varrho), epsilon, cycles=cycles, early_stop=early_stop, search=f"{search}/o/lpme"
+        inner_sphere(sphere, varrho),
+        epsilon,
+        cycles=cycles,
+        early_stop=early_stop,
+        probe=probe,
+        search=f"{search}/o/lpme",
     )
     asked += at_o.num_queries
     f0 = np.array(at_o.metric.a)
-    rows = [(np.eye(k) - np.outer(f0, f0)) @ _diagonal_map(varrho * f0)]
+    rows = [(np.eye(k) - np.outer(f0, f0)) @ _diagonal_map(reach * f0)]
 
     plane_center = np.full(2, _PLANE_CENTER)
     centers, bases, plane_slopes = [], [], []
@@ -455,12 +485,13 @@ def _diagonal_steps(
             epsilon,
             cycles=cycles,
             early_stop=early_stop,
+            probe=probe,
             search=f"{search}/z{j + 1}/plane",
         )
         result = yield from _mapped(circle, embed)
         asked += result.num_queries
         f2 = np.array(result.metric.a)
-        offset = (z - o) + varrho * (basis @ f2)
+        offset = (z - o) + reach * (basis @ f2)
         rows.append((np.eye(2) - np.outer(f2, f2)) @ basis.T @ _diagonal_map(offset))
         centers.append(z)
         bases.append(basis)
@@ -468,9 +499,9 @@ def _diagonal_steps(
 
     x, residual = _null_direction(np.vstack(rows), "(d, diag B)")
     # Orient x so that the gradients point along the measured slopes rather than against them.
-    alignment = float(f0 @ _diagonal_map(varrho * f0) @ x)
+    alignment = float(f0 @ _diagonal_map(reach * f0) @ x)
     for z, basis, f2 in zip(centers, bases, plane_slopes, strict=True):
-        offset = (z - o) + varrho * (basis @ f2)
+        offset = (z - o) + reach * (basis @ f2)
         alignment += float(f2 @ basis.T @ _diagonal_map(offset) @ x)
     if alignment < 0.0:
         x = -x
@@ -494,6 +525,7 @@ def _diagonal_steps(
             "moving_axis": moving,
             "residual": residual,
             "projected_nsd": project_nsd,
+            "probe": probe,
         },
     )
 

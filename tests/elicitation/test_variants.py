@@ -19,7 +19,7 @@ from elicitation import (
 )
 from elicitation.evaluation import elicitation_errors
 from elicitation.examples import general_coverage_matching
-from elicitation.oracles import ExactOracle
+from elicitation.oracles import ExactOracle, ThresholdNoiseOracle
 from elicitation.qpme import qpme, qpme_max_queries
 from elicitation.variants import (
     CubicMetric,
@@ -110,6 +110,28 @@ def test_diagonal_qpme_recovers_diagonal_metrics(k: int) -> None:
         assert _queries_inside(result.log, sphere)
 
 
+def test_diagonal_qpme_boundary_probes_are_exact_too() -> None:
+    sphere = Sphere.around_uniform(3, 0.2)
+    metric = _random_diagonal(np.random.default_rng(4), 3)
+    result = run(diagonal_qpme(sphere, probe="boundary"), ExactOracle(metric))
+    errors = elicitation_errors(metric, result.metric)
+    assert errors.a < 0.01 and errors.B is not None and errors.B < 0.02
+    assert result.details["probe"] == "boundary"
+
+
+def test_diagonal_qpme_degrades_gracefully_under_definition_4_noise() -> None:
+    # Antipodal probes keep compared values 2 varrho |derivative| apart, so answers within eps_Omega of a
+    # tie only blur the angle by O(eps_Omega / varrho); boundary probes lose O(sqrt(eps_Omega / varrho)).
+    sphere = Sphere.around_uniform(3, 0.2)
+    metric = _random_diagonal(np.random.default_rng(6), 3)
+    oracle = ThresholdNoiseOracle(metric, 1e-4, rng=np.random.default_rng(0))
+    antipodal = elicitation_errors(metric, run(diagonal_qpme(sphere), oracle).metric)
+    oracle = ThresholdNoiseOracle(metric, 1e-4, rng=np.random.default_rng(0))
+    boundary = elicitation_errors(metric, run(diagonal_qpme(sphere, probe="boundary"), oracle).metric)
+    assert antipodal.a < 0.05 and antipodal.B is not None and antipodal.B < 0.1
+    assert antipodal.a < boundary.a
+
+
 def test_diagonal_qpme_needs_far_fewer_queries_than_qpme() -> None:
     k = 5
     sphere = Sphere.around_uniform(k, 0.2)
@@ -144,9 +166,10 @@ def test_diagonal_qpme_reports_a_zero_gradient_at_o() -> None:
         ({"epsilon": 0.0}, "epsilon"),
         ({"inner_radius": 0.2}, "inner_radius"),
         ({"cycles": 0}, "cycles"),
+        ({"probe": "sideways"}, "probe"),
     ],
 )
-def test_diagonal_qpme_validates_eagerly(kwargs: dict[str, float], match: str) -> None:
+def test_diagonal_qpme_validates_eagerly(kwargs: dict[str, object], match: str) -> None:
     with pytest.raises(InvalidConfigError, match=match):
         diagonal_qpme(Sphere.around_uniform(3, 0.2), **kwargs)  # type: ignore[arg-type]
 
