@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from .services import SessionCache
 from .settings import Settings
@@ -14,18 +15,28 @@ from .settings import Settings
 __all__ = ["CacheDep", "DbSessionDep", "SettingsDep"]
 
 
-def get_settings(request: Request) -> Settings:
+# The trivial dependencies are ``async`` so that FastAPI does not send each through the thread pool.
+
+
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_db(request: Request) -> Iterator[Session]:
-    """One SQLAlchemy session per request; anything not committed is rolled back when it closes."""
-    with request.app.state.sessionmaker() as db:
+async def get_db(request: Request) -> AsyncIterator[Session]:
+    """One SQLAlchemy session per request; anything not committed is rolled back when it closes.
+
+    Creating a session does no I/O; closing it (rollback, connection back to the pool) does, so it runs
+    in the thread pool.
+    """
+    db: Session = request.app.state.sessionmaker()
+    try:
         yield db
+    finally:
+        await run_in_threadpool(db.close)
 
 
-def get_cache(request: Request) -> SessionCache:
+async def get_cache(request: Request) -> SessionCache:
     cache: SessionCache = request.app.state.session_cache
     return cache
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import charts
 from .db import make_engine, make_sessionmaker
@@ -47,22 +48,41 @@ def _plotly_js_path() -> Path:
     return Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 
 
-class SecurityHeadersMiddleware(BaseHTTPMiddleware):
-    """CSP without inline script, no framing, no MIME sniffing, no referrer (links carry secret tokens)."""
+class SecurityHeadersMiddleware:
+    """CSP without inline script, no framing, no MIME sniffing, no referrer (links carry secret tokens).
 
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        response = await call_next(request)
-        path = request.url.path
+    A plain ASGI middleware: it only adds headers, so it avoids ``BaseHTTPMiddleware``'s per-request cost.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
         policy = DOCS_CONTENT_SECURITY_POLICY if path in _DOCS_PATHS else CONTENT_SECURITY_POLICY
-        response.headers.setdefault("Content-Security-Policy", policy)
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        response.headers.setdefault("Referrer-Policy", "no-referrer")
-        response.headers.setdefault("Cross-Origin-Opener-Policy", "same-origin")
+        extra = [
+            ("content-security-policy", policy),
+            ("x-content-type-options", "nosniff"),
+            ("x-frame-options", "DENY"),
+            ("referrer-policy", "no-referrer"),
+            ("cross-origin-opener-policy", "same-origin"),
+        ]
         if not path.startswith("/static/"):
             # Session pages and API answers change with every answer and carry private data.
-            response.headers.setdefault("Cache-Control", "no-store")
-        return response
+            extra.append(("cache-control", "no-store"))
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in extra:
+                    if name not in headers:
+                        headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from .models import Answer, ElicitationSession, Result, Study
 
@@ -55,7 +55,13 @@ def session_counts(db: Session) -> dict[tuple[uuid.UUID, str], int]:
 
 
 def get_session_by_token_hash(db: Session, token_hash: str) -> ElicitationSession | None:
-    return db.scalars(select(ElicitationSession).where(ElicitationSession.token_hash == token_hash)).first()
+    """The session with this token digest, its study loaded in the same query."""
+    statement = (
+        select(ElicitationSession)
+        .options(joinedload(ElicitationSession.study))
+        .where(ElicitationSession.token_hash == token_hash)
+    )
+    return db.scalars(statement).first()
 
 
 def log_rows(db: Session, session_id: uuid.UUID) -> Sequence[Answer]:

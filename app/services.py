@@ -18,7 +18,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -68,6 +68,8 @@ logger = logging.getLogger("app.services")
 TOKEN_BYTES = 32
 _TOKEN_LENGTH = 43
 _TOKEN_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+#: Confusion matrices remembered per study (two per query; a session has a few hundred queries).
+CONFUSION_MEMO_SIZE = 4096
 #: Largest accepted client-side timing (a day); larger values are clamped, not rejected.
 MAX_TIMING_MS = 86_400_000
 
@@ -105,6 +107,22 @@ class StudyRuntime:
     spec: AlgorithmSpec
     params: BaseModel
     expected_queries: int
+    _confusions: dict[bytes, list[Any]] = field(default_factory=dict, repr=False, compare=False)
+
+    def confusion(self, rates: np.ndarray) -> list[Any]:
+        """The space's confusion matrix for ``rates`` as nested lists, memoised.
+
+        Every query is converted twice (shown as the next query, then logged with its answer), and the
+        space validates its inputs on every call; the memo is bounded and keyed by the exact rates.
+        """
+        key = rates.tobytes() + bytes(str(rates.shape), "ascii")
+        cached = self._confusions.get(key)
+        if cached is None:
+            cached = np.asarray(self.space.confusion(rates)).tolist()
+            if len(self._confusions) >= CONFUSION_MEMO_SIZE:
+                self._confusions.clear()
+            self._confusions[key] = cached
+        return cached
 
     def plan(self, seed: int) -> SessionPlan:
         return SessionPlan(
