@@ -81,8 +81,6 @@ class AlgorithmSpec:
     description: str
     #: True for algorithms that take group rates ``(n_groups, n_classes)`` (fairness studies).
     needs_groups: bool = False
-    #: True when the elicitor accepts "about the same" itself; otherwise ties get a seeded tie-break.
-    supports_ties: bool = False
 
     def parse_params(self, raw: dict[str, Any] | None) -> BaseModel:
         """Validate raw params (raises pydantic ``ValidationError`` naming the field)."""

@@ -708,7 +708,8 @@ def _answer_row(
     elicitor_answer: bool | None = None
     tie_break: bool | None = None
     if step.phase is Phase.ELICITATION:
-        if choice.value == "tie" and not context.runtime.spec.supports_ties:
+        # The elicitors take booleans only: "about the same" is logged as such and decided by a seeded coin.
+        if choice.value == "tie":
             tie_break = context.plan.tie_break(position)
             elicitor_answer = tie_break
         else:
