@@ -69,6 +69,8 @@ DEFAULT_SYNTHETIC_RADIUS = 0.2
 RATE_ATOL = 1e-9
 #: Class priors must sum to one within this tolerance (they are then renormalised exactly).
 PRIOR_SUM_ATOL = 1e-6
+#: Prior rows summing to one within this are kept bit for bit (see `_check_priors`).
+_EXACT_SUM_ATOL = 1e-12
 #: The documented synthetic convention for the off-diagonal cells when k > 2.
 OFF_DIAGONAL_CONVENTION = (
     "the misclassified mass of true class i, 100 * P(Y=i) * (1 - r_i), is spread evenly over the other "
@@ -156,7 +158,10 @@ def _check_priors(priors: npt.ArrayLike, n_classes: int, n_groups: int) -> Float
     sums = array.sum(axis=1)
     if not np.allclose(sums, 1.0, rtol=0.0, atol=PRIOR_SUM_ATOL):
         raise InvalidConfigError(f"priors must sum to 1 (per group), got sums {np.round(sums, 8).tolist()}")
-    result: FloatArray = array / sums[:, None]
+    # Renormalise only rows that are visibly off: dividing an already normalised row by its rounded
+    # sum would change its last bits, and a to_dict/from_dict round trip must reproduce queries exactly.
+    off = np.abs(sums - 1.0) > _EXACT_SUM_ATOL
+    result: FloatArray = np.where(off[:, None], array / sums[:, None], array)
     return result
 
 

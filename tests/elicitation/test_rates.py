@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elicitation.errors import InvalidConfigError
 from elicitation.rates import (
@@ -165,3 +167,28 @@ def test_space_from_dict_rejects_unknown_kinds_and_fields() -> None:
 def test_synthetic_confusion_rejects_rates_outside_unit_interval() -> None:
     with pytest.raises(InvalidConfigError, match="rates"):
         SyntheticSpace(2).confusion([1.1, 0.5])
+
+
+@given(
+    k=st.integers(min_value=2, max_value=6),
+    m=st.integers(min_value=1, max_value=3),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+    boundary=st.booleans(),
+)
+@settings(max_examples=60, deadline=None)
+def test_synthetic_space_property_confusion_inverts_and_round_trips(
+    k: int, m: int, seed: int, boundary: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    priors = rng.dirichlet(np.ones(k), size=m) * 0.9 + 0.1 / k
+    space = SyntheticSpace(k, radius=0.9 / k, priors=priors if m > 1 else priors[0], n_groups=m)
+    directions = rng.normal(size=(m, k))
+    scale = space.sphere.radius * (1.0 if boundary else rng.uniform())
+    rates = space.sphere.center + scale * directions / np.linalg.norm(directions, axis=1, keepdims=True)
+    query = rates if m > 1 else rates[0]
+    confusion = space.confusion(query)
+    assert np.all(confusion >= 0.0)
+    assert np.allclose(confusion.reshape(m, k * k).sum(axis=1), 100.0)
+    assert np.allclose(rates_from_confusion(confusion), query, atol=1e-12)
+    rebuilt = space_from_dict(json.loads(json.dumps(space.to_dict())))
+    assert np.array_equal(rebuilt.confusion(query), confusion)
