@@ -72,7 +72,12 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     """Launch the system Chromium (never a downloaded one), headless, with container-safe flags."""
     path = _chromium_path()
     if path is None:
-        reason = "no system Chromium: set CHROMIUM_PATH or put `chromium` on the PATH"
+        configured = os.environ.get("CHROMIUM_PATH")
+        reason = (
+            f"CHROMIUM_PATH={configured} is not a file"
+            if configured
+            else "no system Chromium: set CHROMIUM_PATH or put `chromium` on the PATH"
+        )
         if os.environ.get("REQUIRE_BROWSER") == "1":
             pytest.fail(f"REQUIRE_BROWSER=1 but {reason}", pytrace=False)
         pytest.skip(reason)

@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
 from app.models import Answer, ElicitationSession
-from app.services import hash_token
+from app.services import consent, hash_token
 
 pytestmark = pytest.mark.e2e
 
@@ -121,6 +121,16 @@ def _start_from_invitation(page: Page, server: Any, study: Any) -> str:
     return token
 
 
+def _start_consented(page: Page, server: Any, study: Any) -> str:
+    """A session that has already consented, opened at its first question (skips the entry pages)."""
+    token = server.invite(study)
+    with server.app.state.sessionmaker() as db:
+        consent(db, server.app.state.session_cache, token)
+    page.goto(f"{server.url}/sessions/{token}")
+    expect(page.get_by_test_id("comparison")).to_be_visible()
+    return token
+
+
 @pytest.fixture(scope="module")
 def study(live_server: Any) -> Any:
     return live_server.create_study()
@@ -168,7 +178,7 @@ def test_participant_goes_from_invitation_to_thank_you_with_mouse_and_keyboard(
 def test_keys_choose_left_right_and_about_the_same(
     page: Page, live_server: Any, study: Any, health: Any
 ) -> None:
-    token = _start_from_invitation(page, live_server, study)
+    token = _start_consented(page, live_server, study)
     for key, recorded in (
         ("ArrowRight", "second"),
         ("T", "tie"),
@@ -183,7 +193,7 @@ def test_keys_choose_left_right_and_about_the_same(
 def test_reload_mid_session_shows_the_same_question(
     page: Page, live_server: Any, study: Any, health: Any
 ) -> None:
-    token = _start_from_invitation(page, live_server, study)
+    token = _start_consented(page, live_server, study)
     for _ in range(3):
         _answer(page, keyboard=False)
     seq, left, right = _seq(page), _displayed_confusion(page, "left"), _displayed_confusion(page, "right")
@@ -200,7 +210,7 @@ def test_reload_mid_session_shows_the_same_question(
 def test_double_click_sends_one_answer_and_records_one(
     page: Page, live_server: Any, study: Any, health: Any
 ) -> None:
-    token = _start_from_invitation(page, live_server, study)
+    token = _start_consented(page, live_server, study)
     before = len(_answers(live_server, token))
     posts: list[str] = []
     page.on("request", lambda request: posts.append(request.url) if request.method == "POST" else None)
@@ -222,7 +232,7 @@ def test_double_click_sends_one_answer_and_records_one(
 def test_buttons_are_disabled_once_an_answer_is_on_its_way(
     page: Page, live_server: Any, study: Any, health: Any
 ) -> None:
-    _start_from_invitation(page, live_server, study)
+    _start_consented(page, live_server, study)
     # Keep the page in place: a listener added after session.js's cancels the submission it lets through.
     page.get_by_test_id("answer-form").evaluate(
         "form => form.addEventListener('submit', event => event.preventDefault())"
@@ -242,7 +252,7 @@ def test_buttons_are_disabled_once_an_answer_is_on_its_way(
 
 
 def test_undo_returns_to_the_previous_question(page: Page, live_server: Any, study: Any, health: Any) -> None:
-    token = _start_from_invitation(page, live_server, study)
+    token = _start_consented(page, live_server, study)
     _answer(page, keyboard=False)
     answered = _api_state(live_server, token)["progress"]["answered"]
     left, right = _displayed_confusion(page, "left"), _displayed_confusion(page, "right")
@@ -267,7 +277,7 @@ def test_undo_returns_to_the_previous_question(page: Page, live_server: Any, stu
 def test_hidden_tab_is_logged_and_greeted_with_a_resume_notice(
     page: Page, live_server: Any, study: Any, health: Any
 ) -> None:
-    token = _start_from_invitation(page, live_server, study)
+    token = _start_consented(page, live_server, study)
     expect(page.get_by_test_id("resume-notice")).to_have_count(0)
     # Headless tabs never become hidden on their own: drive the Page Visibility API by hand.
     page.evaluate(
@@ -309,7 +319,7 @@ def test_open_enrolment_link_starts_a_session_after_consent(
 def test_classifiers_sit_side_by_side_on_a_laptop_and_stack_on_a_portrait_tablet(
     page: Page, live_server: Any, study: Any, health: Any
 ) -> None:
-    _start_from_invitation(page, live_server, study)
+    _start_consented(page, live_server, study)
     _expect_charts_drawn(page)
     left, right = page.get_by_test_id("classifier-left"), page.get_by_test_id("classifier-right")
     expect(left.get_by_role("heading", name="Classifier A")).to_be_visible()
@@ -332,7 +342,7 @@ def test_classifiers_sit_side_by_side_on_a_laptop_and_stack_on_a_portrait_tablet
 def test_table_view_is_read_by_screen_readers_and_shown_on_request(
     page: Page, live_server: Any, study: Any, health: Any
 ) -> None:
-    _start_from_invitation(page, live_server, study)
+    _start_consented(page, live_server, study)
     table = page.get_by_test_id("counts-left-0")
     wrapper = table.locator("xpath=ancestor::*[@data-counts-table][1]")
     # Collapsed visually (a clipped 1 px box), but in the accessibility tree with caption and headers.
@@ -361,8 +371,6 @@ def test_question_page_draws_its_charts_under_a_csp_without_inline_styles(
     monkeypatch.setattr(app.main, "CONTENT_SECURITY_POLICY", strict)
     token = live_server.invite(study)
     with live_server.app.state.sessionmaker() as db:
-        from app.services import consent
-
         consent(db, live_server.app.state.session_cache, token)
     response = page.goto(f"{live_server.url}/sessions/{token}")
     assert response is not None and "unsafe-inline" not in response.headers["content-security-policy"]
@@ -390,7 +398,7 @@ def test_fairness_question_shows_one_panel_per_group_on_each_side(
         checks=False,
         evaluation_queries=0,
     )
-    token = _start_from_invitation(page, live_server, fair)
+    token = _start_consented(page, live_server, fair)
     _expect_charts_drawn(page)
     for side, label in (("left", "Classifier A"), ("right", "Classifier B")):
         card = page.get_by_test_id(f"classifier-{side}")
