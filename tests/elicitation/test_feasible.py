@@ -294,3 +294,14 @@ def test_ten_class_queries_mix_at_most_eleven_plug_ins() -> None:
         assert classifier.weights.shape[0] <= 11
         assert np.max(np.abs(classifier.rates - rates)) <= MATCH_ATOL
         assert space.confusion(rates).shape == (10, 10)
+
+
+def test_feasible_rates_outside_the_sphere_use_the_linear_program(cancer: FeasibleModel) -> None:
+    space = cancer.space
+    plug_ins = space.plug_in_rates()
+    best = plug_ins[np.argmax(plug_ins.sum(axis=1))]  # a good classifier, far outside the sphere
+    assert np.sum(np.abs(best - 0.5) / space.extents[0].min(axis=1)) > 1.0  # outside the cross-polytope
+    for target in (best, 0.5 * best + 0.25, 0.9 * best + 0.05):
+        classifier = space.classifier(target)
+        assert np.max(np.abs(classifier.rates - target)) <= MATCH_ATOL
+        assert classifier.weights.shape[0] <= 3
