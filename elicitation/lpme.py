@@ -20,8 +20,10 @@ finding ``a`` means finding the best boundary point ``mu(theta)`` (see `elicitat
    only on the later angles ``theta_{j+1..}``, so sweeping from the last angle to the first solves the
    problem in one cycle up to the search tolerance (the paper sweeps forwards, which needs several cycles).
    For ``k = 2`` there is a single angle and one cycle is exact. For ``k > 2`` we keep cycling (at most
-   ``cycles`` times, the paper's 3) until a whole cycle moves no angle by more than ``epsilon``;
-   ``early_stop=False`` always runs ``cycles`` cycles, as the paper does.
+   ``cycles`` times, the paper's 3) until a whole cycle moves no angle by more than ``epsilon``. Since a
+   repeat search over ``[0, pi/2]`` would only confirm the first sweep, later cycles search the window
+   ``theta_j +- epsilon`` (3 halvings, leaving ``epsilon / 4``) and fall back to the full range only if
+   the optimum has left it. ``early_stop=False`` always runs ``cycles`` full cycles, as the paper does.
 
 4. **Antipodal probes** (``probe="antipodal"``, an alternative to ShrinkInterval). Near the peak,
    ShrinkInterval compares boundary points whose values differ only to second order in the angle gap, so
@@ -87,6 +89,8 @@ _ANGLE_RANGE = math.pi / 2.0
 Probe = Literal["boundary", "antipodal"]
 #: How LPME compares rates: the paper's boundary points, or antipodal points (derivative sign).
 PROBES: tuple[str, ...] = ("boundary", "antipodal")
+#: Halvings of a refinement search over the window theta +- epsilon (width 2 epsilon -> epsilon / 4).
+_REFINE_STEPS = 3
 #: Each ShrinkInterval step asks at most this many queries.
 _QUERIES_PER_STEP = 2
 
@@ -114,7 +118,12 @@ def lpme_max_queries(
     """Upper bound on the queries `lpme` asks for ``n_classes`` classes (orthant + all search steps)."""
     n_cycles = _planned_cycles(n_classes, cycles, early_stop)
     per_step = 1 if probe == "antipodal" else _QUERIES_PER_STEP
-    return n_classes + n_cycles * (n_classes - 1) * search_steps(epsilon) * per_step
+    full = (n_classes - 1) * search_steps(epsilon) * per_step
+    if not early_stop:
+        return n_classes + n_cycles * full
+    # Later cycles refine locally, plus a full search for any angle whose optimum left its window.
+    refine = (n_classes - 1) * _REFINE_STEPS * per_step
+    return n_classes + full + (n_cycles - 1) * (refine + full)
 
 
 def validate_probe(probe: object) -> Probe:
@@ -253,41 +262,59 @@ def _lpme_steps(
         result: FloatArray = center + rho * signs * angles_to_unit(angles)
         return result
 
+    def shrink(j: int, lo: float, hi: float, steps: int) -> Generator[Query, bool, tuple[float, float]]:
+        """Halve the bracket ``[lo, hi]`` of angle ``j`` ``steps`` times (other angles fixed at theta)."""
+        nonlocal asked
+        for _ in range(steps):
+            if antipodal:
+                # The sign of the metric's derivative along theta_j at the midpoint, read off the two
+                # antipodal points of the sphere in the tangent direction.
+                probe_m = theta.copy()
+                probe_m[j] = (lo + hi) / 2.0
+                step = rho * signs * _tangent(probe_m, j)
+                query = Query(center + step, center - step, search, "bisect", j, asked)
+                asked += 1
+                if (yield from ask(query)):
+                    lo = float(probe_m[j])
+                else:
+                    hi = float(probe_m[j])
+                continue
+            c, d, e = (3.0 * lo + hi) / 4.0, (lo + hi) / 2.0, (lo + 3.0 * hi) / 4.0
+            probe_c, probe_d, probe_e = theta.copy(), theta.copy(), theta.copy()
+            probe_c[j], probe_d[j], probe_e[j] = c, d, e
+            query = Query(point(probe_c), point(probe_d), search, "shrink", j, asked)
+            asked += 1
+            if (yield from ask(query)):
+                hi = d
+                continue
+            query = Query(point(probe_d), point(probe_e), search, "shrink", j, asked)
+            asked += 1
+            if (yield from ask(query)):
+                lo, hi = c, e
+            else:
+                lo = d
+        return lo, hi
+
     theta = np.array(vector_angles(uniform), dtype=np.float64)
     n_steps = search_steps(epsilon)
     cycles_run = 0
-    for _ in range(n_cycles):
+    refined = 0
+    for cycle in range(n_cycles):
         start = theta.copy()
         for j in reversed(range(k - 1)):
-            lo, hi = 0.0, _ANGLE_RANGE
-            for _ in range(n_steps):
-                if antipodal:
-                    # The sign of the metric's derivative along theta_j at the midpoint, read off the two
-                    # antipodal points of the sphere in the tangent direction.
-                    probe_m = theta.copy()
-                    probe_m[j] = (lo + hi) / 2.0
-                    step = rho * signs * _tangent(probe_m, j)
-                    query = Query(center + step, center - step, search, "bisect", j, asked)
-                    asked += 1
-                    if (yield from ask(query)):
-                        lo = probe_m[j]
-                    else:
-                        hi = probe_m[j]
-                    continue
-                c, d, e = (3.0 * lo + hi) / 4.0, (lo + hi) / 2.0, (lo + 3.0 * hi) / 4.0
-                probe_c, probe_d, probe_e = theta.copy(), theta.copy(), theta.copy()
-                probe_c[j], probe_d[j], probe_e[j] = c, d, e
-                query = Query(point(probe_c), point(probe_d), search, "shrink", j, asked)
-                asked += 1
-                if (yield from ask(query)):
-                    hi = d
-                    continue
-                query = Query(point(probe_d), point(probe_e), search, "shrink", j, asked)
-                asked += 1
-                if (yield from ask(query)):
-                    lo, hi = c, e
+            if cycle == 0 or not early_stop:
+                lo, hi = yield from shrink(j, 0.0, _ANGLE_RANGE, n_steps)
+            else:
+                # After one backward sweep every angle is within epsilon / 2 of its optimum, so a repeat
+                # search over [0, pi/2] would only confirm it: search +- epsilon around it instead (refining
+                # it to epsilon / 4), and fall back to the full range if the optimum left that window.
+                local_lo, local_hi = max(theta[j] - epsilon, 0.0), min(theta[j] + epsilon, _ANGLE_RANGE)
+                lo, hi = yield from shrink(j, local_lo, local_hi, _REFINE_STEPS)
+                escaped = (lo == local_lo and local_lo > 0.0) or (hi == local_hi and local_hi < _ANGLE_RANGE)
+                if escaped:
+                    lo, hi = yield from shrink(j, 0.0, _ANGLE_RANGE, n_steps)
                 else:
-                    lo = d
+                    refined += 1
             theta[j] = (lo + hi) / 2.0
         cycles_run += 1
         if early_stop and float(np.max(np.abs(theta - start))) <= epsilon:
@@ -305,6 +332,7 @@ def _lpme_steps(
             "angles": theta,
             "signs": signs,
             "cycles": cycles_run,
+            "refined_searches": refined,
             "boundary_point": boundary,
             "probe": probe,
         },

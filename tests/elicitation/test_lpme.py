@@ -64,12 +64,15 @@ def test_lpme_fixed_and_early_stopping_cycles_agree(k: int, early_stop: bool) ->
     assert result.details["cycles"] == expected_cycles
 
 
-def test_lpme_early_stopping_saves_queries() -> None:
+@pytest.mark.parametrize("probe", PROBES)
+def test_lpme_early_stopping_saves_queries_and_refines(probe: Probe) -> None:
     rng = np.random.default_rng(7)
     metric = LinearMetric(rng.normal(size=4))
-    fast = run(lpme(_sphere(4)), metric.prefers)
-    paper = run(lpme(_sphere(4), early_stop=False), metric.prefers)
-    assert fast.num_queries < paper.num_queries
+    fast = run(lpme(_sphere(4), probe=probe), metric.prefers)
+    paper = run(lpme(_sphere(4), probe=probe, early_stop=False), metric.prefers)
+    assert fast.num_queries < 0.6 * paper.num_queries
+    assert np.linalg.norm(fast.metric.a - metric.a) <= np.linalg.norm(paper.metric.a - metric.a) + 1e-12
+    assert fast.details["refined_searches"] == 3
 
 
 def test_lpme_finds_the_signs_with_k_orthant_queries() -> None:
@@ -101,12 +104,13 @@ def test_lpme_queries_are_labelled_with_strictly_increasing_steps() -> None:
 def test_lpme_max_queries_formula() -> None:
     assert search_steps(1e-2) == 8  # (pi / 2) / 2^8 = 0.0061 <= 0.01 < 0.0123
     assert lpme_max_queries(2, 1e-2) == 2 + 1 * 1 * 8 * 2
-    assert lpme_max_queries(3, 1e-2) == 3 + 3 * 2 * 8 * 2
-    assert lpme_max_queries(3, 1e-2, early_stop=False) == lpme_max_queries(3, 1e-2)
+    # One full sweep, then up to two refinement sweeps (3 halvings) each with a possible full fallback.
+    assert lpme_max_queries(3, 1e-2) == 3 + 2 * 8 * 2 + 2 * (2 * 3 * 2 + 2 * 8 * 2)
+    assert lpme_max_queries(3, 1e-2, early_stop=False) == 3 + 3 * 2 * 8 * 2
     assert lpme_max_queries(2, 1e-2, early_stop=False) == 2 + 3 * 1 * 8 * 2
     assert lpme(_sphere(3)).max_queries == lpme_max_queries(3, 1e-2)
-    assert lpme_max_queries(3, 1e-2, probe="antipodal") == 3 + 3 * 2 * 8
-    assert lpme(_sphere(3), probe="antipodal").max_queries == 3 + 3 * 2 * 8
+    assert lpme_max_queries(3, 1e-2, probe="antipodal") == 3 + 2 * 8 + 2 * (2 * 3 + 2 * 8)
+    assert lpme(_sphere(3), probe="antipodal", early_stop=False).max_queries == 3 + 3 * 2 * 8
 
 
 def test_antipodal_probe_asks_one_query_per_halving_and_reads_the_centre_gradient() -> None:
@@ -119,7 +123,9 @@ def test_antipodal_probe_asks_one_query_per_halving_and_reads_the_centre_gradien
     result = run(lpme(sphere, probe="antipodal"), metric.prefers)
     assert np.linalg.norm(result.metric.a - gradient / np.linalg.norm(gradient)) <= math.sqrt(3) * 1e-2
     bisections = [query for query, _ in result.log if query.kind == "bisect"]
-    assert len(bisections) == result.details["cycles"] * 2 * search_steps(1e-2)
+    # A full sweep over both angles, then a refinement sweep (3 halvings each) that confirms it.
+    assert result.details["cycles"] == 2 and result.details["refined_searches"] == 2
+    assert len(bisections) == 2 * search_steps(1e-2) + 2 * 3
     for query in bisections:
         assert np.allclose(query.first + query.second, 2 * sphere.center)
 
@@ -217,3 +223,22 @@ def test_lpme_rejects_a_non_sphere() -> None:
 def test_sphere_leaving_the_cube_is_rejected_before_lpme() -> None:
     with pytest.raises(InvalidConfigError, match="radius"):
         Sphere(np.array([0.1, 0.5]), 0.2)
+
+
+def test_lpme_refinement_falls_back_to_a_full_search_when_the_optimum_moves() -> None:
+    # The oracle changes its mind after the first sweep: the refinement windows no longer hold the optimum.
+    before, after = LinearMetric([0.9, 0.1, 0.4]), LinearMetric([0.1, 0.3, 0.95])
+    sphere = _sphere(3)
+    first_sweep = 3 + 2 * search_steps(1e-2)
+    count = 0
+
+    def fickle(first: np.ndarray, second: np.ndarray) -> bool:
+        nonlocal count
+        count += 1
+        return (before if count <= first_sweep else after).prefers(first, second)
+
+    elicitor = lpme(sphere, probe="antipodal")
+    result = run(elicitor, fickle)
+    assert result.details["refined_searches"] < 2 * (result.details["cycles"] - 1)
+    assert result.num_queries <= elicitor.max_queries
+    assert np.linalg.norm(result.metric.a - after.a) < np.linalg.norm(result.metric.a - before.a)
