@@ -33,21 +33,22 @@ it), ``t = 1/2 sum ||B~^{uv}||_F`` is ``lam / (1 - lam)`` (separate normalisatio
 **Three query designs.** ``design="qpme"`` is Algorithm 4 as published: one full QPME run
 (`shifted_quadratic`: trivial pivot queries, LPME at ``o``, at every ``z_j`` and at ``-z_p``) per partition,
 reconstructed partition by partition as above. Its weak spot is a rank-one term: when ``B`` is small next to
-``d`` (small ``lam``, or a near-zero entry of ``d``), ``(d, B)`` and ``(d, B + c d d^T)`` give almost the same
-slopes, so ``B`` and hence ``lam`` absorb an error along ``d d^T`` (heavy tails in ``lam``). A run on the
-*other side* of the same cut sees the gradient ``a * tau^{not sigma} - W~ x``, whose direction differs from
-``a * tau^sigma``, and pins that term down. ``design="anchored"`` (default) adds one such LPME run per cut,
-at ``z_p`` with ``p`` the largest entry of the partition's ``d`` (the coordinate coupling most strongly to
-the term), takes ``a`` from the QPME gradients as above and then fits every ``B~^{uv}`` (hence ``lam``) by
-ordinary least squares to *all* slopes of all partitions with ``a`` fixed (`reconstruct_fair_anchored`).
-``design="paired"`` drops QPME's pivot queries and ``-z_p`` run instead of adding a run (same query count
-as ``"qpme"`` without its trivial queries) and solves ``(a, B~)`` jointly from all slopes
-(`reconstruct_fair_joint`); it never needs a gradient at ``o`` (``lam`` near 1 is fine) but has no
-redundant run. Measured on 100 random metrics (exact oracle and Definition-4 noise ``eps_Omega = 1e-4``),
-``"anchored"`` had the smallest mean ``B`` and ``lam`` errors for ``k, m <= 3`` at about 20-35 % more
-queries than ``"qpme"``, still under half of the paper's Table 4. The added runs use LPME's antipodal
-probes when `lpme` offers them (the slope is then the gradient direction at the small sphere's centre,
-not at its boundary optimum; `SlopeRun.point` accounts for both).
+``d`` (small ``lam``, or a near-zero entry of ``d``), ``(d, B)`` and ``(d, B + c d d^T)`` give almost the
+same slopes, so ``B`` and hence ``lam`` absorb an error along ``d d^T`` (heavy tails in ``lam``). A run on
+the *other side* of the same cut sees the gradient ``a * tau^{not sigma} - W~ x``, whose direction differs
+from ``a * tau^sigma``, and pins that term down. ``design="anchored"`` (default) adds one such LPME run per
+cut, at ``z_p`` with ``p`` the largest entry of the partition's ``d`` (the coordinate coupling most strongly
+to the term), takes ``a`` from the QPME gradients as above and then fits every ``B~^{uv}`` (hence ``lam``)
+by ordinary least squares to *all* slopes of all partitions with ``a`` fixed (`reconstruct_fair_anchored`).
+``design="paired"`` drops QPME's pivot queries and ``-z_p`` run instead of adding a run (same query count as
+``"qpme"`` without its trivial queries) and solves ``(a, B~)`` jointly from all slopes
+(`reconstruct_fair_joint`); it never needs a gradient at ``o`` (``lam`` near 1 is fine) but has no redundant
+run. If QPME finds no gradient at ``o`` for a partition (``lam`` near 1), ``"anchored"`` falls back to the
+paired runs for it and to the joint solve. Measured on 100 random metrics (exact oracle and Definition-4
+noise ``eps_Omega = 1e-4``), ``"anchored"`` had the smallest mean ``B`` and ``lam`` errors for ``k, m <= 3``
+at about 20-35 % more queries than ``"qpme"``, still under half of the paper's Table 4. The added runs use
+LPME's antipodal probes when `lpme` offers them (the slope is then the gradient direction at the small
+sphere's centre, not at its boundary optimum; `SlopeRun.point` accounts for both).
 
 **Choice of partitions** (`group_partitions`). ``binom(m, 2)`` cuts with a non-singular ``Xi`` are needed.
 Indexing rows and columns by pairs, the cuts ``sigma = {u, v}`` give ``Xi`` = the adjacency matrix of the
@@ -322,6 +323,34 @@ def _psd_projection(matrix: FloatArray) -> tuple[FloatArray, float]:
     return projected, float(np.linalg.norm(eigenvalues - clipped))
 
 
+def _costs_from_gradients(
+    tau_sigma: FloatArray, d: FloatArray, d_norms: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """``a`` (unit, non-negative) and each partition's scale ``y`` from ``y d^sigma = tau^sigma * a``."""
+    count, k = d.shape
+    d_unit = d / d_norms[:, None]
+    # Rows (sigma, i):  tau^sigma_i a_i - y_sigma d^sigma_i = 0  in the unknowns (a, y).
+    system = np.zeros((count * k, k + count))
+    for s in range(count):
+        rows = slice(s * k, (s + 1) * k)
+        system[rows, :k] = np.diag(tau_sigma[s])
+        system[rows, k + s] = -d_unit[s]
+    _, _, vt = np.linalg.svd(system)
+    null = vt[-1]
+    if float(np.sum(null[:k])) < 0.0:
+        null = -null
+    a_raw = np.clip(null[:k], 0.0, None)
+    a_norm = float(np.linalg.norm(a_raw))
+    if not np.isfinite(a_norm) or a_norm < _ZERO:
+        raise NumericalError("the elicited gradients give no non-negative misclassification costs a")
+    a_hat = a_raw / a_norm
+    # Scales given a_hat (least squares y d = tau^sigma * a_hat), then back to the raw d's scale.
+    targets = tau_sigma * a_hat
+    y_unit = np.sum(d_unit * targets, axis=1)
+    scales = y_unit / d_norms
+    return a_hat, scales
+
+
 def reconstruct_fair(
     tau: npt.ArrayLike,
     partitions: Sequence[Partition],
@@ -385,26 +414,7 @@ def reconstruct_fair(
             "a partition's elicited gradient is zero: the oracle's trade-off is (numerically) lam = 1, "
             "so the misclassification costs a cannot be identified"
         )
-    d_unit = d / d_norms[:, None]
-    # Rows (sigma, i):  tau^sigma_i a_i - y_sigma d^sigma_i = 0  in the unknowns (a, y).
-    system = np.zeros((count * k, k + count))
-    for s in range(count):
-        rows = slice(s * k, (s + 1) * k)
-        system[rows, :k] = np.diag(tau_sigma[s])
-        system[rows, k + s] = -d_unit[s]
-    _, _, vt = np.linalg.svd(system)
-    null = vt[-1]
-    if float(np.sum(null[:k])) < 0.0:
-        null = -null
-    a_raw = np.clip(null[:k], 0.0, None)
-    a_norm = float(np.linalg.norm(a_raw))
-    if not np.isfinite(a_norm) or a_norm < _ZERO:
-        raise NumericalError("the elicited gradients give no non-negative misclassification costs a")
-    a_hat = a_raw / a_norm
-    # Scales given a_hat (least squares y d = tau^sigma * a_hat), then back to the raw d's scale.
-    targets = tau_sigma * a_hat
-    y_unit = np.sum(d_unit * targets, axis=1)
-    scales = y_unit / d_norms
+    a_hat, scales = _costs_from_gradients(tau_sigma, d, d_norms)
     if np.any(scales <= 0.0):
         raise NumericalError(
             "a partition's elicited gradient points against the recovered costs a; the answers are "
@@ -648,12 +658,17 @@ def _partition_label(partition: Partition) -> str:
 
 
 def _lifted(
-    inner: Elicitor[Elicitation[T]], partition: Partition, center: FloatArray, n_groups: int
+    inner: Elicitor[Elicitation[T]],
+    partition: Partition,
+    center: FloatArray,
+    n_groups: int,
+    tally: list[int] | None = None,
 ) -> Generator[Query, bool, Elicitation[T]]:
     """Drive a k-dimensional QPME or LPME run through fairness profiles (Equation 10).
 
     On those profiles the oracle's cost is minus QPME's shifted quadratic utility plus a constant, so "the
-    first profile is preferred" (lower cost) is exactly "the first rate is preferred" for QPME.
+    first profile is preferred" (lower cost) is exactly "the first rate is preferred" for QPME. ``tally[0]``
+    counts the answered queries, also when the inner run ends with an exception.
     """
     try:
         query = next(inner)
@@ -670,6 +685,8 @@ def _lifted(
             step=query.step,
         )
         answer = yield from ask(lifted)
+        if tally is not None:
+            tally[0] += 1
         try:
             query = inner.send(answer)
         except StopIteration as stop:
@@ -740,14 +757,16 @@ def fair_qpme(
     epsilon : float
         LPME binary-search tolerance (positive).
     inner_radius : float, optional
-        QPME's ``varrho`` in ``(0, rho)``; QPME's default when omitted.
+        ``varrho`` in ``(0, rho)`` of QPME's and the added LPME runs' small spheres; QPME's default when
+        omitted.
     design : {"anchored", "qpme", "paired"}
         ``"anchored"`` (default): a QPME run per partition plus one LPME run on the cut's other side,
         ``B`` and ``lam`` fitted to all slopes. ``"qpme"``: Algorithm 4 as published. ``"paired"``: per
         partition LPME at ``o`` and every ``z_j`` plus the other-side run, solved jointly (fewest queries,
         no trivial queries). See the module docstring for the trade-offs.
     reconstruction : {"lstsq", "closed_form"}
-        QPME's reconstruction solver (``design="qpme"`` only).
+        QPME's reconstruction solver, used for each partition's ``(d, B)`` (``"qpme"``) or ``d``
+        (``"anchored"``); ignored by ``"paired"``.
     partitions : sequence of sets of int, optional
         ``binom(m, 2)`` sets of (0-based) groups whose membership matrix ``Xi`` is non-singular; default
         `group_partitions` (each cut oriented by `orient_partitions`). Given partitions are used as is.
@@ -770,8 +789,10 @@ def fair_qpme(
     Returns
     -------
     Elicitor of Elicitation[FairQuadraticMetric]
-        ``metric`` is the estimate; ``details`` holds the partitions, ``Xi``, every partition's ``(d, B)``
-        and query count, the scales and the mass removed by the PSD projection.
+        ``metric`` is the estimate; ``details`` holds the ``design``, the partitions, ``Xi``, queries per
+        partition, the mass removed by the PSD projection and, per design, every partition's ``(d, B)``
+        (``"qpme"``, ``"anchored"``) and every run's slope, offset and moved groups (``"anchored"``,
+        ``"paired"``).
 
     Raises
     ------
@@ -779,8 +800,9 @@ def fair_qpme(
         (eagerly) ``groups < 2``; ``tau`` of the wrong shape, negative or with a column not summing to one;
         ``epsilon <= 0``; a bad sphere, ``inner_radius``, ``reconstruction`` or ``partitions``.
     DegenerateMetricError
-        (while running, ``"qpme"``/``"anchored"``) QPME's trivial queries find no gradient at ``o``
-        (``lam`` near 1).
+        (while running, ``"qpme"`` only) QPME's trivial queries find no gradient at ``o`` (``lam`` near 1).
+        ``"anchored"`` then measures that partition's slopes with LPME directly (as ``"paired"`` does; the
+        trivial queries already asked are kept in the count) and solves jointly.
     NumericalError
         (while running) the answers determine no finite fair metric.
 
@@ -789,7 +811,8 @@ def fair_qpme(
     ``binom(m, 2)`` QPME runs (``"anchored"``: plus one LPME run each; ``"paired"``: ``binom(m, 2) (k + 2)``
     LPME runs and no trivial queries), so ``O(m^2 k^2 log(1/epsilon))`` queries as in Table 4 of the paper;
     `Elicitor.max_queries` is the exact worst case. With an exact oracle, ``epsilon = 1e-2`` and radius 0.2
-    every design asked on average under half of Table 4 for ``k, m <= 3``.
+    every design asked on average fewer queries than Table 4 for ``k, m <= 3``, and under half of it with
+    LPME's antipodal probes.
     """
     space = _check_sphere(sphere)
     m = _check_groups(groups)
@@ -920,55 +943,93 @@ def _fair_steps(
     varrho: float,
     search: str,
 ) -> Generator[Query, bool, Elicitation[FairQuadraticMetric]]:
-    m = tau.shape[0]
+    m, k = tau.shape
     everyone = frozenset(range(m))
     o = sphere.center
-    asked = 0
+    tally = [0]
     gradients: list[FloatArray] = []
     hessians: list[FloatArray] = []
     counts: list[int] = []
     runs: list[SlopeRun] = []
+    fallbacks: list[list[int]] = []
     for sigma in partitions:
-        result = yield from _lifted(make_inner(sigma), sigma, o, m)
-        asked += result.num_queries
-        gradients.append(result.metric.d)
-        hessians.append(result.metric.B)
+        before = tally[0]
+        result: Elicitation[ShiftedQuadratic] | None
+        try:
+            result = yield from _lifted(make_inner(sigma), sigma, o, m, tally)
+        except DegenerateMetricError:
+            if make_lpme is None:
+                raise
+            result = None
         if make_lpme is None:
-            counts.append(result.num_queries)
+            assert result is not None  # the except clause re-raised otherwise
+            gradients.append(result.metric.d)
+            hessians.append(result.metric.B)
+            counts.append(tally[0] - before)
             continue
-        centers = np.asarray(result.details["centers"], dtype=np.float64)
-        slopes = np.asarray(result.details["slopes"], dtype=np.float64)
-        boundary = result.details.get("probe", "boundary") == "boundary"
-        runs += [SlopeRun(sigma, c - o, f, boundary) for c, f in zip(centers, slopes, strict=True)]
-        # One run on the cut's other side at z_p (see the module docstring, "Two query designs").
-        p = int(np.argmax(result.metric.d))
+        if result is not None:
+            gradients.append(result.metric.d)
+            hessians.append(result.metric.B)
+            centers = np.asarray(result.details["centers"], dtype=np.float64)
+            slopes = np.asarray(result.details["slopes"], dtype=np.float64)
+            boundary = result.details.get("probe", "boundary") == "boundary"
+            runs += [SlopeRun(sigma, c - o, f, boundary) for c, f in zip(centers, slopes, strict=True)]
+            p = int(np.argmax(result.metric.d))
+        else:
+            # QPME's trivial queries saw no gradient at o (lam near 1, the violation dominates). The fair
+            # structure needs none: measure this side's slopes at o and every z_j directly, as "paired" does.
+            fallbacks.append(sorted(sigma))
+            spheres = [inner_sphere(sphere, varrho)] + [
+                inner_sphere(sphere, varrho, axis=j) for j in range(k)
+            ]
+            names = ["o"] + [f"z{j + 1}" for j in range(k)]
+            for small, name in zip(spheres, names, strict=True):
+                label = f"{search}/{_partition_label(sigma)}/{name}/lpme"
+                run = yield from _lifted(make_lpme(small, label), sigma, o, m, tally)
+                runs.append(SlopeRun(sigma, small.center - o, np.array(run.metric.a), not _ANTIPODAL))
+            p = int(np.argmax(runs[-(k + 1)].slope))
+        # One run on the cut's other side at z_p (see the module docstring, "Three query designs").
         other = everyone - sigma
         small = inner_sphere(sphere, varrho, axis=p)
         label = f"{search}/{_partition_label(other)}/z{p + 1}/lpme"
-        extra = yield from _lifted(make_lpme(small, label), other, o, m)
-        asked += extra.num_queries
+        extra = yield from _lifted(make_lpme(small, label), other, o, m, tally)
         runs.append(SlopeRun(other, small.center - o, np.array(extra.metric.a), not _ANTIPODAL))
-        counts.append(result.num_queries + extra.num_queries)
-    outcome = reconstruct_fair(tau, partitions, gradients, hessians)
+        counts.append(tally[0] - before)
     details: dict[str, Any] = {
         "design": "qpme" if make_lpme is None else "anchored",
         "partitions": [sorted(sigma) for sigma in partitions],
         "xi": membership_matrix(partitions, m).tolist(),
-        "gradients": [g.tolist() for g in gradients],
-        "hessians": [h.tolist() for h in hessians],
         "queries_per_partition": counts,
-        "scales": outcome.scales.tolist(),
-        "psd_clipped_mass": outcome.negative_mass,
     }
-    if make_lpme is not None:
-        # a from the QPME gradients (robust: every run of a partition informs d), B and lam from all slopes.
-        outcome = reconstruct_fair_anchored(tau, outcome.metric.a, runs, varrho)
-        details["psd_clipped_mass"] = outcome.negative_mass
+    if make_lpme is None:
+        outcome = reconstruct_fair(tau, partitions, gradients, hessians)
+        details["gradients"] = [g.tolist() for g in gradients]
+        details["hessians"] = [h.tolist() for h in hessians]
+        details["scales"] = outcome.scales.tolist()
+    elif not fallbacks:
+        # a from the QPME gradients (every run of a partition informs d); B and lam from all slopes.
+        d = np.array(gradients)
+        d_norms = np.linalg.norm(d, axis=1)
+        if np.any(d_norms < _ZERO):
+            raise NumericalError("a partition's elicited gradient is zero: a cannot be identified")
+        tau_sigma = np.array([tau[sorted(sigma)].sum(axis=0) for sigma in partitions])
+        a_hat, scales = _costs_from_gradients(tau_sigma, d, d_norms)
+        outcome = reconstruct_fair_anchored(tau, a_hat, runs, varrho)
+        details["gradients"] = d.tolist()
+        details["hessians"] = [h.tolist() for h in hessians]
+        details["scales"] = scales.tolist()
         details["residual"] = float(outcome.scales[0])
+    else:
+        # Some partition has no QPME gradient: solve (a, B~) jointly from every slope instead.
+        outcome = reconstruct_fair_joint(tau, runs, varrho)
+        details["residual"] = float(outcome.scales[0])
+    details["psd_clipped_mass"] = outcome.negative_mass
+    if make_lpme is not None:
+        details["fallback_partitions"] = fallbacks
         details["slopes"] = [run.slope.tolist() for run in runs]
         details["offsets"] = [run.offset.tolist() for run in runs]
         details["moved_groups"] = [sorted(run.partition) for run in runs]
-    return Elicitation(metric=outcome.metric, num_queries=asked, details=details)
+    return Elicitation(metric=outcome.metric, num_queries=tally[0], details=details)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -211,14 +211,21 @@ def test_fair_qpme_recovers_fixed_metrics(
     assert len(result.details["partitions"]) == math.comb(m, 2)
 
 
-def test_fair_qpme_paired_design_handles_tradeoffs_near_one() -> None:
-    # lam near 1 leaves almost no gradient at o; the paired design needs none (no trivial queries).
-    truth = random_fair_metric(np.random.default_rng(91), 2, 2, lam=0.97)
-    result = run(
-        fair_qpme(Sphere.around_uniform(2, RADIUS), groups=2, tau=truth.tau, design="paired"), truth.prefers
-    )
+@pytest.mark.parametrize("design", ["anchored", "paired"])
+def test_fair_qpme_handles_tradeoffs_near_one(design: str) -> None:
+    # lam near 1 leaves almost no gradient at o: QPME's trivial queries see none (seed 92), so "anchored"
+    # falls back to direct LPME runs for that partition; "paired" never needs the gradient at o.
+    truth = random_fair_metric(np.random.default_rng(92), 2, 2, lam=0.97)
+    sphere = Sphere.around_uniform(2, RADIUS)
+    elicitor = fair_qpme(sphere, groups=2, tau=truth.tau, design=design)
+    result = run(elicitor, truth.prefers)
     a_error, B_error, lam_error = errors(truth, result.metric)
     assert a_error < 0.1 and lam_error < 0.02 and B_error < 0.2, (a_error, B_error, lam_error)
+    assert result.num_queries <= elicitor.max_queries
+    if design == "anchored":
+        assert result.details["fallback_partitions"] == [[1]]
+        with pytest.raises(DegenerateMetricError):
+            run(fair_qpme(sphere, groups=2, tau=truth.tau, design="qpme"), truth.prefers)
 
 
 def test_fair_qpme_queries_lift_sphere_points_to_partition_profiles() -> None:
