@@ -147,6 +147,8 @@ def test_thank_you_page_after_the_result(client: TestClient, app: Any, study: An
     assert 'href="https://panel.example.org/done?study=1"' in page.text
     assert 'data-testid="metric-summary"' in page.text
     assert 'data-figure="metric-weights"' in page.text
+    # plotly.js must find its stylesheet hook, or the strict CSP would block the style it injects
+    assert 'id="plotly.js-style-global"' in page.text
     form = {"seq": str(final["progress"]["answered"]), "preferred": "first"}
     assert client.post(f"/sessions/{token}/answers", data=form).status_code == 409
 
@@ -180,6 +182,8 @@ def test_security_headers(client: TestClient, study: Any) -> None:
         csp = headers["content-security-policy"]
         script_src = next(part for part in csp.split(";") if part.strip().startswith("script-src"))
         assert "'unsafe-inline'" not in script_src
+        if not path.startswith("/api"):
+            assert "style-src 'self';" in csp
         assert "frame-ancestors 'none'" in csp
         assert headers["x-content-type-options"] == "nosniff"
         assert headers["referrer-policy"] == "no-referrer"
