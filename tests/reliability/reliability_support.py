@@ -1,0 +1,229 @@
+"""Helpers of the reliability tests: real uvicorn processes, throw-away databases, robust participants."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from app.db import make_engine, make_sessionmaker
+from app.services import create_study
+from app.settings import Settings
+
+#: PostgreSQL server of the multi-worker tests (CI sets it); unset means those tests are skipped.
+POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+#: A server process must answer within this time after it is spawned (a loaded 2-core CI machine).
+STARTUP_TIMEOUT_S = 90.0
+#: How long a participant keeps retrying one request while servers are killed and restarted.
+RETRY_TIMEOUT_S = 60.0
+REQUEST_TIMEOUT_S = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Server:
+    """One ``uvicorn --factory app.main:create_app`` process on 127.0.0.1 with its own environment."""
+
+    def __init__(self, database_url: str, *, schema: str | None = None, workers: int = 1) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(PROJECT_ROOT)}
+        env.pop("DATABASE_SCHEMA", None)
+        if schema:
+            env["DATABASE_SCHEMA"] = schema
+        command = [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app"]
+        command += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
+        if workers > 1:
+            command += ["--workers", str(workers)]
+        self.process = subprocess.Popen(
+            command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+
+    def wait_ready(self) -> Server:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                if httpx.get(f"{self.url}/", timeout=2.0).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            if self.process.poll() is not None:
+                stderr = self.process.stderr.read().decode() if self.process.stderr else ""
+                raise RuntimeError(f"uvicorn exited with {self.process.returncode}: {stderr[-2000:]}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"uvicorn did not answer within {STARTUP_TIMEOUT_S:.0f} s")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown handler runs, nothing is flushed that was not already committed."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=15)
+        if self.process.stderr:
+            self.process.stderr.close()
+
+
+@contextmanager
+def servers(database_url: str, count: int, *, schema: str | None = None) -> Iterator[list[Server]]:
+    """``count`` server processes on one database, started in parallel, stopped at the end."""
+    started = [Server(database_url, schema=schema) for _ in range(count)]
+    try:
+        for server in started:
+            server.wait_ready()
+        yield started
+    finally:
+        for server in started:
+            server.stop()
+
+
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database ``elicit_rel_<random>`` on the test server, dropped afterwards.
+
+    Connection errors propagate: when ``TEST_POSTGRES_URL`` is set, an unreachable server fails the test.
+    """
+    assert POSTGRES_URL, "callers skip when TEST_POSTGRES_URL is unset"
+    name = f"elicit_rel_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+        try:
+            yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+        finally:
+            with admin.connect() as connection:
+                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+def create_small_study(settings: Settings, **overrides: Any) -> Any:
+    """The app tests' small QPME k = 2 study (every phase present) in ``settings``' database."""
+    from app_support import SMALL_STUDY
+
+    engine = make_engine(settings)
+    try:
+        with make_sessionmaker(engine)() as db:
+            return create_study(db, {**SMALL_STUDY, **overrides})
+    finally:
+        engine.dispose()
+
+
+def choose(metric: Any, query: dict[str, Any]) -> str:
+    """The answer of a participant with ``metric``: the option shown on the left is ``first``."""
+    first = np.asarray(query["first"]["rates"])
+    second = np.asarray(query["second"]["rates"])
+    return "first" if metric.prefers(first, second) else "second"
+
+
+@dataclass
+class Acknowledged:
+    """What one automated participant saw acknowledged by a server (HTTP 200/201)."""
+
+    tokens: list[str] = field(default_factory=list)
+    answers: dict[str, dict[int, str]] = field(default_factory=dict)
+    final_states: dict[str, dict[str, Any]] = field(default_factory=dict)
+    retries: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+class RobustParticipant:
+    """Completes sessions over the JSON API, retrying a request after any connection error.
+
+    ``base_url`` is called before every attempt, so a participant follows a restarted server. A retried
+    answer is the same ``(seq, preferred)``: the server records it once whether or not the first attempt
+    was committed before the connection broke.
+    """
+
+    def __init__(self, base_url: Callable[[], str], study_id: str, metric: Any) -> None:
+        self.base_url = base_url
+        self.study_id = study_id
+        self.metric = metric
+        self.seen = Acknowledged()
+        self._client = httpx.Client(timeout=REQUEST_TIMEOUT_S)
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        deadline = time.monotonic() + RETRY_TIMEOUT_S
+        while True:
+            try:
+                return self._client.request(method, self.base_url() + path, json=body)
+            except httpx.TransportError:
+                self.seen.retries += 1
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def complete_session(self) -> None:
+        created = self.request("POST", f"/api/v1/studies/{self.study_id}/sessions", {"consent": True})
+        if created.status_code != 201:
+            self.seen.errors.append(f"create: {created.status_code} {created.text[:200]}")
+            return
+        token = created.json()["token"]
+        self.seen.tokens.append(token)
+        answers = self.seen.answers.setdefault(token, {})
+        state = self.request("GET", f"/api/v1/sessions/{token}").json()
+        while state["query"] is not None:
+            seq = state["query"]["seq"]
+            preferred = choose(self.metric, state["query"])
+            response = self.request(
+                "POST", f"/api/v1/sessions/{token}/answers", {"seq": seq, "preferred": preferred}
+            )
+            if response.status_code != 200:
+                self.seen.errors.append(f"answer {seq}: {response.status_code} {response.text[:200]}")
+                return
+            answers[seq] = preferred
+            state = response.json()
+        self.seen.final_states[token] = state
+
+    def run(self, sessions: int, until: threading.Event | None = None) -> None:
+        """Complete ``sessions`` sessions, and keep starting new ones until ``until`` is set."""
+        try:
+            done = 0
+            while not self.seen.errors:
+                self.complete_session()
+                done += 1
+                if done >= sessions and (until is None or until.is_set()):
+                    break
+        except Exception as exc:  # reported by the test, which fails on any error
+            self.seen.errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            self._client.close()
+
+
+def run_participants(
+    participants: list[RobustParticipant], sessions: int, until: threading.Event | None = None
+) -> list[threading.Thread]:
+    threads = [threading.Thread(target=p.run, args=(sessions, until), daemon=True) for p in participants]
+    for thread in threads:
+        thread.start()
+    return threads
