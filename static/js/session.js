@@ -13,7 +13,7 @@
   if (window.ElicitationSession) {
     return; // already loaded by another <script> tag on this page
   }
-  window.ElicitationSession = { loadedAt: performance.now() };
+  window.ElicitationSession = {};
 
   var KEY_CHOICES = {
     ArrowLeft: "choose-left",
@@ -25,7 +25,9 @@
   // Shorter absences are tab flicks, not pauses worth a notice.
   var PAUSE_NOTICE_MIN_MS = 2000;
 
-  var loadedAt = performance.now();
+  // performance.now() counts from the navigation start, so the time before this deferred script ran
+  // (downloading and drawing the charts) is part of the time on page.
+  var shownAt = 0;
   var hiddenMs = 0;
   var hiddenSince = document.hidden ? performance.now() : null;
 
@@ -58,7 +60,7 @@
   }
 
   function fillTimings(form) {
-    hiddenInput(form, "time_on_page_ms").value = String(Math.round(performance.now() - loadedAt));
+    hiddenInput(form, "time_on_page_ms").value = String(Math.round(performance.now() - shownAt));
     hiddenInput(form, "hidden_ms").value = String(currentHiddenMs());
   }
 
@@ -118,6 +120,10 @@
     // A page restored from the back/forward cache must accept an answer again.
     window.addEventListener("pageshow", function (event) {
       if (event.persisted) {
+        // Back on a page from the back/forward cache: time it afresh as a new showing.
+        shownAt = performance.now();
+        hiddenMs = 0;
+        hiddenSince = null;
         sent = false;
         form.removeAttribute("aria-busy");
         form.querySelectorAll(buttonsSelector).forEach(function (button) {
