@@ -46,9 +46,9 @@ by ordinary least squares to *all* slopes of all partitions with ``a`` fixed (`r
 run. If QPME finds no gradient at ``o`` for a partition (``lam`` near 1), ``"anchored"`` falls back to the
 paired runs for it and to the joint solve. Measured on 100 random metrics (exact oracle and Definition-4
 noise ``eps_Omega = 1e-4``), ``"anchored"`` had the smallest mean ``B`` and ``lam`` errors for ``k, m <= 3``
-at about 20-35 % more queries than ``"qpme"``, still under half of the paper's Table 4. The added runs use
-LPME's antipodal probes when `lpme` offers them (the slope is then the gradient direction at the small
-sphere's centre, not at its boundary optimum; `SlopeRun.point` accounts for both).
+at about 20 % more queries than ``"qpme"``, still under half of the paper's Table 4. All runs use QPME's LPME
+probes (antipodal by default: the slope is then the gradient direction at the small sphere's centre, not at
+its boundary optimum; `SlopeRun.point` accounts for both).
 
 **Choice of partitions** (`group_partitions`). ``binom(m, 2)`` cuts with a non-singular ``Xi`` are needed.
 Indexing rows and columns by pairs, the cuts ``sigma = {u, v}`` give ``Xi`` = the adjacency matrix of the
@@ -92,7 +92,6 @@ paper               code                   meaning
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -103,8 +102,15 @@ import numpy.typing as npt
 
 from .errors import DegenerateMetricError, InvalidConfigError, NumericalError
 from .geometry import inner_sphere, validate_inner_radius
-from .lpme import DEFAULT_CYCLES, DEFAULT_TOLERANCE, lpme
-from .qpme import RECONSTRUCTIONS, Reconstruction, ShiftedQuadratic, default_inner_radius, shifted_quadratic
+from .lpme import DEFAULT_CYCLES, DEFAULT_TOLERANCE, Probe, lpme, validate_probe
+from .qpme import (
+    DEFAULT_PROBE,
+    RECONSTRUCTIONS,
+    Reconstruction,
+    ShiftedQuadratic,
+    default_inner_radius,
+    shifted_quadratic,
+)
 from .types import (
     Elicitation,
     Elicitor,
@@ -143,9 +149,6 @@ TAU_ATOL = 1e-6
 DEFAULT_TRADEOFF_INNER_RADIUS = 0.025
 #: Bisection steps when placing a threshold query; 60 halvings of ``[0, pi/2]`` reach float resolution.
 _BISECTION_STEPS = 60
-#: Whether `lpme` offers antipodal probes (one query per halving, derivative at the sphere centre, robust to
-#: answer noise); the LPME runs fair QPME adds use them when available and boundary probes otherwise.
-_ANTIPODAL = "probe" in inspect.signature(lpme).parameters
 #: Quantities below this (norms, curvatures) count as zero.
 _ZERO = 1e-12
 
@@ -736,6 +739,7 @@ def fair_qpme(
     search: str = "fair",
     cycles: int = DEFAULT_CYCLES,
     early_stop: bool = True,
+    probe: Probe = DEFAULT_PROBE,
 ) -> Elicitor[Elicitation[FairQuadraticMetric]]:
     """Elicit a fair quadratic cost ``(a, B^{uv}, lam)`` for ``m >= 2`` groups (Section 4, Algorithm 4).
 
@@ -773,8 +777,8 @@ def fair_qpme(
     search : str
         Prefix of every query's ``search`` label; queries read ``{search}/sigma=1+3/qpme/z2/lpme``
         (1-based groups and coordinates).
-    cycles, early_stop : int, bool
-        Passed to every LPME run.
+    cycles, early_stop, probe : int, bool, {"antipodal", "boundary"}
+        Passed to every LPME run (also those inside QPME); ``probe`` defaults to QPME's.
 
     Yields
     ------
@@ -849,10 +853,10 @@ def fair_qpme(
     varrho = (
         default_inner_radius(space) if inner_radius is None else validate_inner_radius(space, inner_radius)
     )
+    probe_kind = validate_probe(probe)
 
     def make_lpme(small: Sphere, label: str) -> Elicitor[Elicitation[LinearMetric]]:
-        options: dict[str, Any] = {"probe": "antipodal"} if _ANTIPODAL else {}
-        return lpme(small, eps, cycles=cycles, early_stop=early_stop, search=label, **options)
+        return lpme(small, eps, cycles=cycles, early_stop=early_stop, search=label, probe=probe_kind)
 
     if design in ("qpme", "anchored"):
 
@@ -865,6 +869,7 @@ def fair_qpme(
                 search=f"{search}/{_partition_label(partition)}/qpme",
                 cycles=cycles,
                 early_stop=early_stop,
+                probe=probe_kind,
             )
 
         budget = sum(make_inner(sigma).max_queries for sigma in chosen)  # also validates QPME's arguments
@@ -872,12 +877,14 @@ def fair_qpme(
         if design == "anchored":
             extra = make_lpme
             budget += len(chosen) * make_lpme(space, search).max_queries
-        body = _fair_steps(space, tau_values, chosen, make_inner, extra, varrho, search)
+        body = _fair_steps(
+            space, tau_values, chosen, make_inner, extra, varrho, search, probe_kind == "boundary"
+        )
         return Elicitor(body, name=search, max_queries=budget)
 
     per_run = make_lpme(space, search).max_queries  # also validates LPME's arguments
     budget = len(chosen) * (space.n_classes + 2) * per_run
-    body = _paired_steps(space, tau_values, chosen, varrho, make_lpme, search)
+    body = _paired_steps(space, tau_values, chosen, varrho, make_lpme, search, probe_kind == "boundary")
     return Elicitor(body, name=search, max_queries=budget)
 
 
@@ -888,6 +895,7 @@ def _paired_steps(
     varrho: float,
     make_lpme: Callable[[Sphere, str], Elicitor[Elicitation[LinearMetric]]],
     search: str,
+    at_boundary: bool,
 ) -> Generator[Query, bool, Elicitation[FairQuadraticMetric]]:
     m, k = tau.shape
     everyone = frozenset(range(m))
@@ -904,7 +912,7 @@ def _paired_steps(
             label = f"{search}/{_partition_label(sigma)}/{name}/lpme"
             result = yield from _lifted(make_lpme(small, label), sigma, o, m)
             asked += result.num_queries
-            runs.append(SlopeRun(sigma, small.center - o, np.array(result.metric.a), not _ANTIPODAL))
+            runs.append(SlopeRun(sigma, small.center - o, np.array(result.metric.a), at_boundary))
         # The complement side at z_p replaces Algorithm 1's -z_p run. Its gradient direction
         # a * tau^{not sigma} differs from sigma's, which pins down the rank-one term (d d^T) that the
         # runs of one side can barely tell apart from the metric; p is where sigma's gradient at o is
@@ -915,7 +923,7 @@ def _paired_steps(
         label = f"{search}/{_partition_label(other)}/z{p + 1}/lpme"
         result = yield from _lifted(make_lpme(small, label), other, o, m)
         asked += result.num_queries
-        runs.append(SlopeRun(other, small.center - o, np.array(result.metric.a), not _ANTIPODAL))
+        runs.append(SlopeRun(other, small.center - o, np.array(result.metric.a), at_boundary))
         counts.append(asked - before)
     outcome = reconstruct_fair_joint(tau, runs, varrho)
     details: dict[str, Any] = {
@@ -942,6 +950,7 @@ def _fair_steps(
     make_lpme: Callable[[Sphere, str], Elicitor[Elicitation[LinearMetric]]] | None,
     varrho: float,
     search: str,
+    at_boundary: bool,
 ) -> Generator[Query, bool, Elicitation[FairQuadraticMetric]]:
     m, k = tau.shape
     everyone = frozenset(range(m))
@@ -986,14 +995,14 @@ def _fair_steps(
             for small, name in zip(spheres, names, strict=True):
                 label = f"{search}/{_partition_label(sigma)}/{name}/lpme"
                 run = yield from _lifted(make_lpme(small, label), sigma, o, m, tally)
-                runs.append(SlopeRun(sigma, small.center - o, np.array(run.metric.a), not _ANTIPODAL))
+                runs.append(SlopeRun(sigma, small.center - o, np.array(run.metric.a), at_boundary))
             p = int(np.argmax(runs[-(k + 1)].slope))
         # One run on the cut's other side at z_p (see the module docstring, "Three query designs").
         other = everyone - sigma
         small = inner_sphere(sphere, varrho, axis=p)
         label = f"{search}/{_partition_label(other)}/z{p + 1}/lpme"
         extra = yield from _lifted(make_lpme(small, label), other, o, m, tally)
-        runs.append(SlopeRun(other, small.center - o, np.array(extra.metric.a), not _ANTIPODAL))
+        runs.append(SlopeRun(other, small.center - o, np.array(extra.metric.a), at_boundary))
         counts.append(tally[0] - before)
     details: dict[str, Any] = {
         "design": "qpme" if make_lpme is None else "anchored",

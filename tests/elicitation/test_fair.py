@@ -212,6 +212,17 @@ def test_fair_qpme_recovers_fixed_metrics(
 
 
 @pytest.mark.parametrize("design", ["anchored", "paired"])
+def test_fair_qpme_boundary_probes_place_slopes_at_the_boundary_optimum(design: str) -> None:
+    # Boundary probes make each slope the gradient direction at c + varrho f (KKT), antipodal ones at c;
+    # a wrong point in the reconstruction would bias B by O(varrho) and fail these bounds.
+    truth = random_fair_metric(np.random.default_rng(12), 2, 2, lam=0.7)
+    sphere = Sphere.around_uniform(2, RADIUS)
+    result = run(fair_qpme(sphere, groups=2, tau=truth.tau, design=design, probe="boundary"), truth.prefers)
+    a_error, B_error, lam_error = errors(truth, result.metric)
+    assert a_error < 0.02 and B_error < 0.1 and lam_error < 0.01, (a_error, B_error, lam_error)
+
+
+@pytest.mark.parametrize("design", ["anchored", "paired"])
 def test_fair_qpme_handles_tradeoffs_near_one(design: str) -> None:
     # lam near 1 leaves almost no gradient at o: QPME's trivial queries see none (seed 92), so "anchored"
     # falls back to direct LPME runs for that partition; "paired" never needs the gradient at o.
@@ -354,6 +365,7 @@ GOOD_TAU = [[0.3, 0.6], [0.7, 0.4]]
         ({"groups": 3, "tau": [[0.2, 0.2], [0.3, 0.3], [0.5, 0.5]], "partitions": [[0], [1]]}, "binom"),
         ({"groups": 2, "tau": GOOD_TAU, "partitions": [[0, 1]]}, "proper subset"),
         ({"groups": 2, "tau": GOOD_TAU, "design": "both"}, "design"),
+        ({"groups": 2, "tau": GOOD_TAU, "probe": "middle"}, "probe"),
         ({"groups": 2, "tau": GOOD_TAU, "design": "paired", "inner_radius": 0.0}, "inner_radius"),
     ],
 )
