@@ -213,8 +213,10 @@ def sankey_figure(
     population = _population_label(population)
     true_totals = matrix.sum(axis=1)
     predicted_totals = matrix.sum(axis=0)
-    labels = [f"Actually {name}: {_fmt(true_totals[i], decimals)}" for i, name in enumerate(names)] + [
-        f"Predicted {name}: {_fmt(predicted_totals[j], decimals)}" for j, name in enumerate(names)
+    labels = [
+        f"Actually {name}<br>{_fmt(true_totals[i], decimals)} in total" for i, name in enumerate(names)
+    ] + [
+        f"Predicted {name}<br>{_fmt(predicted_totals[j], decimals)} in total" for j, name in enumerate(names)
     ]
     node_colors = [class_color(i) for i in range(k)] * 2
     # Fixed node positions keep class i at the same height on both sides, so correct flows run straight

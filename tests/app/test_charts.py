@@ -148,10 +148,10 @@ def test_sankey_boxes_carry_class_names_and_totals() -> None:
     labels = charts.sankey_figure(counts, NAMES)["data"][0]["node"]["label"]
     true_totals, predicted_totals = counts.sum(axis=1), counts.sum(axis=0)
     assert labels == [
-        f"Actually benign: {true_totals[0]:.0f}",
-        f"Actually malignant: {true_totals[1]:.0f}",
-        f"Predicted benign: {predicted_totals[0]:.0f}",
-        f"Predicted malignant: {predicted_totals[1]:.0f}",
+        f"Actually benign<br>{true_totals[0]:.0f} in total",
+        f"Actually malignant<br>{true_totals[1]:.0f} in total",
+        f"Predicted benign<br>{predicted_totals[0]:.0f} in total",
+        f"Predicted malignant<br>{predicted_totals[1]:.0f} in total",
     ]
     assert true_totals.tolist() == [65.0, 35.0]
 
