@@ -99,9 +99,9 @@ DEFAULT_CREDIBLE_LEVEL = 0.95
 #: Random candidate pairs drawn per question, committee size and how many survive each stage.
 _N_RANDOM = 768
 _COMMITTEE = 32
-_N_RESCORED = 48
+_N_RESCORED = 96
 _N_LEADERS = 6
-_N_PERTURB = 8
+_N_PERTURB = 16
 _PERTURB_SCALES = (0.3, 0.1)
 #: Size of the posterior sample kept in ``details`` for `ranking_probability`.
 _SAMPLE_SIZE = 256
