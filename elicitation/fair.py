@@ -287,10 +287,11 @@ def lift_rates(
     -------
     ndarray, shape (n_groups, n_classes)
     """
-    s = np.asarray(rates, dtype=np.float64)
-    profile = np.tile(np.asarray(center, dtype=np.float64), (n_groups, 1))
-    for g in partition:
-        profile[g] = s
+    base = np.asarray(center, dtype=np.float64)
+    profile = np.empty((n_groups, base.shape[0]))
+    profile[:] = base
+    if partition:
+        profile[sorted(partition)] = np.asarray(rates, dtype=np.float64)
     return profile
 
 
