@@ -43,14 +43,14 @@ paper / issue 7        code
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from .errors import InvalidConfigError
+from .errors import InvalidConfigError, NumericalError
 from .posterior import Block, Family, ParticlePosterior, check_betas, sym_from_vec, vec_from_sym
 from .types import (
     Elicitation,
@@ -223,6 +223,8 @@ class _Geometry:
     sphere: Sphere
     priors: FloatArray  # (n_groups, n_classes)
     shape: tuple[int, ...]
+    #: The query space's own ``confusion`` (None for a plain sphere), used to confirm the pair shown.
+    confusion: Callable[[FloatArray], FloatArray] | None = None
 
     def sample(self, rng: np.random.Generator, count: int) -> FloatArray:
         """``count`` rate arrays inside the sphere (each group row inside it), ``(count, *shape)``."""
@@ -290,7 +292,8 @@ def _resolve_space(space: object, priors: npt.ArrayLike | None, n_groups: int) -
         if np.any(array <= 0.0) or not np.allclose(array.sum(axis=1), 1.0, atol=1e-6):
             raise InvalidConfigError("priors must be positive and sum to one (per group)")
     shape = (k,) if n_groups == 1 else (n_groups, k)
-    return _Geometry(sphere, array, shape)
+    confusion = None if isinstance(space, Sphere) else space.confusion  # type: ignore[attr-defined]
+    return _Geometry(sphere, array, shape, confusion)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -609,7 +612,18 @@ def _choose_query(
         first, second = np.concatenate([first, new1]), np.concatenate([second, new2])
         features = np.concatenate([features, new_features])
         scores = np.concatenate([scores, new_scores])
-    best = int(np.argmax(scores))
+    order = np.argsort(-scores, kind="stable")
+    best = int(order[0])
+    if geometry.confusion is not None:
+        # The diagonal-cell filter is sufficient for any space honouring the contract; the space's own
+        # confusion matrices have the last word (a pair failing it is skipped, never shown).
+        for index in order:
+            gap = np.max(np.abs(geometry.confusion(first[index]) - geometry.confusion(second[index])))
+            if float(gap) >= config.min_cell_gap:
+                best = int(index)
+                break
+        else:
+            raise NumericalError("no candidate pair passed the query space's own perceptibility check")
     r1, r2, feature = first[best], second[best], features[best]
     if rng.random() < 0.5:
         # Which option is shown first carries no information; randomising it avoids a position bias.

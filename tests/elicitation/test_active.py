@@ -307,3 +307,21 @@ def test_active_any_answer_sequence_ends_within_budget_with_a_finite_estimate(
     assert step.result.num_queries == 8
     assert np.all(np.isfinite(step.result.metric.a)) and np.all(np.isfinite(step.result.metric.B))
     assert np.isfinite(step.result.details["posterior_spread"])
+
+
+class _HalfScaleSpace(SyntheticSpace):
+    """Confusion cells at half the diagonal rule: the diagonal filter alone would not suffice."""
+
+    def confusion(self, rates):  # type: ignore[no-untyped-def]
+        return 0.5 * super().confusion(rates)
+
+
+def test_active_confirms_perceptibility_with_the_space_own_confusion() -> None:
+    space = _HalfScaleSpace(3, radius=0.2)
+    metric = random_quadratic_metric(np.random.default_rng(4), 3)
+    result = run(
+        active_quadratic(space, seed=1, max_queries=10, min_cell_gap=4.0, n_particles=FAST_PARTICLES),
+        ExactOracle(metric),
+    )
+    for query, _ in result.log:
+        assert float(np.max(np.abs(space.confusion(query.first) - space.confusion(query.second)))) >= 4.0
