@@ -417,3 +417,26 @@ def test_fairness_question_shows_one_panel_per_group_on_each_side(
     with page.expect_navigation():
         page.keyboard.press("ArrowLeft")
     assert _api_state(live_server, token)["progress"]["answered"] == 1
+
+
+def test_without_javascript_the_tables_show_the_numbers_and_answers_still_work(
+    browser: Any, live_server: Any, study: Any
+) -> None:
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1366, "height": 900})
+    try:
+        page = context.new_page()
+        token = live_server.invite(study)
+        with live_server.app.state.sessionmaker() as db:
+            consent(db, live_server.app.state.session_cache, token)
+        page.goto(f"{live_server.url}/sessions/{token}")
+        table = page.get_by_test_id("counts-left-0")
+        expect(table).to_be_visible()
+        box = table.bounding_box()
+        assert box is not None and box["width"] > 200
+        expect(page.get_by_test_id("table-toggle")).to_be_hidden()
+        with page.expect_navigation():
+            page.get_by_test_id("choose-left").click()
+        row = _answers(live_server, token)[-1]
+        assert row.preferred == "first" and row.time_on_page_ms is None
+    finally:
+        context.close()
