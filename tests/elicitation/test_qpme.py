@@ -89,6 +89,22 @@ def test_lstsq_uses_the_boundary_point_where_the_slope_was_measured() -> None:
     assert np.allclose(d, d_true, atol=1e-9) and np.allclose(B, B_true, atol=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_lstsq_nsd_constraint_keeps_curvature_non_positive_on_noisy_slopes(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sphere = _sphere(3)
+    metric = random_quadratic_metric(rng, 3)
+    slopes = _exact_slopes(metric, sphere, 0.04, 0) + rng.normal(scale=0.02, size=(5, 3))
+    slopes /= np.linalg.norm(slopes, axis=1, keepdims=True)
+    offsets = np.array([s.center - sphere.center for s in qpme_spheres(sphere, 0.04, 0)])
+    free = reconstruct_lstsq(slopes, offsets, 0.0)
+    constrained = reconstruct_lstsq(slopes, offsets, 0.0, nsd=True)
+    assert np.max(np.linalg.eigvalsh(constrained[1])) <= 1e-6
+    assert np.isclose(constrained[0] @ constrained[0] + np.sum(constrained[1] ** 2), 1.0)
+    if np.max(np.linalg.eigvalsh(free[1])) <= 1e-9:
+        assert np.allclose(constrained[0], free[0]) and np.allclose(constrained[1], free[1])
+
+
 def test_closed_form_rejects_a_vanishing_pivot_slope() -> None:
     slopes = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0]])
     with pytest.raises(NumericalError):
