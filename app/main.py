@@ -12,6 +12,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import charts
+from .admin import web as admin_web
 from .db import make_engine, make_sessionmaker
 from .errors import NotFoundError, install_error_handlers
 from .routes import api, pages
@@ -118,6 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR), check_dir=False), name="static")
     app.include_router(pages.router)
     app.include_router(api.router)
+    admin_web.install(app)
     app.add_middleware(SecurityHeadersMiddleware)
     install_error_handlers(app)
     return app

@@ -39,6 +39,7 @@ from elicitation import (
 )
 
 from . import repository as repo
+from .admin.gate import check_enrolment
 from .algorithms import AlgorithmSpec, get_algorithm
 from .codec import decode_metric, decode_query, encode_metric, encode_query, to_jsonable
 from .errors import ConflictError, NotFoundError
@@ -600,6 +601,8 @@ def create_session(
     study = repo.get_study(db, key)
     if study is None or (require_open and not study.open_enrolment):
         raise NotFoundError()
+    if require_open:
+        check_enrolment(db, study)
     runtime = cache.runtime(study)
     token = new_token()
     now = utcnow()
@@ -631,6 +634,7 @@ def consent(db: Session, cache: SessionCache, token: str) -> SessionView:
     """Record consent (idempotent): from now on the session counts and its questions start."""
     context = _context(db, cache, token)
     if context.session.status == SessionStatus.INVITED.value:
+        check_enrolment(db, context.study, context.session)
         context.session.status = SessionStatus.ACTIVE.value
         context.session.consented_at = utcnow()
         db.commit()

@@ -10,6 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from app import models  # noqa: F401  (registers every table on Base.metadata)
+from app.admin import models as admin_models  # noqa: F401  (back-office tables)
 from app.db import Base, make_engine
 from app.settings import Settings
 

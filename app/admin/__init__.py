@@ -1,0 +1,1 @@
+"""The back office: accounts, study management, invitations, monitoring and export for coordinators."""

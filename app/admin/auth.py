@@ -1,0 +1,399 @@
+"""Back-office authentication: argon2 passwords, signed session cookies, CSRF tokens, bearer tokens.
+
+Browser sessions are stateless signed cookies (itsdangerous, HttpOnly, SameSite=Lax, Secure over HTTPS)
+carrying the user id, the user's ``session_epoch`` (bumped at logout, so a copied cookie dies with it) and
+a per-session CSRF token that every form must echo. Before login a separate signed cookie carries the
+login form's CSRF token (double submit). API clients send ``Authorization: Bearer <token>``; only the
+SHA-256 digest of a token is stored and a revoked token stops working at once. Failed logins are logged
+and rate limited per e-mail address and per client address.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Annotated, Any
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from fastapi import Depends, Request
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from ..deps import DbSessionDep
+from ..errors import AppError
+from ..models import utcnow
+from .models import ApiToken, LoginAttempt, Role, User
+
+__all__ = [
+    "API_TOKEN_PREFIX",
+    "LOGIN_CSRF_COOKIE",
+    "MAX_FAILED_LOGINS",
+    "MIN_PASSWORD_LENGTH",
+    "SESSION_COOKIE",
+    "SESSION_MAX_AGE_S",
+    "AdminError",
+    "ApiUserDep",
+    "AuthError",
+    "LoginRequiredError",
+    "Principal",
+    "TooManyAttemptsError",
+    "UiUserDep",
+    "authenticate",
+    "check_csrf",
+    "create_api_token",
+    "create_user",
+    "hash_password",
+    "issue_session_cookie",
+    "login_csrf_token",
+    "revoke_api_token",
+    "set_password",
+    "verify_password",
+]
+
+logger = logging.getLogger("app.admin.auth")
+
+SESSION_COOKIE = "elicit_admin"
+LOGIN_CSRF_COOKIE = "elicit_login_csrf"
+#: A browser session lasts a working day; then the coordinator logs in again.
+SESSION_MAX_AGE_S = 12 * 3600
+MIN_PASSWORD_LENGTH = 12
+MAX_PASSWORD_LENGTH = 1024
+#: Failed logins allowed per e-mail address (and, times `CLIENT_FACTOR`, per client) in `FAILURE_WINDOW`.
+MAX_FAILED_LOGINS = 5
+CLIENT_FACTOR = 4
+FAILURE_WINDOW = timedelta(minutes=15)
+API_TOKEN_PREFIX = "elk_"
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_HASHER = PasswordHasher()  # argon2id with the library's current recommended parameters
+
+
+class AdminError(AppError):
+    """A back-office request that cannot be done as asked (bad field, wrong state); 400 unless set."""
+
+    status_code = 400
+    code = "bad_request"
+    title = "That did not work"
+
+    def __init__(self, message: str, *, status_code: int = 400, code: str = "bad_request") -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.code = code
+
+
+class AuthError(AppError):
+    """No valid credentials (API: 401 with ``WWW-Authenticate: Bearer``)."""
+
+    status_code = 401
+    code = "unauthorized"
+    title = "Please log in"
+
+
+class LoginRequiredError(Exception):
+    """A back-office page was requested without a valid session; the handler redirects to the login."""
+
+    def __init__(self, next_url: str) -> None:
+        super().__init__(next_url)
+        self.next_url = next_url
+
+
+class TooManyAttemptsError(AdminError):
+    """Too many failed logins recently for this address or client."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Too many failed attempts. Please wait 15 minutes and try again.",
+            status_code=429,
+            code="too_many_attempts",
+        )
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the user and how (``cookie`` carries a CSRF token; ``token`` does not need one)."""
+
+    user: User
+    via: str
+    csrf: str = ""
+
+    @property
+    def is_admin(self) -> bool:
+        return self.user.role == Role.ADMIN.value
+
+
+# -- passwords and users -----------------------------------------------------------------------------------
+
+
+def hash_password(password: str) -> str:
+    """An argon2id hash (salted, parameters embedded) of a password that meets the length rules."""
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise AdminError(f"the password must have at least {MIN_PASSWORD_LENGTH} characters")
+    if len(password) > MAX_PASSWORD_LENGTH:
+        raise AdminError(f"the password must have at most {MAX_PASSWORD_LENGTH} characters")
+    return _HASHER.hash(password)
+
+
+def verify_password(password_hash: str, password: str) -> bool:
+    try:
+        return _HASHER.verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def normalise_email(email: str) -> str:
+    cleaned = email.strip().lower()
+    if len(cleaned) > 254 or not _EMAIL.match(cleaned):
+        raise AdminError(f"not an e-mail address: {email!r}")
+    return cleaned
+
+
+def create_user(db: Session, email: str, password: str, role: str) -> User:
+    """Create an account (commits); refuses duplicates, unknown roles and short passwords."""
+    email = normalise_email(email)
+    if role not in {item.value for item in Role}:
+        raise AdminError(f"role must be one of {', '.join(item.value for item in Role)}, got {role!r}")
+    if db.scalars(select(User).where(User.email == email)).first() is not None:
+        raise AdminError(f"an account for {email} exists already", status_code=409, code="exists")
+    user = User(email=email, password_hash=hash_password(password), role=role, session_epoch=0)
+    db.add(user)
+    db.commit()
+    return user
+
+
+def set_password(db: Session, user: User, password: str) -> None:
+    """Change the password and end every browser session of the user (commits)."""
+    user.password_hash = hash_password(password)
+    user.session_epoch += 1
+    db.commit()
+
+
+def find_user(db: Session, email: str) -> User | None:
+    return db.scalars(select(User).where(User.email == email.strip().lower())).first()
+
+
+# -- login with rate limit -----------------------------------------------------------------------------------
+
+
+def _client(request: Request) -> str:
+    return (request.client.host if request.client else "unknown")[:100]
+
+
+def authenticate(db: Session, request: Request, email: str, password: str) -> User:
+    """Check a password login; every attempt is recorded, failures are logged and rate limited."""
+    email_key = email.strip().lower()[:254]
+    client = _client(request)
+    since = utcnow() - FAILURE_WINDOW
+    failures_email = db.scalar(
+        select(func.count()).where(
+            LoginAttempt.email == email_key,
+            LoginAttempt.succeeded.is_(False),
+            LoginAttempt.created_at >= since,
+        )
+    )
+    failures_client = db.scalar(
+        select(func.count()).where(
+            LoginAttempt.client == client, LoginAttempt.succeeded.is_(False), LoginAttempt.created_at >= since
+        )
+    )
+    if (failures_email or 0) >= MAX_FAILED_LOGINS or (
+        failures_client or 0
+    ) >= MAX_FAILED_LOGINS * CLIENT_FACTOR:
+        logger.warning("login refused (rate limit) for %r from %s", email_key, client)
+        raise TooManyAttemptsError()
+    user = find_user(db, email_key) if email_key else None
+    # Verify against a dummy hash for unknown users, so timing does not reveal which addresses exist.
+    ok = verify_password(user.password_hash if user else _dummy_hash(), password)
+    db.add(LoginAttempt(email=email_key, client=client, succeeded=bool(ok and user), created_at=utcnow()))
+    if user is not None and ok and _HASHER.check_needs_rehash(user.password_hash):
+        user.password_hash = _HASHER.hash(password)
+    db.commit()
+    if user is None or not ok:
+        logger.warning("failed login for %r from %s", email_key, client)
+        raise AuthError("The e-mail address or the password is not correct.")
+    logger.info("login of %s from %s", user.email, client)
+    return user
+
+
+_DUMMY: list[str] = []
+
+
+def _dummy_hash() -> str:
+    if not _DUMMY:
+        _DUMMY.append(_HASHER.hash(secrets.token_urlsafe(16)))
+    return _DUMMY[0]
+
+
+# -- cookies and CSRF ----------------------------------------------------------------------------------------
+
+
+def _serializer(request: Request, salt: str) -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(request.app.state.admin_secret, salt=salt)
+
+
+def issue_session_cookie(request: Request, response: Any, user: User) -> None:
+    """Log ``user`` in on ``response``: a signed, HttpOnly, SameSite=Lax cookie with a fresh CSRF token."""
+    value = _serializer(request, "admin-session").dumps(
+        {"u": user.id, "e": user.session_epoch, "c": secrets.token_urlsafe(24)}
+    )
+    response.set_cookie(
+        SESSION_COOKIE,
+        value,
+        max_age=SESSION_MAX_AGE_S,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+        path="/",
+    )
+    response.delete_cookie(LOGIN_CSRF_COOKIE, path="/admin")
+
+
+def clear_session_cookie(response: Any) -> None:
+    response.delete_cookie(SESSION_COOKIE, path="/")
+
+
+def login_csrf_token(request: Request, response: Any) -> str:
+    """The login form's CSRF token; a fresh one is also set on ``response`` as a signed cookie."""
+    serializer = _serializer(request, "login-csrf")
+    existing = request.cookies.get(LOGIN_CSRF_COOKIE)
+    if existing:
+        try:
+            token: str = serializer.loads(existing, max_age=SESSION_MAX_AGE_S)
+            return token
+        except BadSignature:
+            pass
+    token = secrets.token_urlsafe(24)
+    response.set_cookie(
+        LOGIN_CSRF_COOKIE,
+        serializer.dumps(token),
+        max_age=SESSION_MAX_AGE_S,
+        httponly=True,
+        samesite="lax",
+        secure=request.url.scheme == "https",
+        path="/admin",
+    )
+    return token
+
+
+def check_login_csrf(request: Request, submitted: str) -> None:
+    raw = request.cookies.get(LOGIN_CSRF_COOKIE, "")
+    try:
+        expected: str = _serializer(request, "login-csrf").loads(raw, max_age=SESSION_MAX_AGE_S)
+    except BadSignature:
+        expected = ""
+    if not expected or not hmac.compare_digest(expected, submitted or ""):
+        raise AdminError(
+            "The form expired or did not come from this site. Please reload the page and try again.",
+            status_code=403,
+            code="csrf_failed",
+        )
+
+
+def check_csrf(principal: Principal, submitted: str | None) -> None:
+    """Every state-changing browser request must echo the session's CSRF token (403 otherwise)."""
+    if principal.via != "cookie":
+        return
+    if not submitted or not hmac.compare_digest(principal.csrf, submitted):
+        raise AdminError(
+            "The form expired or did not come from this site. Please reload the page and try again.",
+            status_code=403,
+            code="csrf_failed",
+        )
+
+
+def _cookie_principal(request: Request, db: Session) -> Principal | None:
+    raw = request.cookies.get(SESSION_COOKIE)
+    if not raw:
+        return None
+    try:
+        data = _serializer(request, "admin-session").loads(raw, max_age=SESSION_MAX_AGE_S)
+        user_id, epoch, csrf = int(data["u"]), int(data["e"]), str(data["c"])
+    except (BadSignature, KeyError, TypeError, ValueError):
+        return None
+    user = db.get(User, user_id)
+    if user is None or user.session_epoch != epoch:
+        return None
+    return Principal(user=user, via="cookie", csrf=csrf)
+
+
+# -- bearer tokens -----------------------------------------------------------------------------------------
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def create_api_token(db: Session, user: User, name: str) -> tuple[ApiToken, str]:
+    """A new bearer token for ``user`` (commits); the secret is returned once and only its digest kept."""
+    name = name.strip()
+    if not name or len(name) > 100:
+        raise AdminError("a token needs a name of 1 to 100 characters")
+    secret = API_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken(user_id=user.id, name=name, token_hash=_digest(secret), created_at=utcnow())
+    db.add(token)
+    db.commit()
+    return token, secret
+
+
+def revoke_api_token(db: Session, principal_user: User, token_id: int) -> ApiToken:
+    """Revoke a token of the user (admins: any token); unknown or foreign tokens are 404."""
+    token = db.get(ApiToken, token_id)
+    if token is None or (token.user_id != principal_user.id and principal_user.role != Role.ADMIN.value):
+        raise AdminError("no such token", status_code=404, code="not_found")
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+        db.commit()
+    return token
+
+
+def _bearer_principal(request: Request, db: Session) -> Principal | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, credentials = header.partition(" ")
+    if scheme.lower() != "bearer" or not credentials.strip():
+        return None
+    secret = credentials.strip()
+    if not secret.startswith(API_TOKEN_PREFIX) or len(secret) > 100:
+        raise AuthError("invalid bearer token")
+    token = db.scalars(select(ApiToken).where(ApiToken.token_hash == _digest(secret))).first()
+    if token is None or token.revoked_at is not None:
+        raise AuthError("invalid or revoked bearer token")
+    user = db.get(User, token.user_id)
+    if user is None:
+        raise AuthError("invalid bearer token")
+    token.last_used_at = utcnow()
+    db.commit()
+    return Principal(user=user, via="token")
+
+
+# -- dependencies ------------------------------------------------------------------------------------------
+
+
+def ui_user(request: Request, db: DbSessionDep) -> Principal:
+    """The logged-in user of a back-office page; anyone else is sent to the login page."""
+    principal = _cookie_principal(request, db)
+    if principal is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise LoginRequiredError(target)
+    return principal
+
+
+def api_user(request: Request, db: DbSessionDep) -> Principal:
+    """Bearer token, or the browser session (then unsafe methods need the ``X-CSRF-Token`` header)."""
+    principal = _bearer_principal(request, db)
+    if principal is not None:
+        return principal
+    principal = _cookie_principal(request, db)
+    if principal is None:
+        raise AuthError("log in or send Authorization: Bearer <token>")
+    if request.method not in ("GET", "HEAD", "OPTIONS"):
+        check_csrf(principal, request.headers.get("x-csrf-token"))
+    return principal
+
+
+UiUserDep = Annotated[Principal, Depends(ui_user)]
+ApiUserDep = Annotated[Principal, Depends(api_user)]

@@ -1,0 +1,577 @@
+"""Export and import: results (CSV/JSON, streamed), answer logs, replayable study archives.
+
+Every result row carries the algorithm, its version and the SHA-256 of the study configuration. Rows are
+produced one session at a time from a server-side cursor (``yield_per``), so a study with thousands of
+sessions streams without being loaded into memory. Text cells that a spreadsheet would run as a formula
+(starting with ``= + - @``, tab or carriage return) are prefixed with an apostrophe; numbers stay numbers.
+
+A study archive (`study_archive`) holds the configuration, every session with its whole answer log (undone
+answers and undo rows included), committed results and exclusions; `import_archive` loads it into another
+database and replays every finished session, refusing an archive whose logs no longer reproduce their
+metrics. Each session also exports as the ``elicitation-answer-log`` format that ``elicit replay`` reads.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..algorithms import get_algorithm
+from ..models import Answer, ElicitationSession, LogAction, Phase, Result, Study
+from ..services import SessionCache
+from ..study_config import StudyConfigError, parse_study_config
+from .auth import AdminError
+from .models import Exclusion, StudyControl, StudyStatus
+from .monitor import verify_replay
+from .studies import config_hash
+
+__all__ = [
+    "ARCHIVE_FORMAT",
+    "csv_lines",
+    "import_archive",
+    "neutralise",
+    "replay_log",
+    "result_columns",
+    "result_rows",
+    "study_archive",
+]
+
+ARCHIVE_FORMAT = "elicitation-study-archive"
+ARCHIVE_VERSION = 1
+#: Sessions fetched per round trip while streaming.
+BATCH = 200
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(value: Any) -> Any:
+    """A text cell that a spreadsheet would evaluate gets a leading apostrophe; other values pass."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.isoformat()
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    return datetime.fromisoformat(str(value))
+
+
+def result_columns(study: Study) -> list[str]:
+    """The named columns of the study's result rows (they depend on classes, groups and algorithm)."""
+    config = study.config
+    classes = list(config["class_names"])
+    groups = list(config.get("group_names") or [])
+    columns = [
+        "study_id",
+        "session_id",
+        "participant_code",
+        "status",
+        "excluded",
+        "exclusion_reason",
+        "algorithm",
+        "algorithm_version",
+        "config_hash",
+        "created_at",
+        "consented_at",
+        "finished_at",
+        "duration_s",
+        "num_queries",
+        "metric_type",
+    ]
+    columns += [f"a_{name}" for name in classes]
+    if study.algorithm == "qpme":
+        columns += [f"B_{row}_{col}" for row in classes for col in classes]
+    if study.algorithm == "fair_qpme":
+        for u in range(len(groups)):
+            for v in range(u + 1, len(groups)):
+                columns += [f"B_{groups[u]}_{groups[v]}_{row}_{col}" for row in classes for col in classes]
+        columns.append("lam")
+    columns += [
+        "evaluation_pairs",
+        "agreement_elicited_pct",
+        "agreement_accuracy_pct",
+        "agreement_equal_weights_pct",
+        "checks_shown",
+        "checks_passed",
+    ]
+    return columns
+
+
+def _metric_cells(study: Study, metric: dict[str, Any]) -> dict[str, Any]:
+    config = study.config
+    classes = list(config["class_names"])
+    groups = list(config.get("group_names") or [])
+    cells: dict[str, Any] = {"metric_type": metric.get("type")}
+    if metric.get("type") == "failed":
+        return cells
+    for name, value in zip(classes, metric["a"], strict=True):
+        cells[f"a_{name}"] = float(value)
+    if metric["type"] == "quadratic":
+        for i, row in enumerate(classes):
+            for j, col in enumerate(classes):
+                cells[f"B_{row}_{col}"] = float(metric["B"][i][j])
+    if metric["type"] == "fair_quadratic":
+        for item in metric["B_pairs"]:
+            u, v = int(item["u"]), int(item["v"])
+            for i, row in enumerate(classes):
+                for j, col in enumerate(classes):
+                    cells[f"B_{groups[u]}_{groups[v]}_{row}_{col}"] = float(item["B"][i][j])
+        cells["lam"] = float(metric["lam"])
+    return cells
+
+
+def _excluded(db: Session, study: Study) -> dict[uuid.UUID, str]:
+    statement = (
+        select(Exclusion.session_id, Exclusion.reason)
+        .join(ElicitationSession, Exclusion.session_id == ElicitationSession.id)
+        .where(ElicitationSession.study_id == study.id, Exclusion.lifted_at.is_(None))
+    )
+    return {session_id: reason for session_id, reason in db.execute(statement)}
+
+
+def result_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
+    """One row per session (every status; excluded ones marked), streamed in creation order."""
+    columns = result_columns(study)
+    digest = config_hash(study.config)
+    excluded = _excluded(db, study)
+    statement = (
+        select(ElicitationSession, Result)
+        .outerjoin(Result, Result.session_id == ElicitationSession.id)
+        .where(ElicitationSession.study_id == study.id)
+        .order_by(ElicitationSession.created_at, ElicitationSession.id)
+        .execution_options(yield_per=BATCH)
+    )
+    for session, result in db.execute(statement):
+        row: dict[str, Any] = dict.fromkeys(columns)
+        started = session.consented_at or session.created_at
+        duration = None
+        if session.finished_at is not None and started is not None:
+            duration = round((_aware(session.finished_at) - _aware(started)).total_seconds(), 3)
+        row.update(
+            study_id=str(study.id),
+            session_id=str(session.id),
+            participant_code=session.participant_code,
+            status=session.status,
+            excluded=session.id in excluded,
+            exclusion_reason=excluded.get(session.id),
+            algorithm=session.algorithm,
+            algorithm_version=session.algorithm_version,
+            config_hash=digest,
+            created_at=_iso(session.created_at),
+            consented_at=_iso(session.consented_at),
+            finished_at=_iso(session.finished_at),
+            duration_s=duration,
+        )
+        if result is not None:
+            row["num_queries"] = result.num_queries
+            row.update(_metric_cells(study, result.metric))
+            evaluation = result.evaluation or {}
+            row["evaluation_pairs"] = evaluation.get("pairs")
+            for key in ("elicited", "accuracy", "equal_weights"):
+                item = evaluation.get(key)
+                row[f"agreement_{key}_pct"] = item.get("percent") if isinstance(item, dict) else None
+            checks = result.checks or {}
+            kinds = [value for value in checks.values() if isinstance(value, dict)]
+            row["checks_shown"] = sum(int(item.get("shown", 0)) for item in kinds)
+            row["checks_passed"] = sum(int(item.get("passed", 0)) for item in kinds)
+        yield row
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def csv_lines(columns: list[str], rows: Iterator[dict[str, Any]]) -> Iterator[str]:
+    """CSV text, one line at a time (header first), with formula-neutralised text cells."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+
+    def flush() -> str:
+        text = buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate(0)
+        return text
+
+    writer.writerow([neutralise(column) for column in columns])
+    yield flush()
+    for row in rows:
+        writer.writerow(
+            ["" if row.get(column) is None else neutralise(row.get(column)) for column in columns]
+        )
+        yield flush()
+
+
+def json_lines(study: Study, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
+    """A JSON document ``{"study": {...}, "results": [...]}`` produced row by row."""
+    header = {
+        "id": str(study.id),
+        "name": study.name,
+        "algorithm": study.algorithm,
+        "algorithm_version": get_algorithm(study.algorithm).version,
+        "config_hash": config_hash(study.config),
+    }
+    yield '{"study": ' + json.dumps(header) + ', "results": ['
+    first = True
+    for row in rows:
+        yield ("" if first else ", ") + json.dumps(row)
+        first = False
+    yield "]}\n"
+
+
+ANSWER_LOG_COLUMNS = [
+    "session_id",
+    "participant_code",
+    "seq",
+    "action",
+    "phase",
+    "phase_index",
+    "preferred",
+    "swapped",
+    "elicitor_answer",
+    "tie_break",
+    "undoes_seq",
+    "undone",
+    "check_type",
+    "check_passed",
+    "first_rates",
+    "second_rates",
+    "left_confusion",
+    "right_confusion",
+    "time_on_page_ms",
+    "hidden_ms",
+    "server_elapsed_ms",
+    "created_at",
+]
+
+
+def answer_log_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
+    """Every log row of every session of the study (answers, undone answers and undo rows)."""
+    statement = (
+        select(Answer, ElicitationSession.participant_code)
+        .join(ElicitationSession, Answer.session_id == ElicitationSession.id)
+        .where(ElicitationSession.study_id == study.id)
+        .order_by(ElicitationSession.created_at, Answer.session_id, Answer.seq)
+        .execution_options(yield_per=BATCH * 10)
+    )
+    for answer, code in db.execute(statement):
+        query = answer.query or {}
+        shown = answer.shown or {}
+        yield {
+            "session_id": str(answer.session_id),
+            "participant_code": code,
+            "seq": answer.seq,
+            "action": answer.action,
+            "phase": answer.phase,
+            "phase_index": answer.phase_index,
+            "preferred": answer.preferred,
+            "swapped": answer.swapped,
+            "elicitor_answer": answer.elicitor_answer,
+            "tie_break": answer.tie_break,
+            "undoes_seq": answer.undoes_seq,
+            "undone": answer.undone_at is not None,
+            "check_type": (answer.check or {}).get("type"),
+            "check_passed": (answer.check or {}).get("passed"),
+            "first_rates": json.dumps(query["first"]) if "first" in query else None,
+            "second_rates": json.dumps(query["second"]) if "second" in query else None,
+            "left_confusion": json.dumps(shown["left"]["confusion"]) if "left" in shown else None,
+            "right_confusion": json.dumps(shown["right"]["confusion"]) if "right" in shown else None,
+            "time_on_page_ms": answer.time_on_page_ms,
+            "hidden_ms": answer.hidden_ms,
+            "server_elapsed_ms": answer.server_elapsed_ms,
+            "created_at": _iso(answer.created_at),
+        }
+
+
+def replay_log(study: Study, session: ElicitationSession, rows: list[Answer]) -> dict[str, Any]:
+    """The session in the ``elicitation-answer-log`` format of ``elicit replay`` (elicitor answers only)."""
+    answers = []
+    for row in rows:
+        if row.action != LogAction.ANSWER.value or row.phase != Phase.ELICITATION.value:
+            continue
+        entry: dict[str, Any] = {"seq": row.seq, "answer": bool(row.elicitor_answer), "query": row.query}
+        if row.undone_at is not None:
+            entry["undone"] = True
+        answers.append(entry)
+    return {
+        "format": "elicitation-answer-log",
+        "version": 1,
+        "algorithm": study.algorithm,
+        "algorithm_version": session.algorithm_version,
+        "params": study.config.get("algorithm_params", {}),
+        "space": study.config.get("query_space"),
+        "seed": session.seed,
+        "study_id": str(study.id),
+        "session_id": str(session.id),
+        "config_hash": config_hash(study.config),
+        "answers": answers,
+    }
+
+
+_ANSWER_FIELDS = (
+    "seq",
+    "action",
+    "phase",
+    "phase_index",
+    "query",
+    "shown",
+    "swapped",
+    "preferred",
+    "elicitor_answer",
+    "tie_break",
+    "check",
+    "time_on_page_ms",
+    "hidden_ms",
+    "server_elapsed_ms",
+    "undoes_seq",
+)
+_RESULT_FIELDS = ("metric", "num_queries", "details", "evaluation", "checks", "summary")
+
+
+def study_archive(db: Session, study: Study) -> dict[str, Any]:
+    """Everything needed to re-run the study and replay every session offline, as one JSON object."""
+    control = db.get(StudyControl, study.id)
+    sessions = []
+    for session in db.scalars(
+        select(ElicitationSession)
+        .where(ElicitationSession.study_id == study.id)
+        .order_by(ElicitationSession.created_at, ElicitationSession.id)
+    ):
+        rows = list(db.scalars(select(Answer).where(Answer.session_id == session.id).order_by(Answer.seq)))
+        result = db.scalars(select(Result).where(Result.session_id == session.id)).first()
+        exclusions = db.scalars(select(Exclusion).where(Exclusion.session_id == session.id))
+        sessions.append(
+            {
+                "id": str(session.id),
+                "token_hash": session.token_hash,
+                "participant_code": session.participant_code,
+                "seed": session.seed,
+                "algorithm": session.algorithm,
+                "algorithm_version": session.algorithm_version,
+                "status": session.status,
+                "completion_code": session.completion_code,
+                "created_at": _iso(session.created_at),
+                "consented_at": _iso(session.consented_at),
+                "finished_at": _iso(session.finished_at),
+                "answers": [
+                    {
+                        **{name: getattr(row, name) for name in _ANSWER_FIELDS},
+                        "undone_at": _iso(row.undone_at),
+                        "created_at": _iso(row.created_at),
+                    }
+                    for row in rows
+                ],
+                "result": None
+                if result is None
+                else {
+                    **{name: getattr(result, name) for name in _RESULT_FIELDS},
+                    "created_at": _iso(result.created_at),
+                },
+                "exclusions": [
+                    {
+                        "reason": item.reason,
+                        "created_at": _iso(item.created_at),
+                        "lifted_at": _iso(item.lifted_at),
+                    }
+                    for item in exclusions
+                ],
+                "replay_log": replay_log(study, session, rows),
+            }
+        )
+    return {
+        "format": ARCHIVE_FORMAT,
+        "version": ARCHIVE_VERSION,
+        "exported_at": _iso(datetime.now(UTC)),
+        "study": {
+            "id": str(study.id),
+            "name": study.name,
+            "config": study.config,
+            "config_hash": config_hash(study.config),
+            "algorithm": study.algorithm,
+            "algorithm_version": get_algorithm(study.algorithm).version,
+            "expected_queries": study.expected_queries,
+            "open_enrolment": study.open_enrolment,
+            "created_at": _iso(study.created_at),
+            "status": (control.status if control else StudyStatus.OPEN.value),
+            "seconds_per_query": control.seconds_per_query if control else None,
+        },
+        "sessions": sessions,
+    }
+
+
+def import_archive(
+    db: Session, cache: SessionCache, archive: Any, *, owner_id: int | None = None
+) -> tuple[Study, int]:
+    """Load a study archive into this database; every finished session must replay to its metric.
+
+    Returns the study and the number of sessions verified by replay. Nothing is written unless the
+    whole archive is valid (one transaction).
+    """
+    if not isinstance(archive, dict) or archive.get("format") != ARCHIVE_FORMAT:
+        raise AdminError(f"not a study archive (format must be {ARCHIVE_FORMAT!r})", status_code=422)
+    if archive.get("version") != ARCHIVE_VERSION:
+        raise AdminError(f"unsupported archive version {archive.get('version')!r}", status_code=422)
+    try:
+        data = archive["study"]
+        config = parse_study_config(data["config"])
+        study_id = uuid.UUID(data["id"])
+    except (KeyError, TypeError, ValueError, StudyConfigError) as exc:
+        raise AdminError(f"invalid archive study: {exc}", status_code=422) from None
+    if config.model_dump(mode="json") != data["config"] or config_hash(data["config"]) != data.get(
+        "config_hash"
+    ):
+        raise AdminError("the archive's configuration does not match its hash", status_code=422)
+    if db.get(Study, study_id) is not None:
+        raise AdminError(
+            "a study with this id exists in this database already", status_code=409, code="exists"
+        )
+    study = Study(
+        id=study_id,
+        name=data["name"],
+        config=data["config"],
+        algorithm=data["algorithm"],
+        expected_queries=int(data["expected_queries"]),
+        open_enrolment=bool(data["open_enrolment"]),
+        created_at=_parse_time(data["created_at"]),
+    )
+    db.add(study)
+    db.flush()
+    db.add(
+        StudyControl(
+            study_id=study.id,
+            owner_id=owner_id,
+            status=data.get("status", StudyStatus.OPEN.value),
+            seconds_per_query=data.get("seconds_per_query"),
+            updated_at=datetime.now(UTC),
+        )
+    )
+    verified = 0
+    try:
+        for item in archive["sessions"]:
+            session = ElicitationSession(
+                id=uuid.UUID(item["id"]),
+                study_id=study.id,
+                token_hash=item["token_hash"],
+                participant_code=item["participant_code"],
+                seed=int(item["seed"]),
+                algorithm=item["algorithm"],
+                algorithm_version=item["algorithm_version"],
+                status=item["status"],
+                completion_code=item["completion_code"],
+                created_at=_parse_time(item["created_at"]),
+                consented_at=_parse_time(item["consented_at"]),
+                finished_at=_parse_time(item["finished_at"]),
+            )
+            db.add(session)
+            db.flush()
+            rows = []
+            for entry in item["answers"]:
+                row = Answer(
+                    session_id=session.id,
+                    **{name: entry[name] for name in _ANSWER_FIELDS},
+                    undone_at=_parse_time(entry["undone_at"]),
+                    created_at=_parse_time(entry["created_at"]),
+                )
+                db.add(row)
+                rows.append(row)
+            result = None
+            if item["result"] is not None:
+                result = Result(
+                    session_id=session.id,
+                    **{name: item["result"][name] for name in _RESULT_FIELDS},
+                    created_at=_parse_time(item["result"]["created_at"]),
+                )
+                db.add(result)
+            for exclusion in item["exclusions"]:
+                db.add(
+                    Exclusion(
+                        session_id=session.id,
+                        reason=exclusion["reason"],
+                        created_at=_parse_time(exclusion["created_at"]),
+                        lifted_at=_parse_time(exclusion["lifted_at"]),
+                    )
+                )
+            if result is not None:
+                check = verify_replay(cache, study, rows, result)
+                if not check["ok"]:
+                    raise AdminError(
+                        f"session {session.id}: {check['message']}", status_code=422, code="replay"
+                    )
+                verified += 1
+        db.commit()
+    except (KeyError, TypeError, ValueError) as exc:
+        db.rollback()
+        raise AdminError(f"invalid archive session: {exc!r}", status_code=422) from None
+    except AdminError:
+        db.rollback()
+        raise
+    finally:
+        cache.clear()
+    return study, verified
+
+
+def metric_snippet(study: Study, rows: list[dict[str, Any]]) -> str:
+    """A short Python example: score a confusion matrix with one participant's elicited metric."""
+    classes = list(study.config["class_names"])
+    groups = list(study.config.get("group_names") or [])
+    k = len(classes)
+    example = next((row for row in rows if row.get("metric_type") not in (None, "failed")), None)
+
+    def cell(name: str, default: float) -> float:
+        value = example.get(name) if example else None
+        return round(float(value), 4) if isinstance(value, int | float) else default
+
+    a = [cell(f"a_{name}", round(1 / k, 4)) for name in classes]
+    confusion = (np.eye(k) * 40 + 20 / k).round(1).tolist()
+    lines = ["import numpy as np", ""]
+    if study.algorithm == "lpme":
+        lines += ["from elicitation import LinearMetric", "", f"metric = LinearMetric(a=np.array({a}))"]
+    elif study.algorithm == "qpme":
+        B = [[cell(f"B_{r}_{c}", 0.0) for c in classes] for r in classes]
+        lines += [
+            "from elicitation import QuadraticMetric",
+            "",
+            f"metric = QuadraticMetric(a=np.array({a}),",
+            f"                         B=np.array({B}))",
+        ]
+    else:
+        lines += [
+            "from elicitation import FairQuadraticMetric",
+            "from app.codec import decode_metric",
+            "",
+            "# the participant's metric from the study archive (export -> archive JSON):",
+            "metric = decode_metric(archive['sessions'][0]['result']['metric'])",
+        ]
+    lines += [
+        "",
+        f"# a classifier's confusion matrix: rows = true class {classes}, columns = predicted",
+        f"confusion = np.array({confusion})",
+        "rates = np.diag(confusion) / confusion.sum(axis=1)  # per-class rate of correct predictions",
+    ]
+    if groups:
+        lines.append(f"rates = np.stack([rates] * {len(groups)})  # one row of rates per group {groups}")
+    lines += [
+        "print(metric(rates))  # the metric's value: compare classifiers by it",
+        "# (fair metrics are costs: lower is better; metric.prefers(r1, r2) answers which is better)",
+    ]
+    if example:
+        lines.insert(
+            0, f"# coefficients of participant {example['participant_code'] or example['session_id'][:8]}"
+        )
+    return "\n".join(lines)

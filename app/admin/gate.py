@@ -1,0 +1,47 @@
+"""Enrolment gate: whether a study takes a new participant (or an invited person's consent) right now.
+
+Called by the participant services when a session is created from the open link and when an invited
+person consents. Sessions already under way are never interrupted: pausing or closing a study only stops
+new people from starting.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from ..errors import ConflictError
+from ..models import ElicitationSession, Study, utcnow
+from .models import Invitation, StudyControl, StudyStatus
+
+__all__ = ["check_enrolment"]
+
+_MESSAGES = {
+    StudyStatus.DRAFT: "This study has not started yet. Please try again later.",
+    StudyStatus.PAUSED: "This study is paused at the moment. Please try again later.",
+    StudyStatus.CLOSED: "This study has closed and takes no new participants. Thank you for your interest.",
+}
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def check_enrolment(db: Session, study: Study, session: ElicitationSession | None = None) -> None:
+    """Raise `ConflictError` unless the study is open and the link (open or personal) has not expired."""
+    control = db.get(StudyControl, study.id)
+    if control is None:
+        return
+    status = StudyStatus(control.status)
+    if status is not StudyStatus.OPEN:
+        raise ConflictError(_MESSAGES[status], code=f"study_{status.value}")
+    now = utcnow()
+    if session is None:
+        if control.enrolment_expires_at is not None and _aware(control.enrolment_expires_at) <= now:
+            raise ConflictError("This link has expired. Thank you for your interest.", code="link_expired")
+        return
+    invitation = db.scalars(select(Invitation).where(Invitation.session_id == session.id)).first()
+    if invitation is not None and invitation.expires_at is not None and _aware(invitation.expires_at) <= now:
+        raise ConflictError("This invitation has expired. Thank you for your interest.", code="link_expired")

@@ -1,0 +1,128 @@
+"""Back-office tables: accounts, API tokens, login attempts, study control, invitations, exclusions.
+
+They live beside the participant tables on the same ``Base.metadata``; none of them changes a participant
+row. A study without a `StudyControl` row (made with ``elicit study create`` before the back office) is
+open and owned by nobody, so only admins see it.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import datetime
+
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from ..db import Base
+from ..models import utcnow
+
+__all__ = [
+    "ApiToken",
+    "Exclusion",
+    "Invitation",
+    "LoginAttempt",
+    "Role",
+    "StudyControl",
+    "StudyStatus",
+    "User",
+]
+
+
+class Role(enum.StrEnum):
+    """Admins see and do everything; coordinators only their own studies."""
+
+    ADMIN = "admin"
+    COORDINATOR = "coordinator"
+
+
+class StudyStatus(enum.StrEnum):
+    """Enrolment state: only OPEN studies accept new participants or consents; data is never dropped."""
+
+    DRAFT = "draft"
+    OPEN = "open"
+    PAUSED = "paused"
+    CLOSED = "closed"
+
+
+class User(Base):
+    """A back-office account; the password is stored only as an argon2id hash."""
+
+    __tablename__ = "app_user"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    email: Mapped[str] = mapped_column(String(254), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(255))
+    role: Mapped[str] = mapped_column(String(20))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: Bumped on password change or "log out everywhere": older session cookies stop working.
+    session_epoch: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ApiToken(Base):
+    """A revocable bearer token; only its SHA-256 digest is stored (the token is shown once)."""
+
+    __tablename__ = "api_token"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("app_user.id"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class LoginAttempt(Base):
+    """Every password login attempt (failed ones drive the rate limit); kept as an audit trail."""
+
+    __tablename__ = "login_attempt"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    email: Mapped[str] = mapped_column(String(254), index=True)
+    client: Mapped[str] = mapped_column(String(100))
+    succeeded: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+
+
+class StudyControl(Base):
+    """Back-office state of a study: owner, enrolment status, planner timing, open-link expiry."""
+
+    __tablename__ = "study_control"
+
+    study_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("study.id"), primary_key=True)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("app_user.id"), index=True)
+    status: Mapped[str] = mapped_column(String(20), default=StudyStatus.DRAFT.value)
+    #: Seconds per comparison the planner assumes (None: measured from earlier sessions, else a default).
+    seconds_per_query: Mapped[float | None] = mapped_column(Float)
+    #: The open-enrolment link stops accepting new participants after this time (None: no expiry).
+    enrolment_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Invitation(Base):
+    """A personal invitation: an invited (not yet consented) session, with an optional expiry."""
+
+    __tablename__ = "invitation"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    study_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("study.id"), index=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("elicitation_session.id"), unique=True)
+    label: Mapped[str | None] = mapped_column(String(200))
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("app_user.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Exclusion(Base):
+    """A coordinator's decision to leave a session out of the analysis; never deleted, only lifted."""
+
+    __tablename__ = "exclusion"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("elicitation_session.id"), index=True)
+    reason: Mapped[str] = mapped_column(Text)
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("app_user.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    lifted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lifted_by: Mapped[int | None] = mapped_column(ForeignKey("app_user.id"))

@@ -1,0 +1,472 @@
+"""Monitoring: per-study dashboard numbers and per-session detail, as plain data plus Plotly figure dicts.
+
+Everything here is read-only and derived from the answer log and the committed results (the log is the
+truth). Figures are JSON-safe dicts that the templates embed as ``application/json`` and
+``static/js/charts.js`` draws with the locally served plotly.js.
+"""
+
+from __future__ import annotations
+
+import statistics
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from elicitation import Done, ElicitationError, replay
+
+from .. import charts
+from ..codec import decode_query
+from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
+from ..services import SessionCache, effective_rows
+from .models import Exclusion
+
+__all__ = [
+    "UNDO_ALERT",
+    "SessionDetail",
+    "StudyDashboard",
+    "measured_seconds_per_query",
+    "session_detail",
+    "study_dashboard",
+    "verify_replay",
+]
+
+#: A session with at least this many undos is listed as possibly inconsistent.
+UNDO_ALERT = 3
+#: Answers-per-minute chart window.
+RATE_WINDOW_MIN = 60
+_INK = "#1f2933"
+_BLUE = "#0072B2"
+_ORANGE = "#E69F00"
+_LAYOUT = {
+    "font": {"family": "system-ui, sans-serif", "size": 13, "color": _INK},
+    "margin": {"l": 56, "r": 12, "t": 36, "b": 48},
+    "height": 300,
+    "paper_bgcolor": "rgba(0,0,0,0)",
+    "plot_bgcolor": "rgba(0,0,0,0)",
+    "showlegend": False,
+}
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    if moment is None:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _figure(data: list[dict[str, Any]], title: str, **layout: Any) -> dict[str, Any]:
+    return {
+        "data": data,
+        "layout": {**_LAYOUT, "title": {"text": title, "x": 0, "font": {"size": 14}}, **layout},
+    }
+
+
+def _time_ms(row: Any) -> int | None:
+    """Time the participant spent on a comparison: the page timer, else the server-side gap."""
+    if row.time_on_page_ms is not None:
+        return int(row.time_on_page_ms)
+    return None if row.server_elapsed_ms is None else int(row.server_elapsed_ms)
+
+
+@dataclass
+class StudyDashboard:
+    """Numbers and figures of the live dashboard."""
+
+    by_status: dict[str, int]
+    excluded: int
+    answers_last_5_min: int
+    answers_per_minute: float
+    median_seconds_per_query: float | None
+    inconsistent: list[dict[str, Any]]
+    dropoff: dict[int, int]
+    figures: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "by_status": self.by_status,
+            "excluded": self.excluded,
+            "answers_last_5_min": self.answers_last_5_min,
+            "answers_per_minute": self.answers_per_minute,
+            "median_seconds_per_query": self.median_seconds_per_query,
+            "inconsistent": self.inconsistent,
+            "dropoff": {str(key): value for key, value in sorted(self.dropoff.items())},
+        }
+
+
+def _log_rows(db: Session, session_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[Any]]:
+    rows: dict[uuid.UUID, list[Any]] = {key: [] for key in session_ids}
+    if not session_ids:
+        return rows
+    statement = (
+        select(
+            Answer.session_id,
+            Answer.seq,
+            Answer.action,
+            Answer.phase,
+            Answer.undoes_seq,
+            Answer.time_on_page_ms,
+            Answer.server_elapsed_ms,
+            Answer.check,
+            Answer.created_at,
+        )
+        .join(ElicitationSession, Answer.session_id == ElicitationSession.id)
+        .where(ElicitationSession.id.in_(session_ids))
+        .order_by(Answer.session_id, Answer.seq)
+    )
+    for row in db.execute(statement):
+        rows[row.session_id].append(row)
+    return rows
+
+
+def measured_seconds_per_query(db: Session, study_id: uuid.UUID) -> float | None:
+    """Median seconds per answered comparison over the study's sessions (None before any answer)."""
+    statement = (
+        select(Answer.time_on_page_ms, Answer.server_elapsed_ms)
+        .join(ElicitationSession, Answer.session_id == ElicitationSession.id)
+        .where(ElicitationSession.study_id == study_id, Answer.action == LogAction.ANSWER.value)
+    )
+    times = [_time_ms(row) for row in db.execute(statement)]
+    values = [value for value in times if value is not None]
+    return statistics.median(values) / 1000.0 if values else None
+
+
+def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -> StudyDashboard:
+    """Participants by status, answer rate, median time per comparison, drop-off and warning signs."""
+    now = now or utcnow()
+    sessions = list(db.scalars(select(ElicitationSession).where(ElicitationSession.study_id == study.id)))
+    ids = [session.id for session in sessions]
+    logs = _log_rows(db, ids)
+    results = (
+        {result.session_id: result for result in db.scalars(select(Result).where(Result.session_id.in_(ids)))}
+        if ids
+        else {}
+    )
+    excluded = (
+        {
+            row.session_id
+            for row in db.scalars(
+                select(Exclusion).where(Exclusion.session_id.in_(ids), Exclusion.lifted_at.is_(None))
+            )
+        }
+        if ids
+        else set()
+    )
+    by_status = Counter(session.status for session in sessions)
+    times: list[int] = []
+    minute_counts: Counter[int] = Counter()
+    recent = 0
+    dropoff: Counter[int] = Counter()
+    inconsistent = []
+    for session in sessions:
+        rows = logs[session.id]
+        answers = [row for row in rows if row.action == LogAction.ANSWER.value]
+        for row in answers:
+            value = _time_ms(row)
+            if value is not None:
+                times.append(value)
+            created = _aware(row.created_at)
+            if created is not None:
+                age_min = int((now - created).total_seconds() // 60)
+                if 0 <= age_min < RATE_WINDOW_MIN:
+                    minute_counts[age_min] += 1
+                if now - created <= timedelta(minutes=5):
+                    recent += 1
+        if session.status == SessionStatus.ACTIVE.value:
+            dropoff[len(effective_rows(rows))] += 1
+        reasons = []
+        undos = sum(1 for row in rows if row.action == LogAction.UNDO.value)
+        if undos >= UNDO_ALERT:
+            reasons.append(f"{undos} answers reversed")
+        failed_checks = [
+            row.check.get("type", "check")
+            for row in answers
+            if row.phase == Phase.CHECK.value and row.check and not row.check.get("passed")
+        ]
+        for kind in sorted(set(failed_checks)):
+            reasons.append(f"failed {kind} check")
+        result = results.get(session.id)
+        if result is not None and result.metric.get("type") == "failed":
+            reasons.append("no consistent metric: " + str(result.metric.get("reason", ""))[:120])
+        if reasons:
+            inconsistent.append(
+                {
+                    "session_id": str(session.id),
+                    "participant_code": session.participant_code,
+                    "status": session.status,
+                    "excluded": session.id in excluded,
+                    "reasons": reasons,
+                }
+            )
+    median_s = statistics.median(times) / 1000.0 if times else None
+    per_minute = [minute_counts.get(RATE_WINDOW_MIN - 1 - i, 0) for i in range(RATE_WINDOW_MIN)]
+    statuses = [status.value for status in SessionStatus]
+    figures = [
+        {
+            "id": "fig-status",
+            "caption": "Participants by status",
+            "figure": _figure(
+                [
+                    {
+                        "type": "bar",
+                        "x": [*statuses, "excluded"],
+                        "y": [by_status.get(status, 0) for status in statuses] + [len(excluded)],
+                        "marker": {"color": [_BLUE, _ORANGE, "#009E73", "#999999"]},
+                        "hovertemplate": "%{x}: %{y}<extra></extra>",
+                    }
+                ],
+                "Participants by status",
+                yaxis={"title": {"text": "Sessions"}, "rangemode": "tozero"},
+            ),
+        },
+        {
+            "id": "fig-rate",
+            "caption": "Answers per minute, last hour",
+            "figure": _figure(
+                [
+                    {
+                        "type": "scatter",
+                        "mode": "lines",
+                        "x": list(range(-RATE_WINDOW_MIN + 1, 1)),
+                        "y": per_minute,
+                        "line": {"color": _BLUE},
+                        "hovertemplate": "%{x} min: %{y} answers<extra></extra>",
+                    }
+                ],
+                "Answers per minute (last hour)",
+                xaxis={"title": {"text": "Minutes ago"}},
+                yaxis={"title": {"text": "Answers"}, "rangemode": "tozero"},
+            ),
+        },
+        {
+            "id": "fig-dropoff",
+            "caption": "Where unfinished participants stopped",
+            "figure": _figure(
+                [
+                    {
+                        "type": "bar",
+                        "x": sorted(dropoff),
+                        "y": [dropoff[key] for key in sorted(dropoff)],
+                        "marker": {"color": _ORANGE},
+                        "hovertemplate": "after %{x} answers: %{y}<extra></extra>",
+                    }
+                ],
+                "Drop-off: unfinished sessions by answers given",
+                xaxis={"title": {"text": "Answers given"}},
+                yaxis={"title": {"text": "Sessions"}, "rangemode": "tozero"},
+            ),
+        },
+    ]
+    return StudyDashboard(
+        by_status={status: by_status.get(status, 0) for status in statuses},
+        excluded=len(excluded),
+        answers_last_5_min=recent,
+        answers_per_minute=recent / 5.0,
+        median_seconds_per_query=median_s,
+        inconsistent=inconsistent,
+        dropoff=dict(dropoff),
+        figures=figures,
+    )
+
+
+def verify_replay(
+    cache: SessionCache, study: Study, rows: list[Any], result: Result | None
+) -> dict[str, Any]:
+    """Replay the session's elicitor answers offline-style and compare with the committed metric."""
+    runtime = cache.runtime(study)
+    elicitation = [row for row in effective_rows(rows) if row.phase == Phase.ELICITATION.value]
+    expected = [decode_query(row.query) for row in elicitation if row.query is not None]
+    answers = [bool(row.elicitor_answer) for row in elicitation]
+    try:
+        outcome = replay(
+            runtime.spec.build(runtime.space, runtime.params), answers, expected_queries=expected
+        )
+    except ElicitationError as exc:
+        return {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
+    if not isinstance(outcome, Done):
+        return {"ok": True, "message": f"replays to the pending query after {len(answers)} answers"}
+    if result is None or result.metric.get("type") == "failed":
+        return {"ok": True, "message": "replays to a metric; no result is committed yet"}
+    from ..codec import encode_metric
+
+    replayed = encode_metric(outcome.result.metric)
+    same = np.allclose(np.asarray(replayed["a"]), np.asarray(result.metric["a"]), atol=1e-9)
+    return {
+        "ok": bool(same),
+        "message": "replay reproduces the committed metric" if same else "replay gives a different metric",
+    }
+
+
+@dataclass
+class SessionDetail:
+    """One session's log, checks, convergence and metric figures."""
+
+    session: ElicitationSession
+    rows: list[Answer]
+    result: Result | None
+    exclusions: list[Exclusion]
+    replay_check: dict[str, Any]
+    figures: list[dict[str, Any]]
+
+
+def _convergence_figure(rows: list[Answer]) -> dict[str, Any]:
+    """Distance between the two compared classifiers by step, one line per binary search.
+
+    In each LPME search the two compared points lie at the current interval's quartiles, so their
+    distance shrinks with the search interval: the line shows the search converging.
+    """
+    searches: dict[str, list[tuple[int, float]]] = {}
+    for row in rows:
+        if row.phase != Phase.ELICITATION.value or row.query is None or row.undone_at is not None:
+            continue
+        query = row.query
+        key = f"{query.get('search', '')} / coordinate {query.get('coordinate')}"
+        width = float(np.linalg.norm(np.asarray(query["first"]) - np.asarray(query["second"])))
+        searches.setdefault(key, []).append((len(searches.get(key, [])), width))
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": key,
+            "x": [step for step, _width in points],
+            "y": [width for _step, width in points],
+        }
+        for key, points in searches.items()
+    ]
+    return _figure(
+        data,
+        "Convergence of each binary search",
+        showlegend=True,
+        height=340,
+        xaxis={"title": {"text": "Step within the search"}},
+        yaxis={"title": {"text": "Distance between compared rates"}, "type": "log"},
+    )
+
+
+def session_detail(
+    db: Session, cache: SessionCache, study: Study, session: ElicitationSession
+) -> SessionDetail:
+    rows = list(db.scalars(select(Answer).where(Answer.session_id == session.id).order_by(Answer.seq)))
+    result = db.scalars(select(Result).where(Result.session_id == session.id)).first()
+    exclusions = list(
+        db.scalars(select(Exclusion).where(Exclusion.session_id == session.id).order_by(Exclusion.created_at))
+    )
+    config = study.config
+    class_names = list(config["class_names"])
+    group_names = list(config.get("group_names") or [])
+    figures = [
+        {"id": "fig-convergence", "caption": "Binary-search convergence", "figure": _convergence_figure(rows)}
+    ]
+    if result is not None and result.metric.get("type") != "failed":
+        metric = result.metric
+        figures.append(
+            {
+                "id": "fig-a",
+                "caption": "Elicited linear weights a",
+                "figure": charts.metric_weights_figure(metric["a"], class_names, title="Linear weights a"),
+            }
+        )
+        if metric["type"] == "quadratic":
+            figures.append(
+                {
+                    "id": "fig-b",
+                    "caption": "Elicited quadratic weights B",
+                    "figure": charts.quadratic_heatmap_figure(
+                        metric["B"], class_names, title="Quadratic weights B"
+                    ),
+                }
+            )
+        if metric["type"] == "fair_quadratic":
+            pairs = {(item["u"], item["v"]): item["B"] for item in metric["B_pairs"]}
+            for index, (title, figure) in enumerate(
+                charts.pair_heatmap_figures(pairs, class_names, group_names)
+            ):
+                figures.append({"id": f"fig-buv-{index}", "caption": title, "figure": figure})
+            figures.append(
+                {
+                    "id": "fig-lam",
+                    "caption": "Trade-off λ",
+                    "figure": charts.tradeoff_figure(float(metric["lam"]), title="Performance vs fairness"),
+                }
+            )
+        evaluation = result.evaluation or {}
+        names = [
+            ("elicited", "elicited metric"),
+            ("accuracy", "accuracy"),
+            ("equal_weights", "equal weights"),
+        ]
+        values = [
+            (label, (evaluation.get(key) or {}).get("percent"))
+            for key, label in names
+            if isinstance(evaluation.get(key), dict)
+        ]
+        if values:
+            figures.append(
+                {
+                    "id": "fig-agreement",
+                    "caption": "Agreement M on the evaluation pairs",
+                    "figure": _figure(
+                        [
+                            {
+                                "type": "bar",
+                                "x": [label for label, _value in values],
+                                "y": [value if value is not None else 0 for _label, value in values],
+                                "marker": {"color": [_BLUE, "#999999", "#bbbbbb"][: len(values)]},
+                                "hovertemplate": "%{x}: %{y:.0f}%<extra></extra>",
+                            }
+                        ],
+                        "Agreement M with the participant's evaluation answers",
+                        yaxis={"title": {"text": "% of pairs"}, "range": [0, 100]},
+                    ),
+                }
+            )
+    replay_check = verify_replay(cache, study, rows, result)
+    return SessionDetail(
+        session=session,
+        rows=rows,
+        result=result,
+        exclusions=exclusions,
+        replay_check=replay_check,
+        figures=figures,
+    )
+
+
+def coefficient_figures(study: Study, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Distribution of each elicited coefficient across included participants (box per coefficient)."""
+    columns = [key for key in (rows[0] if rows else {}) if key.startswith(("a_", "B_", "lam"))]
+    data = []
+    for column in columns:
+        values = [
+            row[column] for row in rows if isinstance(row.get(column), int | float) and not row["excluded"]
+        ]
+        if values:
+            data.append({"type": "box", "name": column, "y": values, "boxpoints": "all", "jitter": 0.4})
+    figures = [
+        {
+            "id": "fig-coefficients",
+            "caption": "Elicited coefficients across participants",
+            "figure": _figure(data, "Elicited coefficients across participants", height=380),
+        }
+    ]
+    agreement = [
+        (row["participant_code"] or row["session_id"][:8], row["agreement_elicited_pct"])
+        for row in rows
+        if row.get("agreement_elicited_pct") is not None
+    ]
+    if agreement:
+        figures.append(
+            {
+                "id": "fig-agreement-all",
+                "caption": "Agreement M per participant",
+                "figure": _figure(
+                    [{"type": "bar", "x": [name for name, _v in agreement], "y": [v for _n, v in agreement]}],
+                    "Agreement M per participant (elicited metric)",
+                    yaxis={"title": {"text": "% of evaluation pairs"}, "range": [0, 100]},
+                ),
+            }
+        )
+    return figures

@@ -1,0 +1,148 @@
+"""Study planner: simulate a configuration against random metrics before anyone is invited.
+
+For each trial a random metric of the algorithm's family is drawn (Appendix H's generators), an exact
+simulated participant answers the elicitor, and the planner records the number of elicitor queries and the
+coefficient errors of the estimate. Practice, check and evaluation comparisons come from the study's
+session plan; minutes per participant use a per-comparison time the coordinator sets, or the median
+measured in the study's earlier sessions, or `DEFAULT_SECONDS_PER_QUERY`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from elicitation import (
+    ElicitationError,
+    ExactOracle,
+    elicitation_errors,
+    random_fair_metric,
+    random_linear_metric,
+    random_quadratic_metric,
+    run,
+)
+
+from ..algorithms import get_algorithm, group_tau
+from ..study_config import StudyConfig, build_space
+
+__all__ = ["DEFAULT_SECONDS_PER_QUERY", "DEFAULT_TRIALS", "PlannerResult", "plan_study"]
+
+#: A comparison of two classifiers takes about this long when nothing was measured yet (seconds).
+DEFAULT_SECONDS_PER_QUERY = 8.0
+DEFAULT_TRIALS = 20
+#: The planner stops early (with fewer trials, reported) after this much wall time per request.
+TIME_BUDGET_S = 6.0
+
+
+@dataclass(frozen=True)
+class PlannerResult:
+    """What a study will cost a participant and how precise it will be (simulated)."""
+
+    trials: int
+    failed_trials: int
+    queries_mean: float
+    queries_p90: float
+    queries_max_bound: int
+    other_comparisons: int
+    comparisons_mean: float
+    comparisons_p90: float
+    seconds_per_query: float
+    seconds_source: str
+    minutes_mean: float
+    minutes_p90: float
+    error_a_mean: float | None
+    error_a_p90: float | None
+    error_b_mean: float | None
+    error_b_p90: float | None
+    error_lam_mean: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _random_metric(config: StudyConfig, space: Any, rng: np.random.Generator) -> Any:
+    k = space.n_classes
+    if config.algorithm == "lpme":
+        return random_linear_metric(rng, k, nonnegative=True)
+    if config.algorithm == "fair_qpme":
+        tau = group_tau(space.priors, config.algorithm_params.get("group_shares"))
+        return random_fair_metric(rng, k, space.n_groups, tau=tau)
+    return random_quadratic_metric(rng, k)
+
+
+def _stat(values: list[float], q: float | None = None) -> float | None:
+    if not values:
+        return None
+    return float(np.percentile(values, q)) if q is not None else float(np.mean(values))
+
+
+def plan_study(
+    config: StudyConfig,
+    *,
+    trials: int = DEFAULT_TRIALS,
+    seconds_per_query: float | None = None,
+    measured_seconds: float | None = None,
+    seed: int = 0,
+    time_budget_s: float = TIME_BUDGET_S,
+) -> PlannerResult:
+    """Simulate ``trials`` participants with random metrics (seeded: the same config, the same plan)."""
+    spec = get_algorithm(config.algorithm)
+    space = build_space(config)
+    params = spec.parse_params(config.algorithm_params)
+    rng = np.random.default_rng(seed)
+    queries: list[float] = []
+    errors_a: list[float] = []
+    errors_b: list[float] = []
+    errors_lam: list[float] = []
+    failed = 0
+    started = time.monotonic()
+    for trial in range(trials):
+        if trial >= 3 and time.monotonic() - started > time_budget_s:
+            break
+        metric = _random_metric(config, space, rng)
+        try:
+            result = run(spec.build(space, params), ExactOracle(metric))
+        except ElicitationError:
+            failed += 1
+            continue
+        queries.append(float(result.num_queries))
+        errors = elicitation_errors(metric, result.metric)
+        errors_a.append(float(errors.a))
+        second = errors.B if errors.B is not None else errors.B_pairs
+        if second is not None:
+            errors_b.append(float(second))
+        if errors.lam is not None:
+            errors_lam.append(float(errors.lam))
+    bound = int(spec.build(space, params).max_queries)
+    other = config.practice_queries + config.total_checks + config.evaluation_queries
+    if seconds_per_query is not None:
+        seconds, source = float(seconds_per_query), "set for this study"
+    elif measured_seconds is not None:
+        seconds, source = float(measured_seconds), "median measured in this study's sessions"
+    else:
+        seconds, source = DEFAULT_SECONDS_PER_QUERY, "default (nothing measured yet)"
+    q_mean = _stat(queries) if queries else float(bound)
+    q_p90 = _stat(queries, 90) if queries else float(bound)
+    assert q_mean is not None and q_p90 is not None
+    return PlannerResult(
+        trials=len(queries) + failed,
+        failed_trials=failed,
+        queries_mean=q_mean,
+        queries_p90=q_p90,
+        queries_max_bound=bound,
+        other_comparisons=other,
+        comparisons_mean=q_mean + other,
+        comparisons_p90=q_p90 + other,
+        seconds_per_query=seconds,
+        seconds_source=source,
+        minutes_mean=(q_mean + other) * seconds / 60.0,
+        minutes_p90=(q_p90 + other) * seconds / 60.0,
+        error_a_mean=_stat(errors_a),
+        error_a_p90=_stat(errors_a, 90),
+        error_b_mean=_stat(errors_b),
+        error_b_p90=_stat(errors_b, 90),
+        error_lam_mean=_stat(errors_lam),
+    )

@@ -1,0 +1,637 @@
+"""Back-office pages under /admin: login, studies, planner, invitations, monitoring, results, tokens.
+
+Every page needs a logged-in coordinator or admin (anyone else is redirected to the login page); every
+form carries the session's CSRF token; studies of other coordinators are 404 pages.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Form, Request, UploadFile
+from fastapi.responses import RedirectResponse, Response
+from sqlalchemy import select
+
+from ..algorithms import REGISTRY
+from ..deps import CacheDep, DbSessionDep, SettingsDep
+from ..errors import ConflictError
+from ..study_config import (
+    DEFAULT_CONSENT_TEXT,
+    DEFAULT_INSTRUCTIONS_TEXT,
+    StudyConfig,
+    StudyConfigError,
+    parse_study_config,
+)
+from . import export, monitor, studies
+from .auth import (
+    AdminError,
+    AuthError,
+    Principal,
+    UiUserDep,
+    authenticate,
+    check_csrf,
+    check_login_csrf,
+    clear_session_cookie,
+    create_api_token,
+    issue_session_cookie,
+    login_csrf_token,
+    revoke_api_token,
+)
+from .models import ApiToken
+from .planner import plan_study
+from .routes_api import answers_csv_response, parse_json_upload, results_csv_response, results_json_response
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/admin", include_in_schema=False)
+
+#: Largest uploaded study configuration or archive.
+MAX_UPLOAD_BYTES = 50_000_000
+CsrfField = Annotated[str, Form()]
+
+
+def _render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> Response:
+    templates = request.app.state.templates
+    return templates.TemplateResponse(request, f"admin/{template}", context, status_code=status_code)
+
+
+def _page(
+    request: Request, principal: Principal, template: str, status_code: int = 200, **context: Any
+) -> Response:
+    return _render(
+        request, template, {"principal": principal, "csrf": principal.csrf, **context}, status_code
+    )
+
+
+def _see_other(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _safe_next(target: str | None) -> str:
+    """Only local back-office paths are followed after login (no open redirect)."""
+    if not target:
+        return "/admin"
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not parts.path.startswith("/admin") or target.startswith("//"):
+        return "/admin"
+    return target
+
+
+# -- login ---------------------------------------------------------------------------------------------------
+
+
+@router.get("/login")
+def show_login(request: Request, next: str | None = None) -> Response:
+    cookie_carrier = Response()
+    token = login_csrf_token(request, cookie_carrier)
+    response = _render(
+        request, "login.html", {"next": _safe_next(next), "error": None, "email": "", "csrf": token}
+    )
+    for value in cookie_carrier.headers.getlist("set-cookie"):
+        response.headers.append("set-cookie", value)
+    return response
+
+
+@router.post("/login")
+def login(
+    request: Request,
+    db: DbSessionDep,
+    email: Annotated[str, Form(max_length=254)] = "",
+    password: Annotated[str, Form(max_length=1024)] = "",
+    csrf_token: CsrfField = "",
+    next: Annotated[str, Form()] = "/admin",
+) -> Response:
+    check_login_csrf(request, csrf_token)
+    try:
+        user = authenticate(db, request, email, password)
+    except (AuthError, AdminError) as exc:
+        status = exc.status_code if isinstance(exc, AdminError) else 401
+        response = _render(
+            request,
+            "login.html",
+            {"next": _safe_next(next), "error": exc.message, "email": email, "csrf": csrf_token},
+            status_code=status,
+        )
+        return response
+    response = _see_other(_safe_next(next))
+    issue_session_cookie(request, response, user)
+    return response
+
+
+@router.post("/logout")
+def logout(principal: UiUserDep, db: DbSessionDep, csrf_token: CsrfField = "") -> Response:
+    check_csrf(principal, csrf_token)
+    user = db.merge(principal.user)
+    user.session_epoch += 1  # every cookie of this user stops working, not just this browser's
+    db.commit()
+    response = _see_other("/admin/login")
+    clear_session_cookie(response)
+    return response
+
+
+# -- studies -------------------------------------------------------------------------------------------------
+
+
+@router.get("")
+def list_studies(request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+    return _page(request, principal, "studies.html", entries=studies.list_visible_studies(db, principal))
+
+
+def _split(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _floats(value: str, field: str) -> list[float] | None:
+    if not value.strip():
+        return None
+    try:
+        return [float(part) for part in _split(value)]
+    except ValueError:
+        raise AdminError(f"{field}: give numbers separated by commas", status_code=422) from None
+
+
+def _form_config(form: dict[str, Any]) -> dict[str, Any]:
+    """A configuration dict from the study form (or from its advanced JSON box, which wins)."""
+    advanced = str(form.get("config_json", "")).strip()
+    if advanced:
+        try:
+            data = json.loads(advanced)
+        except json.JSONDecodeError as exc:
+            raise AdminError(f"configuration JSON: {exc}", status_code=422) from None
+        if not isinstance(data, dict):
+            raise AdminError("configuration JSON: must be an object", status_code=422)
+        return data
+    space: dict[str, Any] = {"kind": "synthetic"}
+    try:
+        space["radius"] = float(form.get("radius") or 0.2)
+        epsilon = float(form.get("epsilon") or 0.05)
+        practice = int(form.get("practice_queries") or 0)
+        evaluation = int(form.get("evaluation_queries") or 0)
+    except ValueError:
+        raise AdminError("radius, tolerance and the query counts must be numbers", status_code=422) from None
+    priors = _floats(str(form.get("priors", "")), "class shares")
+    if priors is not None:
+        space["priors"] = priors
+    config: dict[str, Any] = {
+        "name": form.get("name", ""),
+        "task": form.get("task", ""),
+        "class_names": _split(str(form.get("class_names", ""))),
+        "group_names": _split(str(form.get("group_names", ""))),
+        "population": form.get("population") or "people",
+        "algorithm": form.get("algorithm") or "qpme",
+        "algorithm_params": {"epsilon": epsilon},
+        "query_space": space,
+        "practice_queries": practice,
+        "checks": form.get("checks") == "on",
+        "evaluation_queries": evaluation,
+        "consent_text": form.get("consent_text") or DEFAULT_CONSENT_TEXT,
+        "instructions_text": form.get("instructions_text") or DEFAULT_INSTRUCTIONS_TEXT,
+        "open_enrolment": form.get("open_enrolment") == "on",
+    }
+    if form.get("redirect_url"):
+        config["redirect_url"] = form["redirect_url"]
+    return config
+
+
+def _form_from_config(config: dict[str, Any]) -> dict[str, Any]:
+    space = config.get("query_space") or {}
+    return {
+        "name": config.get("name", ""),
+        "task": config.get("task", ""),
+        "class_names": ", ".join(config.get("class_names", [])),
+        "group_names": ", ".join(config.get("group_names", [])),
+        "population": config.get("population", "people"),
+        "algorithm": config.get("algorithm", "qpme"),
+        "epsilon": (config.get("algorithm_params") or {}).get("epsilon", 0.05),
+        "radius": space.get("radius", 0.2),
+        "priors": ", ".join(str(p) for p in space.get("priors", []) or [])
+        if space.get("kind", "synthetic") == "synthetic"
+        else "",
+        "practice_queries": config.get("practice_queries", 2),
+        "checks": "on" if config.get("checks", True) else "",
+        "evaluation_queries": config.get("evaluation_queries", 15),
+        "consent_text": config.get("consent_text", DEFAULT_CONSENT_TEXT),
+        "instructions_text": config.get("instructions_text", DEFAULT_INSTRUCTIONS_TEXT),
+        "redirect_url": config.get("redirect_url") or "",
+        "open_enrolment": "on" if config.get("open_enrolment", True) else "",
+        "config_json": "" if space.get("kind", "synthetic") == "synthetic" else json.dumps(config, indent=2),
+    }
+
+
+_BLANK_FORM = {
+    "name": "",
+    "task": "",
+    "class_names": "benign, malignant",
+    "group_names": "",
+    "population": "patients",
+    "algorithm": "qpme",
+    "epsilon": 0.05,
+    "radius": 0.2,
+    "priors": "",
+    "practice_queries": 2,
+    "checks": "on",
+    "evaluation_queries": 15,
+    "consent_text": DEFAULT_CONSENT_TEXT,
+    "instructions_text": DEFAULT_INSTRUCTIONS_TEXT,
+    "redirect_url": "",
+    "open_enrolment": "on",
+    "config_json": "",
+    "seconds_per_query": "",
+}
+
+
+def _seconds(form: dict[str, Any]) -> float | None:
+    raw = str(form.get("seconds_per_query", "")).strip()
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise AdminError("seconds per comparison: give a number", status_code=422) from None
+
+
+def _study_form(
+    request: Request,
+    principal: Principal,
+    form: dict[str, Any],
+    *,
+    study: Any = None,
+    errors: list[str],
+    plan: Any,
+) -> Response:
+    return _page(
+        request,
+        principal,
+        "study_form.html",
+        status_code=422 if errors else 200,
+        form=form,
+        study=study,
+        errors=errors,
+        plan=plan,
+        algorithms=sorted(REGISTRY.values(), key=lambda spec: spec.name),
+    )
+
+
+@router.get("/studies/new")
+def new_study(request: Request, principal: UiUserDep) -> Response:
+    return _study_form(request, principal, dict(_BLANK_FORM), errors=[], plan=None)
+
+
+async def _form_dict(request: Request) -> dict[str, Any]:
+    form = await request.form()
+    return {key: value for key, value in form.items() if isinstance(value, str)}
+
+
+@router.post("/studies/new")
+async def create_study(request: Request, principal: UiUserDep) -> Response:
+    form = await _form_dict(request)
+    check_csrf(principal, form.get("csrf_token"))
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(_save_study_form, request, principal, form, None)
+
+
+def _save_study_form(
+    request: Request, principal: Principal, form: dict[str, Any], study_id: str | None
+) -> Response:
+    """Plan (``action=plan``) or save the study form; invalid input re-renders it with messages."""
+    with request.app.state.sessionmaker() as db:
+        study = control = None
+        if study_id is not None:
+            study, control = studies.visible_study(db, principal, study_id)
+        try:
+            config_dict = _form_config(form)
+            seconds = _seconds(form)
+            config = parse_study_config(config_dict)
+        except (AdminError, StudyConfigError) as exc:
+            message = exc.message if isinstance(exc, AdminError) else str(exc)
+            return _study_form(request, principal, form, study=study, errors=message.split("; "), plan=None)
+        if form.get("action") == "plan":
+            plan = plan_study(config, seconds_per_query=seconds)
+            return _study_form(request, principal, form, study=study, errors=[], plan=plan)
+        try:
+            if study is None:
+                study, control = studies.create_study_for(db, principal, config, seconds_per_query=seconds)
+            else:
+                studies.edit_study(
+                    db, request.app.state.session_cache, study, control, config, seconds_per_query=seconds
+                )
+        except (AdminError, ConflictError) as exc:
+            return _study_form(request, principal, form, study=study, errors=[exc.message], plan=None)
+        return _see_other(f"/admin/studies/{study.id}")
+
+
+@router.get("/studies/{study_id}")
+def show_study(
+    study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep, settings: SettingsDep
+) -> Response:
+    study, control = studies.visible_study(db, principal, study_id)
+    config = StudyConfig.model_validate(study.config)
+    plan = plan_study(
+        config,
+        seconds_per_query=control.seconds_per_query if control else None,
+        measured_seconds=monitor.measured_seconds_per_query(db, study.id),
+    )
+    base = settings.public_base_url or str(request.base_url).rstrip("/")
+    return _page(
+        request,
+        principal,
+        "study.html",
+        study=study,
+        control=control,
+        status=studies.status_of(control).value,
+        plan=plan,
+        answered=studies.answered_count(db, study.id),
+        join_url=f"{base}/studies/{study.id}/join" if study.open_enrolment else None,
+        config_hash=studies.config_hash(study.config),
+        config_json=json.dumps(study.config, indent=2),
+    )
+
+
+@router.get("/studies/{study_id}/edit")
+def edit_study(study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+    study, control = studies.visible_study(db, principal, study_id)
+    form = _form_from_config(study.config)
+    form["seconds_per_query"] = control.seconds_per_query if control and control.seconds_per_query else ""
+    errors = []
+    if studies.answered_count(db, study.id):
+        errors.append("This study has answers already; its configuration can no longer change. Duplicate it.")
+    return _study_form(request, principal, form, study=study, errors=errors, plan=None)
+
+
+@router.post("/studies/{study_id}/edit")
+async def save_study(study_id: str, request: Request, principal: UiUserDep) -> Response:
+    form = await _form_dict(request)
+    check_csrf(principal, form.get("csrf_token"))
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(_save_study_form, request, principal, form, study_id)
+
+
+@router.post("/studies/{study_id}/status")
+def change_status(
+    study_id: str,
+    principal: UiUserDep,
+    db: DbSessionDep,
+    status: Annotated[str, Form()],
+    csrf_token: CsrfField = "",
+    confirm: Annotated[str, Form()] = "",
+) -> Response:
+    check_csrf(principal, csrf_token)
+    study, control = studies.visible_study(db, principal, study_id)
+    studies.set_status(db, study, control, status, confirm=confirm == "yes")
+    return _see_other(f"/admin/studies/{study.id}")
+
+
+@router.post("/studies/{study_id}/settings")
+def change_settings(
+    study_id: str,
+    principal: UiUserDep,
+    db: DbSessionDep,
+    cache: CacheDep,
+    csrf_token: CsrfField = "",
+    expires_in_days: Annotated[str, Form()] = "",
+) -> Response:
+    check_csrf(principal, csrf_token)
+    study, control = studies.visible_study(db, principal, study_id)
+    expires = _expiry(expires_in_days)
+    studies.edit_study(db, cache, study, control, enrolment_expires_at=expires, clear_expiry=expires is None)
+    return _see_other(f"/admin/studies/{study.id}")
+
+
+def _expiry(days: str) -> datetime | None:
+    if not days.strip():
+        return None
+    try:
+        value = float(days)
+    except ValueError:
+        raise AdminError("expiry: give a number of days", status_code=422) from None
+    if not 0 < value <= 3650:
+        raise AdminError("expiry: between 0 and 3650 days", status_code=422)
+    return datetime.now(UTC) + timedelta(days=value)
+
+
+@router.post("/studies/{study_id}/duplicate")
+def duplicate_study(
+    study_id: str, principal: UiUserDep, db: DbSessionDep, csrf_token: CsrfField = ""
+) -> Response:
+    check_csrf(principal, csrf_token)
+    study, control = studies.visible_study(db, principal, study_id)
+    copy = studies.duplicate_study(db, principal, study, control)
+    return _see_other(f"/admin/studies/{copy.id}/edit")
+
+
+@router.post("/studies/{study_id}/invitations")
+def create_invitations(
+    study_id: str,
+    request: Request,
+    principal: UiUserDep,
+    db: DbSessionDep,
+    cache: CacheDep,
+    settings: SettingsDep,
+    count: Annotated[int, Form(ge=1, le=studies.MAX_INVITATIONS)],
+    csrf_token: CsrfField = "",
+    expires_in_days: Annotated[str, Form()] = "",
+) -> Response:
+    """Create personal links and download them as CSV (the tokens are not stored, only their hashes)."""
+    check_csrf(principal, csrf_token)
+    study, control = studies.visible_study(db, principal, study_id)
+    created = studies.create_invitations(
+        db, cache, principal, study, control, count, expires_at=_expiry(expires_in_days)
+    )
+    base = settings.public_base_url or str(request.base_url).rstrip("/")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(["invitation_id", "url", "expires_at"])
+    for invitation, token in created:
+        expires = invitation.expires_at.isoformat() if invitation.expires_at else ""
+        writer.writerow([invitation.id, f"{base}/sessions/{token}", expires])
+    return Response(
+        buffer.getvalue(),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="invitations-{study.id}.csv"'},
+    )
+
+
+# -- monitoring ----------------------------------------------------------------------------------------------
+
+
+@router.get("/studies/{study_id}/monitor")
+def monitor_study(study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+    study, control = studies.visible_study(db, principal, study_id)
+    from ..models import ElicitationSession
+
+    sessions = list(
+        db.scalars(
+            select(ElicitationSession)
+            .where(ElicitationSession.study_id == study.id)
+            .order_by(ElicitationSession.created_at.desc())
+            .limit(200)
+        )
+    )
+    return _page(
+        request,
+        principal,
+        "monitor.html",
+        study=study,
+        status=studies.status_of(control).value,
+        dashboard=monitor.study_dashboard(db, study),
+        sessions=sessions,
+    )
+
+
+@router.get("/studies/{study_id}/sessions/{session_id}")
+def show_session(
+    study_id: str, session_id: str, request: Request, principal: UiUserDep, db: DbSessionDep, cache: CacheDep
+) -> Response:
+    study, _control, session = studies.visible_session(db, principal, study_id, session_id)
+    detail = monitor.session_detail(db, cache, study, session)
+    return _page(request, principal, "session.html", study=study, detail=detail)
+
+
+@router.post("/studies/{study_id}/sessions/{session_id}/exclude")
+def exclude_session(
+    study_id: str,
+    session_id: str,
+    principal: UiUserDep,
+    db: DbSessionDep,
+    reason: Annotated[str, Form(max_length=2000)] = "",
+    csrf_token: CsrfField = "",
+) -> Response:
+    check_csrf(principal, csrf_token)
+    study, _control, session = studies.visible_session(db, principal, study_id, session_id)
+    studies.exclude_session(db, principal, session, reason)
+    return _see_other(f"/admin/studies/{study.id}/sessions/{session.id}")
+
+
+@router.post("/studies/{study_id}/sessions/{session_id}/lift")
+def lift_exclusion(
+    study_id: str, session_id: str, principal: UiUserDep, db: DbSessionDep, csrf_token: CsrfField = ""
+) -> Response:
+    check_csrf(principal, csrf_token)
+    study, _control, session = studies.visible_session(db, principal, study_id, session_id)
+    studies.lift_exclusion(db, principal, session)
+    return _see_other(f"/admin/studies/{study.id}/sessions/{session.id}")
+
+
+@router.get("/studies/{study_id}/sessions/{session_id}/replay.json")
+def session_replay_log(study_id: str, session_id: str, principal: UiUserDep, db: DbSessionDep) -> Response:
+    from ..models import Answer
+
+    study, _control, session = studies.visible_session(db, principal, study_id, session_id)
+    rows = list(db.scalars(select(Answer).where(Answer.session_id == session.id).order_by(Answer.seq)))
+    return Response(
+        json.dumps(export.replay_log(study, session, rows), indent=1),
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="replay-{session.id}.json"'},
+    )
+
+
+# -- results and export --------------------------------------------------------------------------------------
+
+
+@router.get("/studies/{study_id}/results")
+def show_results(study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+    study, _control = studies.visible_study(db, principal, study_id)
+    rows = list(export.result_rows(db, study))
+    finished = [row for row in rows if row["metric_type"] not in (None, "failed")]
+    return _page(
+        request,
+        principal,
+        "results.html",
+        study=study,
+        rows=finished,
+        columns=export.result_columns(study),
+        figures=monitor.coefficient_figures(study, finished),
+        snippet=export.metric_snippet(study, finished),
+        config_hash=studies.config_hash(study.config),
+    )
+
+
+@router.get("/studies/{study_id}/export/{kind}")
+def download(study_id: str, kind: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+    if kind == "results.csv":
+        return results_csv_response(request, principal, study_id)  # type: ignore[no-any-return]
+    if kind == "results.json":
+        return results_json_response(request, principal, study_id)  # type: ignore[no-any-return]
+    if kind == "answers.csv":
+        return answers_csv_response(request, principal, study_id)  # type: ignore[no-any-return]
+    if kind == "archive.json":
+        study, _control = studies.visible_study(db, principal, study_id)
+        return Response(
+            json.dumps(export.study_archive(db, study)),
+            media_type="application/json",
+            headers={"Content-Disposition": f'attachment; filename="study-{study.id}.json"'},
+        )
+    studies.visible_study(db, principal, study_id)
+    raise AdminError("unknown export", status_code=404, code="not_found")
+
+
+@router.get("/import")
+def show_import(request: Request, principal: UiUserDep) -> Response:
+    return _page(request, principal, "import.html", error=None)
+
+
+@router.post("/import")
+async def import_study(request: Request, principal: UiUserDep) -> Response:
+    form = await request.form()
+    check_csrf(principal, str(form.get("csrf_token", "")))
+    upload = form.get("archive")
+    if not isinstance(upload, UploadFile):
+        return _page(request, principal, "import.html", status_code=422, error="choose an archive file")
+    raw = await upload.read(MAX_UPLOAD_BYTES + 1)
+    from starlette.concurrency import run_in_threadpool
+
+    def work() -> Response:
+        try:
+            archive = parse_json_upload(raw, MAX_UPLOAD_BYTES)
+            with request.app.state.sessionmaker() as db:
+                study, _verified = export.import_archive(
+                    db, request.app.state.session_cache, archive, owner_id=principal.user.id
+                )
+        except AdminError as exc:
+            return _page(request, principal, "import.html", status_code=exc.status_code, error=exc.message)
+        return _see_other(f"/admin/studies/{study.id}")
+
+    return await run_in_threadpool(work)
+
+
+# -- tokens --------------------------------------------------------------------------------------------------
+
+
+@router.get("/tokens")
+def list_tokens(request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+    tokens = list(
+        db.scalars(select(ApiToken).where(ApiToken.user_id == principal.user.id).order_by(ApiToken.id))
+    )
+    return _page(request, principal, "tokens.html", tokens=tokens, new_token=None)
+
+
+@router.post("/tokens")
+def new_token(
+    request: Request,
+    principal: UiUserDep,
+    db: DbSessionDep,
+    name: Annotated[str, Form(max_length=100)] = "",
+    csrf_token: CsrfField = "",
+) -> Response:
+    check_csrf(principal, csrf_token)
+    _token, secret = create_api_token(db, principal.user, name)
+    tokens = list(
+        db.scalars(select(ApiToken).where(ApiToken.user_id == principal.user.id).order_by(ApiToken.id))
+    )
+    return _page(request, principal, "tokens.html", status_code=201, tokens=tokens, new_token=secret)
+
+
+@router.post("/tokens/{token_id}/revoke")
+def revoke_token(
+    token_id: int, principal: UiUserDep, db: DbSessionDep, csrf_token: CsrfField = ""
+) -> Response:
+    check_csrf(principal, csrf_token)
+    revoke_api_token(db, principal.user, token_id)
+    return _see_other("/admin/tokens")

@@ -1,0 +1,366 @@
+"""Back-office use cases on studies: access, create, edit, status, duplicate, invitations, exclusions.
+
+Each function owns its transaction. Access is decided in one place (`visible_study`): admins see every
+study, coordinators only those they own; anything else is "not found" (404), never "forbidden", so that
+a coordinator cannot even learn that another coordinator's study exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from .. import services
+from ..algorithms import get_algorithm
+from ..errors import ConflictError, NotFoundError
+from ..models import Answer, ElicitationSession, LogAction, SessionStatus, Study, utcnow
+from ..services import SessionCache
+from ..study_config import StudyConfig, StudyConfigError, build_space, parse_study_config
+from .auth import AdminError, Principal
+from .models import Exclusion, Invitation, StudyControl, StudyStatus
+
+__all__ = [
+    "MAX_INVITATIONS",
+    "StudyEntry",
+    "answered_count",
+    "config_hash",
+    "create_invitations",
+    "create_study_for",
+    "duplicate_study",
+    "edit_study",
+    "exclude_session",
+    "lift_exclusion",
+    "list_visible_studies",
+    "set_status",
+    "status_of",
+    "visible_session",
+    "visible_study",
+]
+
+#: Personal links created in one request (a CSV of this many rows is still small).
+MAX_INVITATIONS = 5000
+#: Allowed status changes; closing is final (data is never dropped, so there is nothing to undo).
+TRANSITIONS: dict[StudyStatus, set[StudyStatus]] = {
+    StudyStatus.DRAFT: {StudyStatus.OPEN, StudyStatus.CLOSED},
+    StudyStatus.OPEN: {StudyStatus.PAUSED, StudyStatus.CLOSED},
+    StudyStatus.PAUSED: {StudyStatus.OPEN, StudyStatus.CLOSED},
+    StudyStatus.CLOSED: set(),
+}
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of a stored study configuration (carried by every export)."""
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+@dataclass
+class StudyEntry:
+    """A study as the back office lists it."""
+
+    study: Study
+    control: StudyControl | None
+    status: StudyStatus
+    counts: dict[str, int]
+    owner_email: str | None = None
+
+
+def status_of(control: StudyControl | None) -> StudyStatus:
+    """Studies made before the back office (no control row) are open."""
+    return StudyStatus.OPEN if control is None else StudyStatus(control.status)
+
+
+def _may_see(principal: Principal, control: StudyControl | None) -> bool:
+    if principal.is_admin:
+        return True
+    return control is not None and control.owner_id == principal.user.id
+
+
+def visible_study(
+    db: Session, principal: Principal, study_id: str | uuid.UUID
+) -> tuple[Study, StudyControl | None]:
+    """The study if ``principal`` may see it, else `NotFoundError` (also for malformed ids)."""
+    try:
+        key = study_id if isinstance(study_id, uuid.UUID) else uuid.UUID(str(study_id))
+    except ValueError:
+        raise NotFoundError("There is no study at this address.") from None
+    study = db.get(Study, key)
+    control = db.get(StudyControl, key) if study is not None else None
+    if study is None or not _may_see(principal, control):
+        raise NotFoundError("There is no study at this address.")
+    return study, control
+
+
+def visible_session(
+    db: Session, principal: Principal, study_id: str | uuid.UUID, session_id: str | uuid.UUID
+) -> tuple[Study, StudyControl | None, ElicitationSession]:
+    study, control = visible_study(db, principal, study_id)
+    try:
+        key = session_id if isinstance(session_id, uuid.UUID) else uuid.UUID(str(session_id))
+    except ValueError:
+        raise NotFoundError("There is no session at this address.") from None
+    session = db.get(ElicitationSession, key)
+    if session is None or session.study_id != study.id:
+        raise NotFoundError("There is no session at this address.")
+    return study, control, session
+
+
+def _counts(db: Session) -> dict[tuple[uuid.UUID, str], int]:
+    rows = db.execute(
+        select(ElicitationSession.study_id, ElicitationSession.status, func.count()).group_by(
+            ElicitationSession.study_id, ElicitationSession.status
+        )
+    ).all()
+    return {(study_id, status): count for study_id, status, count in rows}
+
+
+def list_visible_studies(db: Session, principal: Principal) -> list[StudyEntry]:
+    from .models import User
+
+    controls = {control.study_id: control for control in db.scalars(select(StudyControl))}
+    emails = dict(db.execute(select(User.id, User.email)).all())
+    counts = _counts(db)
+    entries = []
+    for study in db.scalars(select(Study).order_by(Study.created_at.desc())):
+        control = controls.get(study.id)
+        if not _may_see(principal, control):
+            continue
+        entries.append(
+            StudyEntry(
+                study=study,
+                control=control,
+                status=status_of(control),
+                counts={status.value: counts.get((study.id, status.value), 0) for status in SessionStatus},
+                owner_email=emails.get(control.owner_id) if control and control.owner_id else None,
+            )
+        )
+    return entries
+
+
+def answered_count(db: Session, study_id: uuid.UUID) -> int:
+    """Answers recorded in the study (any phase, undone ones included: they were given)."""
+    return int(
+        db.scalar(
+            select(func.count())
+            .select_from(Answer)
+            .join(ElicitationSession, Answer.session_id == ElicitationSession.id)
+            .where(ElicitationSession.study_id == study_id, Answer.action == LogAction.ANSWER.value)
+        )
+        or 0
+    )
+
+
+def _parse(config: StudyConfig | dict[str, Any]) -> StudyConfig:
+    if isinstance(config, StudyConfig):
+        return config
+    try:
+        return parse_study_config(config)
+    except StudyConfigError as exc:
+        raise AdminError(str(exc), status_code=422, code="invalid_config") from None
+
+
+def _fill(study: Study, config: StudyConfig) -> None:
+    spec = get_algorithm(config.algorithm)
+    space = build_space(config)
+    params = spec.parse_params(config.algorithm_params)
+    study.name = config.name
+    study.config = config.model_dump(mode="json")
+    study.algorithm = config.algorithm
+    # The same simulated run the participant app uses to place the interleaved checks.
+    study.expected_queries = services._typical_queries(spec, space, params)
+    study.open_enrolment = config.open_enrolment
+
+
+def create_study_for(
+    db: Session,
+    principal: Principal,
+    config: StudyConfig | dict[str, Any],
+    *,
+    seconds_per_query: float | None = None,
+) -> tuple[Study, StudyControl]:
+    """A new draft study owned by ``principal`` (nobody can join until it is opened)."""
+    parsed = _parse(config)
+    _check_seconds(seconds_per_query)
+    study = Study(id=uuid.uuid4(), created_at=utcnow())
+    _fill(study, parsed)
+    control = StudyControl(
+        study_id=study.id,
+        owner_id=principal.user.id,
+        status=StudyStatus.DRAFT.value,
+        seconds_per_query=seconds_per_query,
+        updated_at=utcnow(),
+    )
+    db.add(study)
+    db.flush()
+    db.add(control)
+    db.commit()
+    return study, control
+
+
+def _check_seconds(seconds: float | None) -> None:
+    if seconds is not None and not 0.5 <= seconds <= 600:
+        raise AdminError("seconds_per_query must lie between 0.5 and 600", status_code=422, code="invalid")
+
+
+def _ensure_control(db: Session, study: Study, control: StudyControl | None) -> StudyControl:
+    if control is None:
+        control = StudyControl(
+            study_id=study.id, owner_id=None, status=StudyStatus.OPEN.value, updated_at=utcnow()
+        )
+        db.add(control)
+    return control
+
+
+def edit_study(
+    db: Session,
+    cache: SessionCache,
+    study: Study,
+    control: StudyControl | None,
+    config: StudyConfig | dict[str, Any] | None = None,
+    *,
+    seconds_per_query: float | None = None,
+    enrolment_expires_at: datetime | None = None,
+    clear_expiry: bool = False,
+) -> Study:
+    """Change the configuration (only while nobody has answered) and/or the planner and expiry settings."""
+    if config is not None:
+        parsed = _parse(config)
+        if answered_count(db, study.id):
+            raise ConflictError(
+                "This study has answers already, so its configuration can no longer change. "
+                "Duplicate it to run a changed version.",
+                code="has_answers",
+            )
+        _fill(study, parsed)
+        version = get_algorithm(parsed.algorithm).version
+        for session in db.scalars(select(ElicitationSession).where(ElicitationSession.study_id == study.id)):
+            session.algorithm = parsed.algorithm
+            session.algorithm_version = version
+    _check_seconds(seconds_per_query)
+    if seconds_per_query is not None or enrolment_expires_at is not None or clear_expiry:
+        control = _ensure_control(db, study, control)
+        if seconds_per_query is not None:
+            control.seconds_per_query = seconds_per_query
+        if enrolment_expires_at is not None:
+            control.enrolment_expires_at = enrolment_expires_at
+        elif clear_expiry:
+            control.enrolment_expires_at = None
+        control.updated_at = utcnow()
+    db.commit()
+    # This process's runtime of the study is stale now (other workers only ever saw a study without answers).
+    cache.clear()
+    return study
+
+
+def set_status(
+    db: Session, study: Study, control: StudyControl | None, target: str, *, confirm: bool = False
+) -> StudyControl:
+    """Open, pause or close; closing needs ``confirm`` and keeps every session, answer and result."""
+    try:
+        wanted = StudyStatus(target)
+    except ValueError:
+        raise AdminError(
+            f"status must be one of open, paused, closed; got {target!r}", status_code=422
+        ) from None
+    current = status_of(control)
+    if wanted == current:
+        return _ensure_control(db, study, control)
+    if wanted not in TRANSITIONS[current]:
+        raise ConflictError(f"a {current.value} study cannot become {wanted.value}", code="bad_transition")
+    if wanted is StudyStatus.CLOSED and not confirm:
+        raise AdminError(
+            "Closing a study stops all enrolment for good; confirm to close it. Its data stays and can "
+            "be exported at any time.",
+            status_code=409,
+            code="confirmation_required",
+        )
+    control = _ensure_control(db, study, control)
+    control.status = wanted.value
+    control.updated_at = utcnow()
+    db.commit()
+    return control
+
+
+def duplicate_study(db: Session, principal: Principal, study: Study, control: StudyControl | None) -> Study:
+    """A draft copy of the configuration (no sessions), owned by the caller."""
+    data = dict(study.config)
+    data["name"] = f"Copy of {study.name}"[:200]
+    copy, _control = create_study_for(
+        db, principal, data, seconds_per_query=control.seconds_per_query if control else None
+    )
+    return copy
+
+
+def create_invitations(
+    db: Session,
+    cache: SessionCache,
+    principal: Principal,
+    study: Study,
+    control: StudyControl | None,
+    count: int,
+    *,
+    expires_at: datetime | None = None,
+    labels: list[str] | None = None,
+) -> list[tuple[Invitation, str]]:
+    """``count`` personal links (invited sessions: nothing counts until the person consents)."""
+    if not 1 <= count <= MAX_INVITATIONS:
+        raise AdminError(f"count must lie between 1 and {MAX_INVITATIONS}", status_code=422, code="invalid")
+    if status_of(control) is StudyStatus.CLOSED:
+        raise ConflictError("the study is closed; it takes no new participants", code="study_closed")
+    if expires_at is not None and expires_at <= utcnow():
+        raise AdminError("the expiry must lie in the future", status_code=422, code="invalid")
+    created = []
+    for index in range(count):
+        session, token = services.create_session(db, cache, study.id, consented=False, require_open=False)
+        label = labels[index] if labels and index < len(labels) else None
+        invitation = Invitation(
+            study_id=study.id,
+            session_id=session.id,
+            label=label,
+            expires_at=expires_at,
+            created_by=principal.user.id,
+            created_at=utcnow(),
+        )
+        db.add(invitation)
+        created.append((invitation, token))
+    db.commit()
+    return created
+
+
+def exclude_session(db: Session, principal: Principal, session: ElicitationSession, reason: str) -> Exclusion:
+    """Exclude a session from the analysis with a reason (kept and exported; answers untouched)."""
+    reason = reason.strip()
+    if not reason or len(reason) > 2000:
+        raise AdminError("give a reason of 1 to 2000 characters", status_code=422, code="invalid")
+    if active_exclusion(db, session.id) is not None:
+        raise ConflictError("this session is excluded already", code="already_excluded")
+    exclusion = Exclusion(
+        session_id=session.id, reason=reason, created_by=principal.user.id, created_at=utcnow()
+    )
+    db.add(exclusion)
+    db.commit()
+    return exclusion
+
+
+def lift_exclusion(db: Session, principal: Principal, session: ElicitationSession) -> Exclusion:
+    """Take a session back into the analysis; the exclusion row stays, marked as lifted."""
+    exclusion = active_exclusion(db, session.id)
+    if exclusion is None:
+        raise ConflictError("this session is not excluded", code="not_excluded")
+    exclusion.lifted_at = utcnow()
+    exclusion.lifted_by = principal.user.id
+    db.commit()
+    return exclusion
+
+
+def active_exclusion(db: Session, session_id: uuid.UUID) -> Exclusion | None:
+    return db.scalars(
+        select(Exclusion).where(Exclusion.session_id == session_id, Exclusion.lifted_at.is_(None))
+    ).first()
