@@ -268,6 +268,8 @@ def sankey_figure(
                     "target": targets,
                     "value": values,
                     "color": link_colors,
+                    # Short counts: static/js/charts.js writes them on the flows themselves.
+                    "label": [_fmt(value, decimals) for value in values],
                     "customdata": link_labels,
                     "hovertemplate": "%{customdata}<extra></extra>",
                 },

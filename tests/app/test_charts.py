@@ -141,6 +141,8 @@ def test_sankey_flows_add_up_to_100_and_match_the_matrix() -> None:
     for source, target, value in zip(link["source"], link["target"], link["value"], strict=True):
         assert value == counts[source, target - 2]
     assert sorted(zip(link["source"], link["target"], strict=True)) == [(0, 2), (0, 3), (1, 2), (1, 3)]
+    # The short labels charts.js writes on the flows are the same counts.
+    assert [float(label) for label in link["label"]] == link["value"]
 
 
 def test_sankey_boxes_carry_class_names_and_totals() -> None:

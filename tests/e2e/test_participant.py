@@ -326,8 +326,14 @@ def test_classifiers_sit_side_by_side_on_a_laptop_and_stack_on_a_portrait_tablet
     expect(right.get_by_role("heading", name="Classifier B")).to_be_visible()
     a, b = _boxes(page)
     assert a["right"] <= b["left"] and abs(a["top"] - b["top"]) < 1
+    # Counts written on the flows are the table's numbers.
+    flow_labels = left.locator(".flow-label")
+    labels = sorted(float(text) for text in flow_labels.all_text_contents())
+    assert labels and set(labels) <= set(_displayed_confusion(page, "left").ravel().tolist())
     page.set_viewport_size({"width": 768, "height": 1024})
     page.wait_for_timeout(RESIZE_SETTLE_MS)
+    # Redrawn for the new width, the flows keep their counts (one set, not stale copies).
+    assert sorted(float(text) for text in flow_labels.all_text_contents()) == labels
     a, b = _boxes(page)
     assert b["top"] >= a["bottom"] and abs(a["left"] - b["left"]) < 1
     # Charts follow their container's width instead of overflowing it.

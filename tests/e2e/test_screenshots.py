@@ -1,6 +1,6 @@
 """README screenshots, regenerated on demand; skipped otherwise so ordinary runs never rewrite images.
 
-    UPDATE_SCREENSHOTS=1 .venv/bin/pytest -m e2e tests/e2e/test_screenshots.py
+UPDATE_SCREENSHOTS=1 .venv/bin/pytest -m e2e tests/e2e/test_screenshots.py
 """
 
 from __future__ import annotations
