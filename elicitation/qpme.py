@@ -62,8 +62,10 @@ paper                    code                     meaning
 ``d_1`` (pivot)          ``pivot``                coordinate the closed form divides by
 =======================  =======================  ===============================================
 
-Query complexity: at most ``2 k`` trivial queries plus ``k + 2`` LPME runs,
-``O(k^2 log(1/epsilon))`` in total (Theorem 1); `Elicitor.max_queries` is the exact worst case.
+Query complexity: at most ``2 k`` trivial queries plus ``k + 2`` LPME runs (``k + 3`` for ``k = 2``),
+``O(k^2 log(1/epsilon))`` in total (Theorem 1); `Elicitor.max_queries` is the exact worst case. With
+the defaults and an exact oracle the mean is about 51, 126, 223 and 344 answers for k = 2..5 (the
+paper's Table 4: 265, 669, 1206, 1880).
 """
 
 from __future__ import annotations
@@ -311,7 +313,7 @@ def _shifted_steps(
     # The most reliable pivot: its slope entries stay farthest from zero in every run so far.
     pivot = int(np.argmax(np.min(np.abs(np.array(slopes)), axis=0)))
     # For k = 2 the paper's k + 2 runs give exactly as many equations as unknowns, so one unlucky slope
-    # leaves the system singular; a run at the other -z makes it overdetermined (about 14 more queries).
+    # leaves the system singular; a run at the other -z makes it overdetermined (one more LPME run).
     negative_axes = [pivot] + ([1 - pivot] if k == 2 else [])
     for axis in negative_axes:
         negative = inner_sphere(sphere, varrho, axis=axis, sign=-1)
