@@ -9,8 +9,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+import httpx
+import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
+
+from app.admin.auth import create_user
+from app.admin.models import Role
 
 pytestmark = [
     pytest.mark.e2e,
@@ -22,6 +27,8 @@ pytestmark = [
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
 #: A common laptop viewport; device scale 1 keeps the PNG small.
 VIEWPORT = {"width": 1440, "height": 1000}
+#: Only for the throw-away database of this test.
+ADMIN_PASSWORD = "screenshot password for a throw-away database"
 
 
 def test_screenshot_participant_comparison_page(page: Page, live_server: Any, health: Any) -> None:
@@ -41,3 +48,44 @@ def test_screenshot_participant_comparison_page(page: Page, live_server: Any, he
     expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
     IMAGES.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(IMAGES / "participant.png"), full_page=False)
+
+
+def _finish_over_api(base_url: str, study_id: Any, weights: np.ndarray, answers: int | None = None) -> None:
+    """An automated participant (linear metric ``weights``) answering over the JSON API."""
+    with httpx.Client(base_url=base_url, timeout=10) as client:
+        created = client.post(f"/api/v1/studies/{study_id}/sessions", json={"consent": True})
+        assert created.status_code == 201, created.text
+        token = created.json()["token"]
+        state = client.get(f"/api/v1/sessions/{token}").json()
+        count = 0
+        while state["query"] is not None and (answers is None or count < answers):
+            query = state["query"]
+            first, second = np.asarray(query["first"]["rates"]), np.asarray(query["second"]["rates"])
+            preferred = "first" if weights @ first >= weights @ second else "second"
+            response = client.post(
+                f"/api/v1/sessions/{token}/answers",
+                json={"seq": query["seq"], "preferred": preferred, "time_on_page_ms": 4000 + 700 * count},
+            )
+            assert response.status_code == 200, response.text
+            state = response.json()
+            count += 1
+
+
+def test_screenshot_admin_dashboard(page: Page, live_server: Any, health: Any) -> None:
+    study = live_server.create_study(name="Breast cancer screening (pilot)")
+    for index, weights in enumerate(([0.3, 0.8], [0.5, 0.6], [0.2, 0.9], [0.6, 0.4])):
+        _finish_over_api(live_server.url, study.id, np.asarray(weights), answers=5 if index == 3 else None)
+    with live_server.app.state.sessionmaker() as db:
+        create_user(db, "coordinator@example.org", ADMIN_PASSWORD, Role.ADMIN.value)
+    page.set_viewport_size(VIEWPORT)
+    page.goto(f"{live_server.url}/admin/login")
+    page.get_by_test_id("login-email").fill("coordinator@example.org")
+    page.get_by_test_id("login-password").fill(ADMIN_PASSWORD)
+    with page.expect_navigation():
+        page.get_by_test_id("login-submit").click()
+    page.goto(f"{live_server.url}/admin/studies/{study.id}/monitor")
+    expect(page.get_by_test_id("monitor")).to_be_visible()
+    if page.locator("[data-figure]").count():
+        expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMAGES / "admin-dashboard.png"), full_page=False)
