@@ -142,6 +142,8 @@ class SessionPlan:
                 kinds.append(CHECK_REPEAT)
         self.check_kinds: tuple[str, ...] = tuple(kinds)
         self.check_slots: tuple[int, ...] = self._schedule(len(kinds), max(1, expected_queries))
+        # Memo of the seeded left/right coin per position (a plan lives as long as its study's runtime).
+        self._swaps: dict[int, bool] = {}
 
     @property
     def n_checks(self) -> int:
@@ -161,7 +163,11 @@ class SessionPlan:
 
     def swapped(self, position: int) -> bool:
         """Whether the comparison at effective ``position`` shows the elicitor's first option on the right."""
-        return bool(_rng(self.seed, _Purpose.POSITION, position).random() < 0.5)
+        cached = self._swaps.get(position)
+        if cached is None:
+            cached = bool(_rng(self.seed, _Purpose.POSITION, position).random() < 0.5)
+            self._swaps[position] = cached
+        return cached
 
     def tie_break(self, position: int) -> bool:
         """The recorded coin for an "about the same" answer at effective ``position`` (True: first)."""

@@ -109,6 +109,7 @@ class StudyRuntime:
     params: BaseModel
     expected_queries: int
     _confusions: dict[bytes, list[Any]] = field(default_factory=dict, repr=False, compare=False)
+    _plans: dict[int, SessionPlan] = field(default_factory=dict, repr=False, compare=False)
 
     def confusion(self, rates: np.ndarray) -> list[Any]:
         """The space's confusion matrix for ``rates`` as nested lists, memoised.
@@ -126,6 +127,16 @@ class StudyRuntime:
         return cached
 
     def plan(self, seed: int) -> SessionPlan:
+        """The session script for ``seed`` (memoised: it holds no mutable state)."""
+        cached = self._plans.get(seed)
+        if cached is None:
+            cached = self._new_plan(seed)
+            if len(self._plans) >= CONFUSION_MEMO_SIZE:
+                self._plans.clear()
+            self._plans[seed] = cached
+        return cached
+
+    def _new_plan(self, seed: int) -> SessionPlan:
         return SessionPlan(
             space=self.space,
             seed=seed,
@@ -455,7 +466,7 @@ class _Context:
     def _side(self, rates: np.ndarray) -> dict[str, Any]:
         return {
             "rates": rates.tolist(),
-            "confusion": np.asarray(self.runtime.space.confusion(rates)).tolist(),
+            "confusion": self.runtime.confusion(np.asarray(rates, dtype=np.float64)),
         }
 
     def _comparison(self, step: Step) -> dict[str, Any]:
