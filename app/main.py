@@ -42,6 +42,10 @@ DOCS_CONTENT_SECURITY_POLICY = (
 _DOCS_PATHS = frozenset({"/docs", "/redoc", "/docs/oauth2-redirect"})
 #: The vendored plotly.js never changes for an installed version: cache it for a year.
 LONG_CACHE = "public, max-age=31536000, immutable"
+#: Largest body a participant route accepts (an answer is ~100 bytes); bigger ones get 413 unread.
+MAX_REQUEST_BODY_BYTES = 64 * 1024
+#: Backstop for every other route (the back office's archive upload allows 50 MB plus form overhead).
+MAX_UPLOAD_BODY_BYTES = 64 * 1024 * 1024
 
 
 def _plotly_js_path() -> Path:
@@ -87,10 +91,19 @@ class SecurityHeadersMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
+class _StudioApp(FastAPI):
+    """FastAPI with the security headers outermost: the 500 page (rendered by Starlette's outer
+    ``ServerErrorMiddleware``) and 413 answers are built outside ``add_middleware``'s stack."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeadersMiddleware(super().build_middleware_stack())
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app for ``settings`` (default: from the environment). No import-time globals."""
     settings = settings or Settings()
-    app = FastAPI(
+    app = _StudioApp(
+        max_body_size=MAX_UPLOAD_BODY_BYTES,
         title="Elicitation Studio",
         version="0.1.0",
         summary="Find out which classification metric a person wants, by pairwise comparisons (QPME).",
@@ -117,9 +130,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return FileResponse(plotly_js, media_type="text/javascript", headers={"Cache-Control": LONG_CACHE})
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR), check_dir=False), name="static")
-    app.include_router(pages.router)
-    app.include_router(api.router)
+    app.include_router(pages.router, max_body_size=MAX_REQUEST_BODY_BYTES)
+    app.include_router(api.router, max_body_size=MAX_REQUEST_BODY_BYTES)
     admin_web.install(app)
-    app.add_middleware(SecurityHeadersMiddleware)
     install_error_handlers(app)
     return app

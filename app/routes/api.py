@@ -8,11 +8,12 @@ from fastapi import APIRouter, Body, Request, status
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import services
+from ..api_errors import ERROR_RESPONSES
 from ..deps import CacheDep, DbSessionDep, SettingsDep
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/v1", tags=["sessions"])
+router = APIRouter(prefix="/api/v1", tags=["sessions"], responses=ERROR_RESPONSES)
 
 
 class SessionCreateIn(BaseModel):

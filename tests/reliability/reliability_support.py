@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -227,3 +229,50 @@ def run_participants(
     for thread in threads:
         thread.start()
     return threads
+
+
+class _Tags(HTMLParser):
+    """Every start tag of a page with its attributes, and the text of each ``<script>`` element."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self._script: dict[str, str | None] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self._script, self._text = dict(attrs), []
+
+    def handle_data(self, data: str) -> None:
+        if self._script is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script" and self._script is not None:
+            self.scripts.append((self._script, "".join(self._text)))
+            self._script = None
+
+
+def assert_no_active_content(page: str) -> None:
+    """No inline script, no event-handler attribute, no javascript: URL; embedded JSON parses as JSON.
+
+    A payload that escaped from a text field or a JSON block would show up as one of these.
+    """
+    parser = _Tags()
+    parser.feed(page)
+    parser.close()
+    for tag, attrs in parser.tags:
+        handlers = [name for name in attrs if name.startswith("on")]
+        assert not handlers, f"<{tag}> carries event handlers {handlers}"
+        for name in ("href", "src", "action", "formaction"):
+            value = (attrs.get(name) or "").strip().lower()
+            assert not value.startswith("javascript:"), f"<{tag} {name}={value!r}>"
+    for attrs, body in parser.scripts:
+        if attrs.get("src"):
+            assert not body.strip(), "a script with src must be empty"
+            continue
+        assert attrs.get("type") == "application/json", f"inline script {body[:80]!r}"
+        json.loads(body)
