@@ -293,3 +293,17 @@ def test_qpme_bad_config_names_the_parameter(kwargs: dict[str, object], name: st
         qpme(_sphere(3), **kwargs)  # type: ignore[arg-type]
     with pytest.raises(InvalidConfigError, match=name):
         shifted_quadratic(_sphere(3), **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("probe", PROBES)
+@pytest.mark.parametrize("reconstruction", ["lstsq", "closed_form"])
+def test_qpme_every_probe_and_reconstruction_recovers_a_well_formed_metric(
+    probe: Probe, reconstruction: str
+) -> None:
+    metric = random_quadratic_metric(np.random.default_rng(31), 3, min_entry=WELL_FORMED_ENTRY)
+    elicitor = qpme(_sphere(3), probe=probe, reconstruction=reconstruction)  # type: ignore[arg-type]
+    result = run(elicitor, metric.prefers)
+    assert result.details["probe"] == probe and result.details["reconstruction"] == reconstruction
+    assert result.num_queries <= elicitor.max_queries
+    assert np.linalg.norm(result.metric.a - metric.a) < 0.05
+    assert np.linalg.norm(result.metric.B - metric.B) < 0.2
