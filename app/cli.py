@@ -16,7 +16,7 @@ __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
 #: Modules whose ``register(subparsers)`` adds subcommands, in help order. Modules that are not part of
 #: this checkout yet (being written in parallel) are skipped; any other import error is raised.
-COMMAND_MODULES: tuple[str, ...] = ("app.cli_web", "app.cli_experiments")
+COMMAND_MODULES: tuple[str, ...] = ("app.cli_web", "app.cli_admin", "app.cli_experiments")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,110 @@
+"""`elicit admin ...` and the back-office `elicit study ...` actions against a migrated SQLite file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from admin_support import PASSWORD, STUDY_CONFIG
+
+from app.admin.auth import verify_password
+from app.admin.models import StudyControl, User
+from app.cli import main
+from app.settings import Settings
+
+
+@pytest.fixture
+def cli_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    monkeypatch.setenv("DATABASE_URL", settings.database_url)
+    monkeypatch.delenv("ELICIT_ADMIN_PASSWORD", raising=False)
+    return settings
+
+
+def _users(app: Any) -> list[User]:
+    from sqlalchemy import select
+
+    with app.state.sessionmaker() as db:
+        return list(db.scalars(select(User)))
+
+
+def test_cli_admin_create_reads_the_password_from_env_or_stdin_never_argv(
+    cli_env: Settings, app: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ELICIT_ADMIN_PASSWORD", PASSWORD)
+    assert main(["admin", "create", "--email", "Root@Example.org", "--role", "admin"]) == 0
+    monkeypatch.delenv("ELICIT_ADMIN_PASSWORD")
+    monkeypatch.setattr("sys.stdin", io.StringIO("another long password\n"))
+    assert (
+        main(["admin", "create", "--email", "c@example.org", "--role", "coordinator", "--password-stdin"])
+        == 0
+    )
+    users = {user.email: user for user in _users(app)}
+    assert users["root@example.org"].role == "admin"
+    assert verify_password(users["c@example.org"].password_hash, "another long password")
+    assert users["c@example.org"].password_hash.startswith("$argon2id$")
+    # No password option exists; a short password and a duplicate are refused with a message.
+    with pytest.raises(SystemExit):
+        main(["admin", "create", "--email", "x@example.org", "--role", "admin", "--password", "secret"])
+    monkeypatch.setattr("sys.stdin", io.StringIO("short\n"))
+    assert main(["admin", "create", "--email", "x@example.org", "--role", "admin", "--password-stdin"]) == 2
+    monkeypatch.setenv("ELICIT_ADMIN_PASSWORD", PASSWORD)
+    assert main(["admin", "create", "--email", "c@example.org", "--role", "admin"]) == 2
+    err = capsys.readouterr().err
+    assert "at least 12 characters" in err and "exists already" in err
+
+
+def test_cli_token_create_and_revoke(
+    cli_env: Settings, app: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    from fastapi.testclient import TestClient
+
+    monkeypatch.setenv("ELICIT_ADMIN_PASSWORD", PASSWORD)
+    main(["admin", "create", "--email", "a@example.org", "--role", "admin"])
+    capsys.readouterr()
+    assert main(["admin", "token", "create", "--email", "a@example.org", "--name", "script"]) == 0
+    out = capsys.readouterr().out
+    secret = out.strip().split(": ", 1)[1]
+    token_id = int(out.split()[1])
+    with TestClient(app) as client:
+        headers = {"Authorization": f"Bearer {secret}"}
+        assert client.get("/api/v1/studies", headers=headers).status_code == 200
+        assert main(["admin", "token", "revoke", str(token_id)]) == 0
+        assert client.get("/api/v1/studies", headers=headers).status_code == 401
+
+
+def test_cli_study_actions_status_invite_plan_export_import(
+    cli_env: Settings, app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    config_file = tmp_path / "study.json"
+    config_file.write_text(json.dumps(STUDY_CONFIG))
+    assert main(["study", "plan", str(config_file), "--trials", "5", "--seconds-per-query", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "elicitation queries: mean" in out and "at 6.0 s per comparison" in out
+    assert main(["study", "create", str(config_file)]) == 0
+    study_id = capsys.readouterr().out.split()[2]
+    assert main(["study", "pause", study_id]) == 0
+    monkeypatch.setattr("builtins.input", lambda prompt: "no")
+    assert main(["study", "close", study_id]) == 1
+    with app.state.sessionmaker() as db:
+        assert db.get(StudyControl, __import__("uuid").UUID(study_id)).status == "paused"
+    assert main(["study", "open", study_id]) == 0
+    output = tmp_path / "links.csv"
+    assert main(["study", "invite", study_id, "--count", "4", "--output", str(output)]) == 0
+    rows = list(csv.DictReader(output.open()))
+    assert len(rows) == 4 and all("/sessions/" in row["url"] for row in rows)
+    archive = tmp_path / "archive.json"
+    assert main(["study", "export", study_id, "archive", "--output", str(archive)]) == 0
+    assert len(json.loads(archive.read_text())["sessions"]) == 4
+    assert main(["study", "export", study_id, "results", "--output", str(tmp_path / "r.csv")]) == 0
+    assert len(list(csv.DictReader((tmp_path / "r.csv").open()))) == 4
+    # Importing into the same database is refused (the study exists); the message says why.
+    capsys.readouterr()
+    assert main(["study", "import", str(archive)]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert main(["study", "close", study_id, "--yes"]) == 0
+    assert main(["study", "duplicate", study_id]) == 0
+    assert "created draft" in capsys.readouterr().out

@@ -1,0 +1,237 @@
+"""Back-office pages: login, CSRF, rate limit, role scoping, study form with planner, monitoring, results."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from typing import Any
+
+from admin_support import METRIC, PASSWORD, STUDY_CONFIG, Participant, bearer, hidden, login
+from fastapi.testclient import TestClient
+
+from app.admin.auth import MAX_FAILED_LOGINS, SESSION_COOKIE
+
+
+def _form(**overrides: Any) -> dict[str, str]:
+    form = {
+        "name": "Form study <i>x</i>",
+        "task": "Decide benign or malignant.",
+        "class_names": "benign, malignant",
+        "group_names": "",
+        "population": "patients",
+        "algorithm": "lpme",
+        "epsilon": "0.2",
+        "radius": "0.2",
+        "priors": "0.65, 0.35",
+        "practice_queries": "1",
+        "checks": "on",
+        "evaluation_queries": "3",
+        "consent_text": "Consent.",
+        "instructions_text": "Instructions.",
+        "redirect_url": "",
+        "open_enrolment": "on",
+        "seconds_per_query": "",
+        "config_json": "",
+    }
+    form.update(overrides)
+    return form
+
+
+def test_pages_need_login_and_login_sets_a_hardened_cookie(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    response = client.get("/admin/studies/new", follow_redirects=False)
+    assert response.status_code == 303
+    assert response.headers["location"] == "/admin/login?next=%2Fadmin%2Fstudies%2Fnew"
+    page = client.get("/admin/login")
+    csrf = hidden(page.text, "csrf_token")
+    done = client.post(
+        "/admin/login",
+        data={
+            "email": "alice@example.org",
+            "password": PASSWORD,
+            "csrf_token": csrf,
+            "next": "https://evil.example/",
+        },
+        follow_redirects=False,
+    )
+    assert done.status_code == 303 and done.headers["location"] == "/admin"  # no open redirect
+    cookie = next(value for name, value in done.headers.multi_items() if value.startswith(SESSION_COOKIE))
+    assert "HttpOnly" in cookie and "SameSite=lax" in cookie and "alice" not in cookie
+    assert client.get("/admin").status_code == 200
+
+
+def test_login_form_without_csrf_token_is_refused(client: TestClient, accounts: dict[str, Any]) -> None:
+    client.get("/admin/login")
+    response = client.post("/admin/login", data={"email": "alice@example.org", "password": PASSWORD})
+    assert response.status_code == 403
+    assert SESSION_COOKIE not in client.cookies
+
+
+def test_failed_logins_are_rate_limited_and_recorded(
+    client: TestClient, accounts: dict[str, Any], caplog: Any
+) -> None:
+    csrf = hidden(client.get("/admin/login").text, "csrf_token")
+    for _ in range(MAX_FAILED_LOGINS):
+        wrong = client.post(
+            "/admin/login", data={"email": "alice@example.org", "password": "nope", "csrf_token": csrf}
+        )
+        assert wrong.status_code == 401
+        assert "not correct" in wrong.text
+    # Even the right password is refused while the limit holds.
+    blocked = client.post(
+        "/admin/login", data={"email": "alice@example.org", "password": PASSWORD, "csrf_token": csrf}
+    )
+    assert blocked.status_code == 429
+    assert "Too many failed attempts" in blocked.text
+    assert any("failed login" in record.getMessage() for record in caplog.records)
+
+
+def test_every_form_needs_the_csrf_token(client: TestClient, accounts: dict[str, Any]) -> None:
+    csrf = login(client, "alice@example.org")
+    study = client.post(
+        "/api/v1/studies", json=STUDY_CONFIG, headers=bearer(accounts["alice"]["token"])
+    ).json()
+    sid = study["id"]
+    posts = [
+        (f"/admin/studies/{sid}/status", {"status": "open"}),
+        (f"/admin/studies/{sid}/duplicate", {}),
+        (f"/admin/studies/{sid}/invitations", {"count": "2"}),
+        (f"/admin/studies/{sid}/settings", {"expires_in_days": "3"}),
+        ("/admin/studies/new", _form()),
+        ("/admin/tokens", {"name": "x"}),
+        ("/admin/logout", {}),
+    ]
+    for path, data in posts:
+        refused = client.post(path, data={**data, "csrf_token": "forged"}, follow_redirects=False)
+        assert refused.status_code == 403, path
+        missing = client.post(path, data=data, follow_redirects=False)
+        assert missing.status_code in (403, 422), path
+    # Nothing changed: the study is still a draft, and still the only one.
+    assert (
+        client.get(f"/api/v1/studies/{sid}", headers=bearer(accounts["alice"]["token"])).json()["status"]
+        == "draft"
+    )
+    assert (
+        len(client.get("/api/v1/studies", headers=bearer(accounts["alice"]["token"])).json()["studies"]) == 1
+    )
+    ok = client.post(
+        f"/admin/studies/{sid}/status", data={"status": "open", "csrf_token": csrf}, follow_redirects=False
+    )
+    assert ok.status_code == 303
+
+
+def test_coordinators_see_only_their_studies_in_pages(client: TestClient, accounts: dict[str, Any]) -> None:
+    sid = client.post(
+        "/api/v1/studies", json=STUDY_CONFIG, headers=bearer(accounts["alice"]["token"])
+    ).json()["id"]
+    login(client, "bob@example.org")
+    assert "Screening" not in client.get("/admin").text
+    for path in ("", "/edit", "/monitor", "/results", "/export/results.csv"):
+        response = client.get(f"/admin/studies/{sid}{path}")
+        assert response.status_code == 404, path
+    client.cookies.clear()
+    login(client, "admin@example.org")
+    page = client.get("/admin")
+    # The admin sees it, with the name escaped (never rendered as markup).
+    assert "Screening &lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+    assert "<script>alert(1)" not in page.text
+
+
+def test_study_form_plans_then_creates_and_rejects_bad_fields(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    csrf = login(client, "alice@example.org")
+    planned = client.post("/admin/studies/new", data={**_form(), "action": "plan", "csrf_token": csrf})
+    assert planned.status_code == 200
+    assert 'data-testid="planner"' in planned.text and "Minutes per participant" in planned.text
+    bad = client.post(
+        "/admin/studies/new",
+        data={**_form(class_names="one", epsilon="x"), "action": "save", "csrf_token": csrf},
+    )
+    assert bad.status_code == 422 and 'data-testid="form-errors"' in bad.text
+    bad_classes = client.post(
+        "/admin/studies/new", data={**_form(class_names="one"), "action": "save", "csrf_token": csrf}
+    )
+    assert bad_classes.status_code == 422 and "class_names" in bad_classes.text
+    created = client.post(
+        "/admin/studies/new", data={**_form(), "action": "save", "csrf_token": csrf}, follow_redirects=False
+    )
+    assert created.status_code == 303
+    page = client.get(created.headers["location"])
+    assert 'data-testid="study-status">draft' in page.text
+    assert "Form study &lt;i&gt;x&lt;/i&gt;" in page.text
+
+
+def test_invitations_csv_monitor_session_and_results_pages(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    token = accounts["alice"]["token"]
+    sid = client.post(
+        "/api/v1/studies",
+        json={**STUDY_CONFIG, "algorithm": "qpme", "algorithm_params": {"epsilon": 0.2}},
+        headers=bearer(token),
+    ).json()["id"]
+    csrf = login(client, "alice@example.org")
+    client.post(f"/admin/studies/{sid}/status", data={"status": "open", "csrf_token": csrf})
+    response = client.post(f"/admin/studies/{sid}/invitations", data={"count": "2", "csrf_token": csrf})
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
+    links = list(csv.DictReader(io.StringIO(response.text)))
+    assert len(links) == 2
+    participant_token = links[0]["url"].rsplit("/", 1)[1]
+    client.post(f"/api/v1/sessions/{participant_token}/consent")
+    Participant(METRIC).finish(client, participant_token)
+    monitor = client.get(f"/admin/studies/{sid}/monitor")
+    assert monitor.status_code == 200
+    assert re.search(r'data-testid="count-done">1<', monitor.text)
+    assert re.search(r'data-testid="count-invited">1<', monitor.text)
+    assert 'type="application/json" id="fig-dropoff"' in monitor.text
+    done_row = re.search(
+        rf'data-status="done"><td><a href="/admin/studies/{sid}/sessions/([0-9a-f-]{{36}})', monitor.text
+    )
+    assert done_row is not None
+    session_id = done_row.group(1)
+    detail = client.get(f"/admin/studies/{sid}/sessions/{session_id}")
+    assert detail.status_code == 200
+    assert "replay reproduces the committed metric" in detail.text
+    for figure in ("fig-convergence", "fig-a", "fig-b", "fig-agreement"):
+        assert f'id="{figure}"' in detail.text, figure
+    excluded = client.post(
+        f"/admin/studies/{sid}/sessions/{session_id}/exclude",
+        data={"reason": "<b>sleepy</b>", "csrf_token": csrf},
+        follow_redirects=True,
+    )
+    assert "&lt;b&gt;sleepy&lt;/b&gt;" in excluded.text
+    results = client.get(f"/admin/studies/{sid}/results")
+    assert results.status_code == 200
+    assert "from elicitation import QuadraticMetric" in results.text
+    assert 'id="fig-coefficients"' in results.text
+    downloaded = client.get(f"/admin/studies/{sid}/export/results.csv")
+    table = list(csv.DictReader(io.StringIO(downloaded.text)))
+    assert [row["exclusion_reason"] for row in table if row["status"] == "done"] == ["<b>sleepy</b>"]
+    replay_log = client.get(f"/admin/studies/{sid}/sessions/{session_id}/replay.json").json()
+    assert replay_log["format"] == "elicitation-answer-log" and replay_log["answers"]
+    assert client.get(f"/admin/studies/{sid}/export/unknown").status_code == 404
+
+
+def test_tokens_page_creates_and_revokes(client: TestClient, accounts: dict[str, Any]) -> None:
+    csrf = login(client, "bob@example.org")
+    created = client.post("/admin/tokens", data={"name": "laptop", "csrf_token": csrf})
+    assert created.status_code == 201
+    secret = re.search(r"<code>(elk_[^<]+)</code>", created.text).group(1)  # type: ignore[union-attr]
+    assert client.get("/api/v1/studies", headers=bearer(secret)).status_code == 200
+    token_id = re.search(r"/admin/tokens/(\d+)/revoke", created.text.split("laptop", 1)[1]).group(1)  # type: ignore[union-attr]
+    client.post(f"/admin/tokens/{token_id}/revoke", data={"csrf_token": csrf})
+    assert client.get("/api/v1/studies", headers=bearer(secret)).status_code == 401
+
+
+def test_logout_ends_every_session_of_the_user(
+    client: TestClient, app: Any, accounts: dict[str, Any]
+) -> None:
+    csrf = login(client, "alice@example.org")
+    stolen = client.cookies.get(SESSION_COOKIE)
+    client.post("/admin/logout", data={"csrf_token": csrf})
+    with TestClient(app) as other:
+        other.cookies.set(SESSION_COOKIE, stolen or "")
+        assert other.get("/admin", follow_redirects=False).status_code == 303
