@@ -1,6 +1,6 @@
 /* Participant query page behaviour: keyboard answers, a double-submit guard, and the timing fields.
 
-   - ArrowLeft / ArrowRight choose Classifier A / B; T or ArrowDown answers "about the same".
+   - ArrowLeft / ArrowRight choose Classifier A / B; T answers "about the same" (ArrowDown stays free for scrolling).
    - The first submission wins: later clicks or key presses are ignored and the buttons are disabled
      (the server is idempotent anyway; this keeps the page honest about what was sent).
    - Hidden inputs time_on_page_ms (since the page loaded) and hidden_ms (time the tab was hidden, from
@@ -18,7 +18,6 @@
   var KEY_CHOICES = {
     ArrowLeft: "choose-left",
     ArrowRight: "choose-right",
-    ArrowDown: "choose-tie",
     t: "choose-tie",
     T: "choose-tie",
   };

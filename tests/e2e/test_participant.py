@@ -182,12 +182,16 @@ def test_keys_choose_left_right_and_about_the_same(
     for key, recorded in (
         ("ArrowRight", "second"),
         ("T", "tie"),
-        ("ArrowDown", "tie"),
         ("ArrowLeft", "first"),
     ):
         with page.expect_navigation():
             page.keyboard.press(key)
         assert _answers(live_server, token)[-1].preferred == recorded
+    # ArrowDown scrolls the page; it must never submit an answer.
+    count = len(_answers(live_server, token))
+    page.keyboard.press("ArrowDown")
+    page.wait_for_timeout(300)
+    assert len(_answers(live_server, token)) == count
 
 
 def test_reload_mid_session_shows_the_same_question(
