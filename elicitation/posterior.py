@@ -66,6 +66,7 @@ __all__ = [
     "Block",
     "Family",
     "ParticlePosterior",
+    "check_betas",
     "sym_from_vec",
     "vec_from_sym",
 ]
