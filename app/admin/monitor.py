@@ -45,7 +45,7 @@ _BLUE = "#0072B2"
 _ORANGE = "#E69F00"
 _LAYOUT = {
     "font": {"family": "system-ui, sans-serif", "size": 13, "color": _INK},
-    "margin": {"l": 56, "r": 12, "t": 36, "b": 48},
+    "margin": {"l": 56, "r": 12, "t": 16, "b": 48},
     "height": 300,
     "paper_bgcolor": "rgba(0,0,0,0)",
     "plot_bgcolor": "rgba(0,0,0,0)",
@@ -60,10 +60,13 @@ def _aware(moment: datetime | None) -> datetime | None:
 
 
 def _figure(data: list[dict[str, Any]], title: str, **layout: Any) -> dict[str, Any]:
-    return {
-        "data": data,
-        "layout": {**_LAYOUT, "title": {"text": title, "x": 0, "font": {"size": 14}}, **layout},
-    }
+    """A figure dict; ``title`` goes to ``layout.meta`` only, since the page's figcaption shows it."""
+    return {"data": data, "layout": {**_LAYOUT, "meta": {"title": title}, **layout}}
+
+
+def _count_axis(title: str, largest: int) -> dict[str, Any]:
+    """A y axis for whole counts: integer ticks, about five of them."""
+    return {"title": {"text": title}, "rangemode": "tozero", "dtick": max(1, -(-largest // 5))}
 
 
 def _time_ms(row: Any) -> int | None:
@@ -220,7 +223,7 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
                     }
                 ],
                 "Participants by status",
-                yaxis={"title": {"text": "Sessions"}, "rangemode": "tozero"},
+                yaxis=_count_axis("Sessions", max([*by_status.values(), len(excluded), 1])),
             ),
         },
         {
@@ -239,7 +242,7 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
                 ],
                 "Answers per minute (last hour)",
                 xaxis={"title": {"text": "Minutes ago"}},
-                yaxis={"title": {"text": "Answers"}, "rangemode": "tozero"},
+                yaxis=_count_axis("Answers", max([*per_minute, 1])),
             ),
         },
         {
@@ -256,8 +259,8 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
                     }
                 ],
                 "Drop-off: unfinished sessions by answers given",
-                xaxis={"title": {"text": "Answers given"}},
-                yaxis={"title": {"text": "Sessions"}, "rangemode": "tozero"},
+                xaxis={"title": {"text": "Answers given"}, "rangemode": "tozero"},
+                yaxis=_count_axis("Sessions", max([*dropoff.values(), 1])),
             ),
         },
     ]

@@ -235,3 +235,20 @@ def test_logout_ends_every_session_of_the_user(
     with TestClient(app) as other:
         other.cookies.set(SESSION_COOKIE, stolen or "")
         assert other.get("/admin", follow_redirects=False).status_code == 303
+
+
+def test_open_link_prefills_the_panel_participant_code_escaped(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    token = accounts["alice"]["token"]
+    sid = client.post("/api/v1/studies", json=STUDY_CONFIG, headers=bearer(token)).json()["id"]
+    client.patch(f"/api/v1/studies/{sid}", json={"status": "open"}, headers=bearer(token))
+    page = client.get(f"/studies/{sid}/join", params={"participant_code": 'PANEL-7"><b>'})
+    assert page.status_code == 200
+    assert 'value="PANEL-7&#34;&gt;&lt;b&gt;"' in page.text
+    joined = client.post(
+        f"/studies/{sid}/join", data={"consent": "yes", "participant_code": "PANEL-7"}, follow_redirects=False
+    )
+    assert joined.status_code == 303
+    rows = client.get(f"/api/v1/studies/{sid}/results", headers=bearer(token)).json()["results"]
+    assert [row["participant_code"] for row in rows] == ["PANEL-7"]

@@ -1,0 +1,106 @@
+"""Back office in headless Chromium: log in, plan and create a study, invite, watch a participant, download.
+
+The participant is automated over the JSON API (a known linear metric) while the coordinator's browser
+watches the live dashboard; the downloaded results CSV must hold that participant's elicited metric.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect
+
+from app.admin.auth import create_user
+from app.admin.models import Role
+
+pytestmark = pytest.mark.e2e
+
+#: Only for the throw-away database of this test module.
+PASSWORD = "browser test password for a throw-away database"
+WEIGHTS = np.array([0.35, 0.94])
+
+
+def _answer_over_api(base_url: str, token: str) -> None:
+    with httpx.Client(base_url=base_url, timeout=10) as client:
+        assert client.post(f"/api/v1/sessions/{token}/consent").status_code == 200
+        state = client.get(f"/api/v1/sessions/{token}").json()
+        while state["query"] is not None:
+            query = state["query"]
+            first, second = np.asarray(query["first"]["rates"]), np.asarray(query["second"]["rates"])
+            preferred = "first" if WEIGHTS @ first >= WEIGHTS @ second else "second"
+            response = client.post(
+                f"/api/v1/sessions/{token}/answers",
+                json={"seq": query["seq"], "preferred": preferred, "time_on_page_ms": 2500},
+            )
+            assert response.status_code == 200, response.text
+            state = response.json()
+        assert state["status"] == "done"
+
+
+def test_coordinator_plans_invites_watches_and_downloads(
+    page: Page, live_server: Any, health: Any, tmp_path: Path
+) -> None:
+    with live_server.app.state.sessionmaker() as db:
+        create_user(db, "coordinator@example.org", PASSWORD, Role.COORDINATOR.value)
+    base = live_server.url
+    page.goto(f"{base}/admin")
+    expect(page.get_by_test_id("login")).to_be_visible()  # redirected to the login page
+    page.get_by_test_id("login-email").fill("coordinator@example.org")
+    page.get_by_test_id("login-password").fill(PASSWORD)
+    with page.expect_navigation():
+        page.get_by_test_id("login-submit").click()
+    expect(page.get_by_test_id("studies")).to_be_visible()
+
+    with page.expect_navigation():
+        page.get_by_test_id("new-study").click()
+    page.get_by_test_id("field-name").fill("Browser study")
+    page.get_by_test_id("field-task").fill("A classifier decides whether a tumour is benign or malignant.")
+    page.get_by_test_id("field-algorithm").select_option("lpme")
+    page.get_by_test_id("field-epsilon").fill("0.2")
+    page.get_by_test_id("field-evaluation").fill("3")
+    with page.expect_navigation():
+        page.get_by_test_id("run-planner").click()
+    expect(page.get_by_test_id("planner")).to_be_visible()
+    expect(page.get_by_test_id("plan-minutes")).to_contain_text("mean")
+    with page.expect_navigation():
+        page.get_by_test_id("save-study").click()
+    expect(page.get_by_test_id("study-status")).to_have_text("draft")
+    with page.expect_navigation():
+        page.get_by_test_id("open-study").click()
+    expect(page.get_by_test_id("study-status")).to_have_text("open")
+
+    page.get_by_test_id("invite-count").fill("2")
+    with page.expect_download() as download_info:
+        page.get_by_test_id("create-invitations").click()
+    links = list(csv.DictReader(io.StringIO(Path(download_info.value.path()).read_text())))
+    assert len(links) == 2
+    token = links[0]["url"].rsplit("/", 1)[1]
+
+    with page.expect_navigation():
+        page.get_by_test_id("open-monitor").click()
+    expect(page.get_by_test_id("count-invited")).to_have_text("2")
+    expect(page.get_by_test_id("count-done")).to_have_text("0")
+    _answer_over_api(base, token)
+    with page.expect_navigation():
+        page.get_by_test_id("refresh").click()
+    expect(page.get_by_test_id("count-done")).to_have_text("1")
+    expect(page.get_by_test_id("count-invited")).to_have_text("1")
+    expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
+
+    page.goto(page.url.replace("/monitor", "/results"))
+    expect(page.get_by_test_id("snippet")).to_contain_text("LinearMetric")
+    with page.expect_download() as download_info:
+        page.get_by_test_id("download-csv").click()
+    rows = list(csv.DictReader(io.StringIO(Path(download_info.value.path()).read_text())))
+    done = [row for row in rows if row["status"] == "done"]
+    assert len(rows) == 2 and len(done) == 1
+    elicited = np.array([float(done[0]["a_benign"]), float(done[0]["a_malignant"])])
+    # The automated participant's metric comes back (LPME at a coarse tolerance: direction within 0.2).
+    assert float(elicited @ WEIGHTS / np.linalg.norm(WEIGHTS)) > 0.98
+    assert done[0]["algorithm_version"] == "lpme-1" and len(done[0]["config_hash"]) == 64
