@@ -68,8 +68,17 @@ def validation_messages(exc: RequestValidationError) -> list[dict[str, str]]:
     """One ``{"field", "message"}`` per problem; ``field`` is the dotted location without body/query."""
     messages = []
     for error in exc.errors():
-        location = [str(item) for item in error.get("loc", ()) if item not in ("body", "query", "path")]
-        messages.append({"field": ".".join(location) or "body", "message": str(error.get("msg", "invalid"))})
+        # Only the first item says where (body, query, ...): a field may itself be called "query".
+        location = list(error.get("loc", ()))
+        if location and location[0] in ("body", "query", "path", "header", "cookie"):
+            location = location[1:]
+        message = str(error.get("msg", "invalid"))
+        if error.get("type") == "json_invalid":
+            # Its location is a character offset into the body, not a field.
+            reason = (error.get("ctx") or {}).get("error", "decode error")
+            where = f" at character {location[0]}" if location else ""
+            message, location = f"the body is not valid JSON ({reason}{where})", []
+        messages.append({"field": ".".join(str(item) for item in location) or "body", "message": message})
     return messages
 
 
