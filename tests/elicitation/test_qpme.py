@@ -18,6 +18,7 @@ from elicitation import (
     replay,
     run,
 )
+from elicitation.evaluation import elicitation_errors
 from elicitation.geometry import qpme_spheres
 from elicitation.lpme import PROBES, Probe
 from elicitation.qpme import (
@@ -179,7 +180,7 @@ def test_shifted_quadratic_contract_for_fair_qpme() -> None:
     assert np.linalg.norm(shifted.B - B_true) < 0.4
     assert all(query.search.startswith("fair/01") for query, _ in result.log)
     # qpme is built on it: a = d - B o.
-    direct = run(qpme(sphere, inner_radius=0.05, project_nsd=False), metric.prefers)
+    direct = run(qpme(sphere, inner_radius=0.05, project_nsd=False, layout="paper"), metric.prefers)
     a = shifted.d - shifted.B @ sphere.center
     scale = np.sqrt(a @ a + np.sum(shifted.B**2))
     assert np.allclose(direct.metric.a, a / scale) and np.allclose(direct.metric.B, shifted.B / scale)
@@ -199,10 +200,43 @@ def test_qpme_queries_stay_inside_the_sphere_and_label_their_search() -> None:
 def test_qpme_max_queries_is_the_sum_of_its_parts() -> None:
     from elicitation.lpme import lpme_max_queries
 
-    assert qpme_max_queries(3, 1e-2) == 2 * 3 + 5 * lpme_max_queries(3, 1e-2, probe=DEFAULT_PROBE)
-    assert qpme_max_queries(2, 1e-2) == 2 * 2 + 5 * lpme_max_queries(2, 1e-2, probe=DEFAULT_PROBE)
-    assert qpme_max_queries(3, 1e-2, probe="boundary") == 2 * 3 + 5 * lpme_max_queries(3, 1e-2)
+    lp3, lp2 = lpme_max_queries(3, 1e-2, probe=DEFAULT_PROBE), lpme_max_queries(2, 1e-2, probe=DEFAULT_PROBE)
+    assert qpme_max_queries(3, 1e-2, layout="paper") == 2 * 3 + 5 * lp3
+    assert qpme_max_queries(2, 1e-2, layout="paper") == 2 * 2 + 5 * lp2
+    assert qpme_max_queries(3, 1e-2, probe="boundary", layout="paper") == 2 * 3 + 5 * lpme_max_queries(
+        3, 1e-2
+    )
+    # "axes": o and +-z_j for every j; "dense" adds four diagonal spheres per pair of axes.
+    assert qpme_max_queries(3, 1e-2, layout="axes") == 2 * 3 + 7 * lp3
+    assert qpme_max_queries(2, 1e-2, layout="dense") == 2 * 2 + 9 * lp2
+    assert qpme_max_queries(3, 1e-2) == qpme_max_queries(3, 1e-2, layout="axes")  # "auto"
+    assert qpme_max_queries(2, 1e-2) == qpme_max_queries(2, 1e-2, layout="dense")
     assert qpme(_sphere(3)).max_queries == qpme_max_queries(3, 1e-2)
+    assert shifted_quadratic(_sphere(3)).max_queries == qpme_max_queries(3, 1e-2, layout="paper")
+
+
+@pytest.mark.parametrize(("k", "layout", "runs"), [(2, "dense", 9), (3, "axes", 7), (3, "paper", 5)])
+def test_qpme_layouts_run_lpme_on_every_sphere_of_the_layout(k: int, layout: str, runs: int) -> None:
+    metric = random_quadratic_metric(np.random.default_rng(11), k)
+    sphere = _sphere(k)
+    result = run(qpme(sphere, layout=layout), metric.prefers)  # type: ignore[arg-type]
+    centers = result.details["centers"]
+    assert result.details["slopes"].shape == (runs, k) and centers.shape == (runs, k)
+    assert len({tuple(np.round(c, 12)) for c in centers}) == runs
+    # Every small sphere touches S from inside (except the one at o) and every query stays in S.
+    gaps = np.linalg.norm(centers - sphere.center, axis=1)
+    assert gaps[0] == 0.0 and np.allclose(gaps[1:], sphere.radius - result.details["inner_radius"])
+    labels = {query.search.split("/")[1] for query, _ in result.log if query.search.count("/") == 2}
+    assert len(labels) == runs
+    assert all(sphere.contains(q.first) and sphere.contains(q.second) for q, _ in result.log)
+    assert result.num_queries == len(result.log) <= qpme_max_queries(k, 1e-2, layout=layout)
+    errors = elicitation_errors(metric, result.metric)
+    assert errors.a < 0.03 and errors.B < 0.1
+
+
+def test_qpme_rejects_an_unknown_layout() -> None:
+    with pytest.raises(InvalidConfigError, match="layout must be one of"):
+        qpme(_sphere(3), layout="grid")  # type: ignore[arg-type]
 
 
 def test_qpme_does_not_assume_the_first_gradient_coordinate_is_non_zero() -> None:
