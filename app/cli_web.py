@@ -29,8 +29,9 @@ DEMO_STUDY: dict[str, Any] = {
     "population": "patients",
     "algorithm": "qpme",
     "algorithm_params": {"epsilon": 0.05},
-    # Class balance of the Breast Cancer Wisconsin data (458 benign, 241 malignant).
-    "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [0.655, 0.345]},
+    # Real classifiers on the bundled Breast Cancer Wisconsin data (elicitation.feasible), as in the
+    # paper's user study; trained once here, then stored as a full description that rebuilds instantly.
+    "query_space": {"kind": "dataset", "recipe": {"dataset": "breast-cancer", "seed": 0}},
     "practice_queries": 2,
     "checks": True,
     "evaluation_queries": 15,

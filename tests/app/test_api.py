@@ -375,3 +375,19 @@ def test_fair_config_is_validated(overrides: dict[str, Any], message: str) -> No
     config = {**FAIR_STUDY, "task": "t", **overrides}
     with pytest.raises(StudyConfigError, match=message):
         parse_study_config(config)
+
+
+def test_dataset_space_study_shows_real_classifiers(client: TestClient, app: Any) -> None:
+    real = make_study(
+        app,
+        name="real data",
+        query_space={"kind": "dataset", "recipe": {"dataset": "breast-cancer", "seed": 0}},
+    )
+    assert "groups" in real.config["query_space"], "the trained space is stored, not retrained per request"
+    token = new_session(client, real)
+    query = state(client, token)["query"]
+    for side in ("first", "second"):
+        confusion = np.asarray(query[side]["confusion"])
+        assert confusion.shape == (2, 2) and confusion.sum() == pytest.approx(100.0)
+        # rows hold the true classes: the dataset's class balance, not an assumed one
+        assert confusion.sum(axis=1) == pytest.approx([64.96, 35.04], abs=0.01)
