@@ -473,3 +473,97 @@ def coefficient_figures(study: Study, rows: list[dict[str, Any]]) -> list[dict[s
             }
         )
     return figures
+
+
+#: Candidate classifiers the results page ranks with every participant's metric.
+POOL_SIZE = 8
+#: Fixed seed: every view of every study ranks the same kind of pool (drawn in the study's own sphere).
+POOL_SEED = 20221
+#: Pool points stay this fraction of the radius inside the query sphere.
+POOL_MARGIN = 0.9
+
+
+def candidate_pool(space: Any) -> list[np.ndarray]:
+    """``POOL_SIZE`` seeded classifiers (rates, or group rates) spread inside the study's query sphere."""
+    rng = np.random.default_rng(POOL_SEED)
+    sphere = space.sphere
+    k = sphere.n_classes
+
+    def point() -> np.ndarray:
+        direction = rng.standard_normal(k)
+        direction /= np.linalg.norm(direction)
+        radius = sphere.radius * POOL_MARGIN * rng.random() ** (1.0 / k)
+        return np.asarray(sphere.center + radius * direction)
+
+    if space.n_groups == 1:
+        return [point() for _ in range(POOL_SIZE)]
+    return [np.stack([point() for _ in range(space.n_groups)]) for _ in range(POOL_SIZE)]
+
+
+def ranking_figure(db: Session, study: Study) -> dict[str, Any] | None:
+    """Rank of each pool classifier (1 = best) under each included participant's metric and accuracy."""
+    from ..codec import decode_metric
+    from ..outcome import accuracy_baseline
+    from ..study_config import StudyConfig, build_space
+
+    space = build_space(StudyConfig.model_validate(study.config))
+    pool = candidate_pool(space)
+    excluded = {row.session_id for row in db.scalars(select(Exclusion).where(Exclusion.lifted_at.is_(None)))}
+    statement = (
+        select(ElicitationSession.id, ElicitationSession.participant_code, Result.metric)
+        .join(Result, Result.session_id == ElicitationSession.id)
+        .where(ElicitationSession.study_id == study.id)
+        .order_by(ElicitationSession.created_at)
+    )
+    labels: list[str] = []
+    ranks: list[list[int]] = []
+    accuracy = accuracy_baseline(space.priors)
+    for session_id, code, metric_json in db.execute(statement):
+        if session_id in excluded or metric_json.get("type") == "failed":
+            continue
+        metric = decode_metric(metric_json)
+        values = np.array([metric(rates) for rates in pool])
+        order = np.argsort(-values if metric.higher_is_better else values, kind="stable")
+        rank = np.empty(POOL_SIZE, dtype=int)
+        rank[order] = np.arange(1, POOL_SIZE + 1)
+        labels.append(code or str(session_id)[:8])
+        ranks.append(rank.tolist())
+    if not ranks:
+        return None
+    baseline = np.array([accuracy(rates) for rates in pool])
+    base_rank = np.empty(POOL_SIZE, dtype=int)
+    base_rank[np.argsort(-baseline, kind="stable")] = np.arange(1, POOL_SIZE + 1)
+    names = [f"C{i + 1}" for i in range(POOL_SIZE)]
+    hover = [
+        f"{name}: rates {np.round(np.asarray(rates), 3).tolist()}"
+        for name, rates in zip(names, pool, strict=True)
+    ]
+    z = [base_rank.tolist(), *ranks]
+    return {
+        "id": "fig-ranking",
+        "caption": "How each participant's metric ranks a pool of classifiers (1 = best)",
+        "figure": _figure(
+            [
+                {
+                    "type": "heatmap",
+                    "z": z,
+                    "x": names,
+                    "y": ["accuracy (baseline)", *labels],
+                    "text": [[str(value) for value in row] for row in z],
+                    "texttemplate": "%{text}",
+                    "customdata": [hover] * len(z),
+                    "hovertemplate": "%{y}: %{customdata} → rank %{z}<extra></extra>",
+                    "colorscale": [[0, "#0072B2"], [1, "#f2f4f7"]],
+                    "zmin": 1,
+                    "zmax": POOL_SIZE,
+                    "showscale": False,
+                    "xgap": 2,
+                    "ygap": 2,
+                }
+            ],
+            "Ranking of the candidate pool",
+            height=140 + 28 * len(z),
+            yaxis={"autorange": "reversed"},
+            xaxis={"title": {"text": "Candidate classifier (seeded points of the query sphere)"}},
+        ),
+    }

@@ -57,7 +57,10 @@ CsrfField = Annotated[str, Form()]
 
 def _render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> Response:
     templates = request.app.state.templates
-    return templates.TemplateResponse(request, f"admin/{template}", context, status_code=status_code)
+    response: Response = templates.TemplateResponse(
+        request, f"admin/{template}", context, status_code=status_code
+    )
+    return response
 
 
 def _page(
@@ -547,7 +550,10 @@ def show_results(study_id: str, request: Request, principal: UiUserDep, db: DbSe
         study=study,
         rows=finished,
         columns=export.result_columns(study),
-        figures=monitor.coefficient_figures(study, finished),
+        figures=[
+            *monitor.coefficient_figures(study, finished),
+            *[item for item in [monitor.ranking_figure(db, study)] if item is not None],
+        ],
         snippet=export.metric_snippet(study, finished),
         config_hash=studies.config_hash(study.config),
     )

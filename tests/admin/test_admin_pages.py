@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from typing import Any
 
@@ -207,12 +208,19 @@ def test_invitations_csv_monitor_session_and_results_pages(
     assert results.status_code == 200
     assert "from elicitation import QuadraticMetric" in results.text
     assert 'id="fig-coefficients"' in results.text
+    assert 'id="fig-ranking"' not in results.text  # the only finished participant is excluded
     downloaded = client.get(f"/admin/studies/{sid}/export/results.csv")
     table = list(csv.DictReader(io.StringIO(downloaded.text)))
     assert [row["exclusion_reason"] for row in table if row["status"] == "done"] == ["<b>sleepy</b>"]
     replay_log = client.get(f"/admin/studies/{sid}/sessions/{session_id}/replay.json").json()
     assert replay_log["format"] == "elicitation-answer-log" and replay_log["answers"]
     assert client.get(f"/admin/studies/{sid}/export/unknown").status_code == 404
+    client.post(f"/admin/studies/{sid}/sessions/{session_id}/lift", data={"csrf_token": csrf})
+    ranked = client.get(f"/admin/studies/{sid}/results").text
+    figure = json.loads(re.search(r'id="fig-ranking">(.*?)</script>', ranked).group(1))  # type: ignore[union-attr]
+    heatmap = figure["data"][0]
+    assert heatmap["y"][0] == "accuracy (baseline)" and len(heatmap["y"]) == 2
+    assert all(sorted(row) == list(range(1, 9)) for row in heatmap["z"])  # each row ranks the whole pool
 
 
 def test_tokens_page_creates_and_revokes(client: TestClient, accounts: dict[str, Any]) -> None:
@@ -252,3 +260,20 @@ def test_open_link_prefills_the_panel_participant_code_escaped(
     assert joined.status_code == 303
     rows = client.get(f"/api/v1/studies/{sid}/results", headers=bearer(token)).json()["results"]
     assert [row["participant_code"] for row in rows] == ["PANEL-7"]
+
+
+def test_paused_study_turns_participants_away_with_a_page(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    token = accounts["alice"]["token"]
+    sid = client.post("/api/v1/studies", json=STUDY_CONFIG, headers=bearer(token)).json()["id"]
+    client.patch(f"/api/v1/studies/{sid}", json={"status": "open"}, headers=bearer(token))
+    invited = client.post(f"/api/v1/studies/{sid}/invitations", json={"count": 1}, headers=bearer(token))
+    invitation = invited.json()["invitations"][0]["token"]
+    client.patch(f"/api/v1/studies/{sid}", json={"status": "paused"}, headers=bearer(token))
+    joined = client.post(f"/studies/{sid}/join", data={"consent": "yes"})
+    assert joined.status_code == 409 and "paused" in joined.text
+    consent = client.post(f"/sessions/{invitation}/consent", data={"consent": "yes"})
+    assert consent.status_code == 409 and "paused" in consent.text
+    dashboard = client.get(f"/api/v1/studies/{sid}/dashboard", headers=bearer(token)).json()
+    assert dashboard["by_status"] == {"invited": 1, "active": 0, "done": 0}
