@@ -92,7 +92,10 @@ def _page(request: Request, status: int, context: dict[str, Any]) -> Response:
     token = request.path_params.get("token")
     continue_url = f"/sessions/{token}" if token and status != 404 else None
     base = {"status": status, "fields": [], "continue_url": continue_url}
-    return templates.TemplateResponse(request, template, {**base, **context}, status_code=status)
+    response: Response = templates.TemplateResponse(
+        request, template, {**base, **context}, status_code=status
+    )
+    return response
 
 
 def install_error_handlers(app: FastAPI) -> None:

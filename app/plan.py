@@ -111,7 +111,8 @@ def _ball_point(rng: np.random.Generator, sphere: Sphere, radius: float) -> np.n
     k = sphere.n_classes
     direction = rng.standard_normal(k)
     direction /= np.linalg.norm(direction)
-    return sphere.center + radius * rng.random() ** (1.0 / k) * direction
+    point: np.ndarray = sphere.center + radius * rng.random() ** (1.0 / k) * direction
+    return point
 
 
 class SessionPlan:
@@ -220,7 +221,7 @@ class SessionPlan:
         counts = {phase: 0 for phase in Phase}
         elicitation_rows: list[LoggedAnswer] = []
         for row in rows:
-            phase = Phase(row.phase)
+            phase = Phase(str(row.phase))
             counts[phase] += 1
             if phase is Phase.ELICITATION:
                 elicitation_rows.append(row)

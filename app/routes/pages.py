@@ -46,7 +46,8 @@ class JoinForm(BaseModel):
 
 def _render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> Response:
     templates = request.app.state.templates
-    return templates.TemplateResponse(request, template, context, status_code=status_code)
+    response: Response = templates.TemplateResponse(request, template, context, status_code=status_code)
+    return response
 
 
 def _see_other(url: str) -> RedirectResponse:
