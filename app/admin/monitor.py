@@ -18,7 +18,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from elicitation import Done, ElicitationError, replay
+from elicitation import Done, ElicitationError, NumericalError, replay
 
 from .. import charts
 from ..codec import decode_query
@@ -288,6 +288,11 @@ def verify_replay(
         outcome = replay(
             runtime.spec.build(runtime.space, runtime.params), answers, expected_queries=expected
         )
+    except NumericalError as exc:
+        # The answers did not determine a metric: consistent only if that is what was committed.
+        recorded_failure = result is not None and result.metric.get("type") == "failed"
+        verdict = "reproduces the recorded failure" if recorded_failure else "fails"
+        return {"ok": recorded_failure, "message": f"replay {verdict}: {exc}"}
     except ElicitationError as exc:
         return {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
     if not isinstance(outcome, Done):
@@ -314,6 +319,13 @@ class SessionDetail:
     exclusions: list[Exclusion]
     replay_check: dict[str, Any]
     figures: list[dict[str, Any]]
+
+    @staticmethod
+    def rates(side: dict[str, Any] | None) -> str:
+        """A shown classifier's rates, rounded for the log table."""
+        if not side:
+            return ""
+        return str(np.round(np.asarray(side["rates"], dtype=np.float64), 3).tolist())
 
 
 def _convergence_figure(rows: list[Answer]) -> dict[str, Any]:
@@ -343,7 +355,7 @@ def _convergence_figure(rows: list[Answer]) -> dict[str, Any]:
     return _figure(
         data,
         "Convergence of each binary search",
-        showlegend=True,
+        showlegend=len(data) <= 8,
         height=340,
         xaxis={"title": {"text": "Step within the search"}},
         yaxis={"title": {"text": "Distance between compared rates"}, "type": "log"},
@@ -448,13 +460,15 @@ def coefficient_figures(study: Study, rows: list[dict[str, Any]]) -> list[dict[s
         ]
         if values:
             data.append({"type": "box", "name": column, "y": values, "boxpoints": "all", "jitter": 0.4})
-    figures = [
-        {
-            "id": "fig-coefficients",
-            "caption": "Elicited coefficients across participants",
-            "figure": _figure(data, "Elicited coefficients across participants", height=380),
-        }
-    ]
+    figures = []
+    if data:
+        figures.append(
+            {
+                "id": "fig-coefficients",
+                "caption": "Elicited coefficients across participants",
+                "figure": _figure(data, "Elicited coefficients across participants", height=380),
+            }
+        )
     agreement = [
         (row["participant_code"] or row["session_id"][:8], row["agreement_elicited_pct"])
         for row in rows

@@ -207,8 +207,8 @@ def test_invitations_csv_monitor_session_and_results_pages(
     results = client.get(f"/admin/studies/{sid}/results")
     assert results.status_code == 200
     assert "from elicitation import QuadraticMetric" in results.text
-    assert 'id="fig-coefficients"' in results.text
-    assert 'id="fig-ranking"' not in results.text  # the only finished participant is excluded
+    # The only finished participant is excluded: no coefficient or ranking chart yet.
+    assert 'id="fig-coefficients"' not in results.text and 'id="fig-ranking"' not in results.text
     downloaded = client.get(f"/admin/studies/{sid}/export/results.csv")
     table = list(csv.DictReader(io.StringIO(downloaded.text)))
     assert [row["exclusion_reason"] for row in table if row["status"] == "done"] == ["<b>sleepy</b>"]
@@ -218,6 +218,7 @@ def test_invitations_csv_monitor_session_and_results_pages(
     client.post(f"/admin/studies/{sid}/sessions/{session_id}/lift", data={"csrf_token": csrf})
     ranked = client.get(f"/admin/studies/{sid}/results").text
     figure = json.loads(re.search(r'id="fig-ranking">(.*?)</script>', ranked).group(1))  # type: ignore[union-attr]
+    assert 'id="fig-coefficients"' in ranked
     heatmap = figure["data"][0]
     assert heatmap["y"][0] == "accuracy (baseline)" and len(heatmap["y"]) == 2
     assert all(sorted(row) == list(range(1, 9)) for row in heatmap["z"])  # each row ranks the whole pool

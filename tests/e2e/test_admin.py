@@ -93,8 +93,16 @@ def test_coordinator_plans_invites_watches_and_downloads(
     expect(page.get_by_test_id("count-invited")).to_have_text("1")
     expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
 
-    page.goto(page.url.replace("/monitor", "/results"))
+    monitor_url = page.url
+    with page.expect_navigation():
+        page.locator('[data-testid="session-row"][data-status="done"] a').click()
+    expect(page.get_by_test_id("replay-check")).to_contain_text("reproduces the committed metric")
+    expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
+    expect(page.get_by_test_id("answer-log").locator("tbody tr")).not_to_have_count(0)
+
+    page.goto(monitor_url.replace("/monitor", "/results"))
     expect(page.get_by_test_id("snippet")).to_contain_text("LinearMetric")
+    expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
     with page.expect_download() as download_info:
         page.get_by_test_id("download-csv").click()
     rows = list(csv.DictReader(io.StringIO(Path(download_info.value.path()).read_text())))
