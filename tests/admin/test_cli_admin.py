@@ -20,6 +20,10 @@ from app.settings import Settings
 @pytest.fixture
 def cli_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
     monkeypatch.setenv("DATABASE_URL", settings.database_url)
+    if settings.database_schema:
+        monkeypatch.setenv("DATABASE_SCHEMA", settings.database_schema)
+    else:
+        monkeypatch.delenv("DATABASE_SCHEMA", raising=False)
     monkeypatch.delenv("ELICIT_ADMIN_PASSWORD", raising=False)
     return settings
 
