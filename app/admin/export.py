@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from ..algorithms import get_algorithm
@@ -518,6 +519,11 @@ def import_archive(
     except (KeyError, TypeError, ValueError) as exc:
         db.rollback()
         raise AdminError(f"invalid archive session: {exc!r}", status_code=422) from None
+    except IntegrityError:
+        db.rollback()
+        raise AdminError(
+            "sessions of this archive exist in this database already", status_code=409, code="exists"
+        ) from None
     except AdminError:
         db.rollback()
         raise

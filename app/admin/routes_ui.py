@@ -13,9 +13,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Form, Request, UploadFile
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import select
+from starlette.datastructures import UploadFile
 
 from ..algorithms import REGISTRY
 from ..deps import CacheDep, DbSessionDep, SettingsDep

@@ -78,6 +78,10 @@ def test_export_import_round_trip_gives_identical_results(
         assert other.get(f"/api/v1/studies/{sid}/answers.csv", headers=bearer(secret)).text == original_log
         again = other.post("/api/v1/studies/import", json=archive, headers=bearer(secret))
         assert again.status_code == 409
+        renamed = copy.deepcopy(archive)
+        renamed["study"]["id"] = "00000000-0000-4000-8000-000000000001"
+        clash = other.post("/api/v1/studies/import", json=renamed, headers=bearer(secret))
+        assert clash.status_code == 409 and "sessions" in clash.json()["message"]
     excluded = [row for row in original_json["results"] if row["excluded"]]
     assert [row["exclusion_reason"] for row in excluded] == ["=cmd|' /C calc'!A0"]  # JSON keeps the text
     assert "'=cmd|' /C calc'!A0" in original_csv  # CSV neutralises it

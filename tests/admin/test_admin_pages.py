@@ -278,3 +278,23 @@ def test_paused_study_turns_participants_away_with_a_page(
     assert consent.status_code == 409 and "paused" in consent.text
     dashboard = client.get(f"/api/v1/studies/{sid}/dashboard", headers=bearer(token)).json()
     assert dashboard["by_status"] == {"invited": 1, "active": 0, "done": 0}
+
+
+def test_import_page_validates_the_upload(client: TestClient, accounts: dict[str, Any]) -> None:
+    csrf = login(client, "alice@example.org")
+    for content, message in (
+        (b"\xff\xfe not utf-8", "not UTF-8"),
+        (b"{not json", "not valid JSON"),
+        (b'{"format": "something else"}', "not a study archive"),
+    ):
+        response = client.post(
+            "/admin/import",
+            data={"csrf_token": csrf},
+            files={"archive": ("a.json", content, "application/json")},
+        )
+        assert response.status_code == 422, message
+        assert message in response.text
+    forged = client.post(
+        "/admin/import", data={"csrf_token": "x"}, files={"archive": ("a.json", b"{}", "application/json")}
+    )
+    assert forged.status_code == 403
