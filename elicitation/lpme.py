@@ -226,6 +226,17 @@ def lpme(
     )
 
 
+def _unit_list(theta: list[float]) -> list[float]:
+    """`elicitation.geometry.angles_to_unit` on plain floats (bit-identical, no array round trip)."""
+    values: list[float] = []
+    product = 1.0
+    for angle in theta:
+        values.append(product * math.cos(angle))
+        product *= math.sin(angle)
+    values.append(product)
+    return values
+
+
 def _tangent(theta: FloatArray, j: int) -> FloatArray:
     """Unit direction of ``d a(theta) / d theta_j`` without the factor ``prod_{l<j} sin(theta_l) >= 0``."""
     k = theta.shape[0] + 1
@@ -238,8 +249,12 @@ def _tangent(theta: FloatArray, j: int) -> FloatArray:
 def _lpme_steps(
     sphere: Sphere, epsilon: float, n_cycles: int, early_stop: bool, search: str, probe: str = "boundary"
 ) -> Generator[Query, bool, Elicitation[LinearMetric]]:
+    # Every query is computed on plain Python floats: for k <= ~10 numpy's per-call overhead on such tiny
+    # vectors cost more than the arithmetic (about 3x per answer). The operations, and their order, are
+    # those of the vectorised form ``center + (rho * signs) * direction``, so the queries are bit-identical.
     k = sphere.n_classes
     center, rho = sphere.center, sphere.radius
+    c = center.tolist()
     antipodal = probe == "antipodal"
     asked = 0
 
@@ -247,55 +262,69 @@ def _lpme_steps(
     # i-th reflection; the antipodal probe compares o + rho e_i with o - rho e_i (a larger value gap).
     uniform = np.full(k, 1.0 / math.sqrt(k))
     signs = np.ones(k)
+    u = uniform.tolist()
     for i in range(k):
         if antipodal:
-            first, second = center.copy(), center.copy()
+            first, second = list(c), list(c)
             first[i] += rho
             second[i] -= rho
         else:
-            reflected = uniform.copy()
+            reflected = list(u)
             reflected[i] = -reflected[i]
-            first, second = center + rho * uniform, center + rho * reflected
-        query = Query(first, second, search, "orthant", i, asked)
+            first = [ci + rho * ui for ci, ui in zip(c, u, strict=True)]
+            second = [ci + rho * ri for ci, ri in zip(c, reflected, strict=True)]
+        query = Query(np.array(first), np.array(second), search, "orthant", i, asked)
         asked += 1
         if not (yield from ask(query)):
             signs[i] = -1.0
+    scaled = (rho * signs).tolist()  # rho * signs_i, the factor of every direction below
 
-    def point(angles: FloatArray) -> FloatArray:
-        result: FloatArray = center + rho * signs * angles_to_unit(angles)
-        return result
+    def point(angles: list[float]) -> FloatArray:
+        direction = _unit_list(angles)
+        return np.array([ci + si * di for ci, si, di in zip(c, scaled, direction, strict=True)])
 
     def shrink(j: int, lo: float, hi: float, steps: int) -> Generator[Query, bool, tuple[float, float]]:
         """Halve the bracket ``[lo, hi]`` of angle ``j`` ``steps`` times (other angles fixed at theta)."""
         nonlocal asked
+        angles = theta.tolist()
+        if antipodal:
+            # d a / d theta_j vanishes before coordinate j; after it, it is cos(theta_j) times the unit
+            # vector of the later angles, which stay fixed during this search.
+            tail = _unit_list(angles[j + 1 :]) if j + 1 < k - 1 else [1.0]
+            fixed, moving, rest = c[:j], c[j:], scaled[j:]
         for _ in range(steps):
             if antipodal:
                 # The sign of the metric's derivative along theta_j at the midpoint, read off the two
                 # antipodal points of the sphere in the tangent direction.
-                probe_m = theta.copy()
-                probe_m[j] = (lo + hi) / 2.0
-                step = rho * signs * _tangent(probe_m, j)
-                query = Query(center + step, center - step, search, "bisect", j, asked)
+                middle = (lo + hi) / 2.0
+                cosine = math.cos(middle)
+                tangent = [-math.sin(middle)] + [cosine * t for t in tail]
+                step = [si * wi for si, wi in zip(rest, tangent, strict=True)]
+                first = fixed + [ci + st for ci, st in zip(moving, step, strict=True)]
+                second = fixed + [ci - st for ci, st in zip(moving, step, strict=True)]
+                query = Query(np.array(first), np.array(second), search, "bisect", j, asked)
                 asked += 1
                 if (yield from ask(query)):
-                    lo = float(probe_m[j])
+                    lo = middle
                 else:
-                    hi = float(probe_m[j])
+                    hi = middle
                 continue
-            c, d, e = (3.0 * lo + hi) / 4.0, (lo + hi) / 2.0, (lo + 3.0 * hi) / 4.0
-            probe_c, probe_d, probe_e = theta.copy(), theta.copy(), theta.copy()
-            probe_c[j], probe_d[j], probe_e[j] = c, d, e
-            query = Query(point(probe_c), point(probe_d), search, "shrink", j, asked)
+            quarter, middle, three = (3.0 * lo + hi) / 4.0, (lo + hi) / 2.0, (lo + 3.0 * hi) / 4.0
+            angles[j] = middle
+            point_d = point(angles)
+            angles[j] = quarter
+            query = Query(point(angles), point_d, search, "shrink", j, asked)
             asked += 1
             if (yield from ask(query)):
-                hi = d
+                hi = middle
                 continue
-            query = Query(point(probe_d), point(probe_e), search, "shrink", j, asked)
+            angles[j] = three
+            query = Query(point_d, point(angles), search, "shrink", j, asked)
             asked += 1
             if (yield from ask(query)):
-                lo, hi = c, e
+                lo, hi = quarter, three
             else:
-                lo = d
+                lo = middle
         return lo, hi
 
     theta = np.array(vector_angles(uniform), dtype=np.float64)
