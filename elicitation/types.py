@@ -8,6 +8,8 @@ the paper's normalisation and exposes ``prefers(first, second)``, the noise-free
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -44,6 +46,8 @@ ASYMMETRY_ATOL = 1e-8
 NSD_ATOL = 1e-9
 #: Coefficient norms below this are treated as zero (no direction to normalise).
 _ZERO_NORM = 1e-12
+#: Arrays up to this size are checked on plain floats: a ufunc + reduce costs more than the arithmetic.
+_SMALL_ARRAY = 64
 
 
 def as_rate_array(values: npt.ArrayLike, name: str, *, ndim: int | None = None) -> FloatArray:
@@ -54,7 +58,10 @@ def as_rate_array(values: npt.ArrayLike, name: str, *, ndim: int | None = None) 
         raise InvalidConfigError(f"{name} must be an array of numbers: {exc}") from exc
     if ndim is not None and array.ndim != ndim:
         raise InvalidConfigError(f"{name} must have {ndim} dimension(s), got shape {array.shape}")
-    if not np.isfinite(array).all():
+    # A sum of floats is finite only if every term is (an overflowing sum of finite terms falls back to the
+    # exact check); for tiny arrays this is several times cheaper than isfinite().all().
+    small_and_finite = array.size <= _SMALL_ARRAY and math.isfinite(sum(array.ravel().tolist()))
+    if not small_and_finite and not np.isfinite(array).all():
         raise InvalidConfigError(f"{name} must contain only finite numbers")
     array.setflags(write=False)
     return array
@@ -78,8 +85,26 @@ class Query:
     step: int = 0
 
     def __post_init__(self) -> None:
-        first = as_rate_array(self.first, "first")
-        second = as_rate_array(self.second, "second")
+        first, second = self.first, self.second
+        if (
+            type(first) is np.ndarray
+            and type(second) is np.ndarray
+            and first.dtype == np.float64
+            and second.dtype == np.float64
+            and first.shape == second.shape
+            and first.size <= _SMALL_ARRAY
+            and math.isfinite(sum(first.ravel().tolist()) + sum(second.ravel().tolist()))
+        ):
+            # Fast path for what elicitors pass (small float arrays): the same read-only finite copies as
+            # below, at about half the cost. Anything else, including every error, takes the general path.
+            first, second = first.copy(), second.copy()
+            first.setflags(write=False)
+            second.setflags(write=False)
+            object.__setattr__(self, "first", first)
+            object.__setattr__(self, "second", second)
+            return
+        first = as_rate_array(first, "first")
+        second = as_rate_array(second, "second")
         if first.shape != second.shape:
             raise InvalidConfigError(
                 f"first and second must have the same shape, got {first.shape} and {second.shape}"
@@ -92,6 +117,12 @@ class Query:
         # Plain max-abs differences: np.allclose costs ~10x more and replay calls this once per answer.
         if self.first.shape != other.first.shape or self.second.shape != other.second.shape:
             return False
+        if self.first.size <= _SMALL_ARRAY:
+            # The same max-abs gap on plain floats, about 4x cheaper for rate-sized arrays.
+            mine: list[float] = self.first.ravel().tolist() + self.second.ravel().tolist()
+            theirs: list[float] = other.first.ravel().tolist() + other.second.ravel().tolist()
+            small_gap: float = max(map(abs, map(operator.sub, mine, theirs)))
+            return small_gap <= atol
         gap = max(
             float(np.abs(self.first - other.first).max()), float(np.abs(self.second - other.second).max())
         )
