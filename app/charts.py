@@ -97,6 +97,12 @@ def _fmt(value: float, decimals: int) -> str:
     return f"{value:.{decimals}f}"
 
 
+def _set_title(layout: dict[str, Any], title: str | None) -> None:
+    """Give ``layout`` the heading every figure shares (left-aligned, 14 px); no title, no heading."""
+    if title:
+        layout["title"] = {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}}
+
+
 def _as_matrix_stack(confusion: npt.ArrayLike, name: str) -> np.ndarray:
     """Validate a ``(k, k)`` or ``(m, k, k)`` out-of-100 confusion array; return it as ``(m, k, k)``."""
     try:
@@ -245,8 +251,7 @@ def sankey_figure(
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
     }
-    if title:
-        layout["title"] = {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}}
+    _set_title(layout, title)
     return {
         "data": [
             {
@@ -384,8 +389,7 @@ def bar_figure(
             "itemwidth": 30,
         },
     }
-    if title:
-        layout["title"] = {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}}
+    _set_title(layout, title)
     return {"data": traces, "layout": layout}
 
 
@@ -543,8 +547,7 @@ def metric_weights_figure(
         "xaxis": {"title": {"text": "Correct predictions of class"}, "fixedrange": True},
         "showlegend": False,
     }
-    if title:
-        layout["title"] = {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}}
+    _set_title(layout, title)
     return {
         "data": [
             {
@@ -582,8 +585,7 @@ def quadratic_heatmap_figure(
         "xaxis": {"title": {"text": "Class"}, "side": "bottom", "fixedrange": True},
         "yaxis": {"title": {"text": "Class"}, "autorange": "reversed", "fixedrange": True},
     }
-    if title:
-        layout["title"] = {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}}
+    _set_title(layout, title)
     return {
         "data": [
             {
@@ -646,8 +648,7 @@ def tradeoff_figure(lam: float, *, title: str | None = None) -> Figure:
         "legend": {"orientation": "h", "x": 0.0, "y": -0.5, "yanchor": "top"},
         "showlegend": False,
     }
-    if title:
-        layout["title"] = {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}}
+    _set_title(layout, title)
     parts = (
         ("Predictive performance", 1.0 - lam, OKABE_ITO["blue"], ""),
         ("Fairness", lam, OKABE_ITO["orange"], "/"),
@@ -698,8 +699,7 @@ def progress_figure(answered: int, estimated_total: int, *, title: str | None = 
         "yaxis": {"visible": False, "fixedrange": True},
         "showlegend": False,
     }
-    if title:
-        layout["title"] = {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}}
+    _set_title(layout, title)
     return {
         "data": [
             {
