@@ -698,6 +698,38 @@ def _lifted(
             return result
 
 
+@dataclass(frozen=True)
+class _SlopeRunner:
+    """What every lifted LPME slope run of one fair elicitation shares; ``tally[0]`` counts its answers."""
+
+    sphere: Sphere
+    varrho: float
+    make_lpme: Callable[[Sphere, str], Elicitor[Elicitation[LinearMetric]]]
+    search: str
+    n_groups: int
+    at_boundary: bool
+    tally: list[int]
+
+
+def _slope_runs(
+    runner: _SlopeRunner, side: Partition, axes: Sequence[int | None]
+) -> Generator[Query, bool, list[SlopeRun]]:
+    """One LPME run on ``side``'s groups per axis, in order: ``None`` in ``S_o``, ``j`` in ``S_{z_j}``.
+
+    Each run is labelled ``{search}/{side}/{o | z<j+1>}/lpme`` and moves only ``side``'s groups (the others
+    stay at ``o``); its slope becomes a `SlopeRun` at the inner sphere's offset from ``o``.
+    """
+    o = runner.sphere.center
+    runs: list[SlopeRun] = []
+    for axis in axes:
+        small = inner_sphere(runner.sphere, runner.varrho, axis=axis)
+        name = "o" if axis is None else f"z{axis + 1}"
+        label = f"{runner.search}/{_partition_label(side)}/{name}/lpme"
+        result = yield from _lifted(runner.make_lpme(small, label), side, o, runner.n_groups, runner.tally)
+        runs.append(SlopeRun(side, small.center - o, np.array(result.metric.a), runner.at_boundary))
+    return runs
+
+
 def _check_partitions(partitions: object, n_groups: int) -> tuple[Partition, ...]:
     if isinstance(partitions, (str, bytes)) or not isinstance(partitions, Sequence):
         raise InvalidConfigError("partitions must be a sequence of sets of group indices")
@@ -900,32 +932,21 @@ def _paired_steps(
 ) -> Generator[Query, bool, Elicitation[FairQuadraticMetric]]:
     m, k = tau.shape
     everyone = frozenset(range(m))
-    o = sphere.center
-    asked = 0
+    tally = [0]
+    runner = _SlopeRunner(sphere, varrho, make_lpme, search, m, at_boundary, tally)
     runs: list[SlopeRun] = []
     counts: list[int] = []
     for sigma in partitions:
-        before = asked
+        before = tally[0]
         # Side sigma: the runs of Algorithm 1 lines 1-3 (at o and at every z_j).
-        spheres = [inner_sphere(sphere, varrho)] + [inner_sphere(sphere, varrho, axis=j) for j in range(k)]
-        names = ["o"] + [f"z{j + 1}" for j in range(k)]
-        for small, name in zip(spheres, names, strict=True):
-            label = f"{search}/{_partition_label(sigma)}/{name}/lpme"
-            result = yield from _lifted(make_lpme(small, label), sigma, o, m)
-            asked += result.num_queries
-            runs.append(SlopeRun(sigma, small.center - o, np.array(result.metric.a), at_boundary))
+        runs += yield from _slope_runs(runner, sigma, [None, *range(k)])
         # The complement side at z_p replaces Algorithm 1's -z_p run. Its gradient direction
         # a * tau^{not sigma} differs from sigma's, which pins down the rank-one term (d d^T) that the
         # runs of one side can barely tell apart from the metric; p is where sigma's gradient at o is
         # largest, the coordinate that couples most strongly to that term.
         p = int(np.argmax(runs[-(k + 1)].slope))
-        other = everyone - sigma
-        small = inner_sphere(sphere, varrho, axis=p)
-        label = f"{search}/{_partition_label(other)}/z{p + 1}/lpme"
-        result = yield from _lifted(make_lpme(small, label), other, o, m)
-        asked += result.num_queries
-        runs.append(SlopeRun(other, small.center - o, np.array(result.metric.a), at_boundary))
-        counts.append(asked - before)
+        runs += yield from _slope_runs(runner, everyone - sigma, [p])
+        counts.append(tally[0] - before)
     outcome = reconstruct_fair_joint(tau, runs, varrho)
     details: dict[str, Any] = {
         "design": "paired",
@@ -940,7 +961,7 @@ def _paired_steps(
         "singular_gap": float(outcome.scales[1]),
         "psd_clipped_mass": outcome.negative_mass,
     }
-    return Elicitation(metric=outcome.metric, num_queries=asked, details=details)
+    return Elicitation(metric=outcome.metric, num_queries=tally[0], details=details)
 
 
 def _fair_steps(
@@ -962,6 +983,9 @@ def _fair_steps(
     counts: list[int] = []
     runs: list[SlopeRun] = []
     fallbacks: list[list[int]] = []
+    runner = (
+        None if make_lpme is None else _SlopeRunner(sphere, varrho, make_lpme, search, m, at_boundary, tally)
+    )
     for sigma in partitions:
         before = tally[0]
         result: Elicitation[ShiftedQuadratic] | None
@@ -977,6 +1001,7 @@ def _fair_steps(
             hessians.append(result.metric.B)
             counts.append(tally[0] - before)
             continue
+        assert runner is not None  # make_lpme is given past this point
         if result is not None:
             gradients.append(result.metric.d)
             hessians.append(result.metric.B)
@@ -989,21 +1014,10 @@ def _fair_steps(
             # QPME's trivial queries saw no gradient at o (lam near 1, the violation dominates). The fair
             # structure needs none: measure this side's slopes at o and every z_j directly, as "paired" does.
             fallbacks.append(sorted(sigma))
-            spheres = [inner_sphere(sphere, varrho)] + [
-                inner_sphere(sphere, varrho, axis=j) for j in range(k)
-            ]
-            names = ["o"] + [f"z{j + 1}" for j in range(k)]
-            for small, name in zip(spheres, names, strict=True):
-                label = f"{search}/{_partition_label(sigma)}/{name}/lpme"
-                run = yield from _lifted(make_lpme(small, label), sigma, o, m, tally)
-                runs.append(SlopeRun(sigma, small.center - o, np.array(run.metric.a), at_boundary))
+            runs += yield from _slope_runs(runner, sigma, [None, *range(k)])
             p = int(np.argmax(runs[-(k + 1)].slope))
         # One run on the cut's other side at z_p (see the module docstring, "Three query designs").
-        other = everyone - sigma
-        small = inner_sphere(sphere, varrho, axis=p)
-        label = f"{search}/{_partition_label(other)}/z{p + 1}/lpme"
-        extra = yield from _lifted(make_lpme(small, label), other, o, m, tally)
-        runs.append(SlopeRun(other, small.center - o, np.array(extra.metric.a), at_boundary))
+        runs += yield from _slope_runs(runner, everyone - sigma, [p])
         counts.append(tally[0] - before)
     details: dict[str, Any] = {
         "design": "qpme" if make_lpme is None else "anchored",
