@@ -10,8 +10,9 @@ from __future__ import annotations
 import enum
 import uuid
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ..db import Base
@@ -24,6 +25,7 @@ __all__ = [
     "LoginAttempt",
     "Role",
     "StudyControl",
+    "StudySnapshot",
     "StudyStatus",
     "User",
 ]
@@ -126,3 +128,16 @@ class Exclusion(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     lifted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     lifted_by: Mapped[int | None] = mapped_column(ForeignKey("app_user.id"))
+
+
+class StudySnapshot(Base):
+    """A study archive taken when the study was closed: an export that is kept, whatever happens later."""
+
+    __tablename__ = "study_snapshot"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    study_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("study.id"), index=True)
+    reason: Mapped[str] = mapped_column(String(50))
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("app_user.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    archive: Mapped[dict[str, Any]] = mapped_column(JSON)

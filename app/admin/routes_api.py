@@ -144,7 +144,7 @@ def update_study(
         )
     if body.status is not None:
         control = studies.set_status(
-            db, study, db.get(StudyControl, study.id), body.status, confirm=body.confirm
+            db, study, db.get(StudyControl, study.id), body.status, confirm=body.confirm, by=principal.user.id
         )
     return study_out(study, db.get(StudyControl, study.id), _base(request, settings))
 
@@ -282,6 +282,25 @@ def archive(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str,
     """The replayable study archive: configuration, sessions, full logs, results, exclusions."""
     study, _control = studies.visible_study(db, principal, study_id)
     return export.study_archive(db, study)
+
+
+@router.get("/studies/{study_id}/snapshots")
+def list_snapshots(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
+    """Archives kept when the study was closed (id, reason, time)."""
+    study, _control = studies.visible_study(db, principal, study_id)
+    return {"snapshots": [_snapshot_out(item) for item in studies.snapshots(db, study.id)]}
+
+
+@router.get("/studies/{study_id}/snapshots/{snapshot_id}")
+def show_snapshot(study_id: str, snapshot_id: int, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
+    """One kept archive, exactly as it was taken."""
+    study, _control = studies.visible_study(db, principal, study_id)
+    snapshot = studies.snapshot(db, study.id, snapshot_id)
+    return {**_snapshot_out(snapshot), "archive": snapshot.archive}
+
+
+def _snapshot_out(snapshot: Any) -> dict[str, Any]:
+    return {"id": snapshot.id, "reason": snapshot.reason, "created_at": snapshot.created_at.isoformat()}
 
 
 @router.post("/studies/import", status_code=status.HTTP_201_CREATED)

@@ -354,6 +354,7 @@ def show_study(
         join_url=f"{base}/studies/{study.id}/join" if study.open_enrolment else None,
         config_hash=studies.config_hash(study.config),
         config_json=json.dumps(study.config, indent=2),
+        snapshots=studies.snapshots(db, study.id),
     )
 
 
@@ -388,7 +389,7 @@ def change_status(
 ) -> Response:
     check_csrf(principal, csrf_token)
     study, control = studies.visible_study(db, principal, study_id)
-    studies.set_status(db, study, control, status, confirm=confirm == "yes")
+    studies.set_status(db, study, control, status, confirm=confirm == "yes", by=principal.user.id)
     return _see_other(f"/admin/studies/{study.id}")
 
 
@@ -577,6 +578,19 @@ def download(study_id: str, kind: str, request: Request, principal: UiUserDep, d
         )
     studies.visible_study(db, principal, study_id)
     raise AdminError("unknown export", status_code=404, code="not_found")
+
+
+@router.get("/studies/{study_id}/snapshots/{snapshot_id}.json")
+def download_snapshot(study_id: str, snapshot_id: int, principal: UiUserDep, db: DbSessionDep) -> Response:
+    study, _control = studies.visible_study(db, principal, study_id)
+    item = studies.snapshot(db, study.id, snapshot_id)
+    return Response(
+        json.dumps(item.archive),
+        media_type="application/json",
+        headers={
+            "Content-Disposition": f'attachment; filename="study-{study.id}-{item.reason}-{item.id}.json"'
+        },
+    )
 
 
 @router.get("/import")

@@ -24,7 +24,7 @@ from ..models import Answer, ElicitationSession, LogAction, SessionStatus, Study
 from ..services import SessionCache
 from ..study_config import StudyConfig, StudyConfigError, build_space, parse_study_config
 from .auth import AdminError, Principal
-from .models import Exclusion, Invitation, StudyControl, StudyStatus
+from .models import Exclusion, Invitation, StudyControl, StudySnapshot, StudyStatus
 
 __all__ = [
     "MAX_INVITATIONS",
@@ -260,9 +260,15 @@ def edit_study(
 
 
 def set_status(
-    db: Session, study: Study, control: StudyControl | None, target: str, *, confirm: bool = False
+    db: Session,
+    study: Study,
+    control: StudyControl | None,
+    target: str,
+    *,
+    confirm: bool = False,
+    by: int | None = None,
 ) -> StudyControl:
-    """Open, pause or close; closing needs ``confirm`` and keeps every session, answer and result."""
+    """Open, pause or close; closing needs ``confirm``, keeps every row and stores a snapshot archive."""
     try:
         wanted = StudyStatus(target)
     except ValueError:
@@ -284,6 +290,19 @@ def set_status(
     control = _ensure_control(db, study, control)
     control.status = wanted.value
     control.updated_at = utcnow()
+    if wanted is StudyStatus.CLOSED:
+        from .export import study_archive
+
+        db.flush()
+        db.add(
+            StudySnapshot(
+                study_id=study.id,
+                reason="closed",
+                created_by=by,
+                created_at=utcnow(),
+                archive=study_archive(db, study),
+            )
+        )
     db.commit()
     return control
 
@@ -364,3 +383,16 @@ def active_exclusion(db: Session, session_id: uuid.UUID) -> Exclusion | None:
     return db.scalars(
         select(Exclusion).where(Exclusion.session_id == session_id, Exclusion.lifted_at.is_(None))
     ).first()
+
+
+def snapshots(db: Session, study_id: uuid.UUID) -> list[StudySnapshot]:
+    """The study's kept archives, oldest first (without loading them is not worth it: they are few)."""
+    statement = select(StudySnapshot).where(StudySnapshot.study_id == study_id).order_by(StudySnapshot.id)
+    return list(db.scalars(statement))
+
+
+def snapshot(db: Session, study_id: uuid.UUID, snapshot_id: int) -> StudySnapshot:
+    item = db.get(StudySnapshot, snapshot_id)
+    if item is None or item.study_id != study_id:
+        raise NotFoundError("There is no snapshot at this address.")
+    return item

@@ -161,6 +161,17 @@ def test_api_study_life_cycle_draft_open_pause_close(client: TestClient, account
     # The session made while open is still there.
     dashboard = client.get(f"/api/v1/studies/{sid}/dashboard", headers=bearer(token)).json()
     assert dashboard["by_status"]["active"] == 1
+    # Closing kept an export: the archive as it was at that moment.
+    kept = client.get(f"/api/v1/studies/{sid}/snapshots", headers=bearer(token)).json()["snapshots"]
+    assert [item["reason"] for item in kept] == ["closed"]
+    snapshot = client.get(f"/api/v1/studies/{sid}/snapshots/{kept[0]['id']}", headers=bearer(token)).json()
+    assert snapshot["archive"]["study"]["status"] == "closed" and len(snapshot["archive"]["sessions"]) == 1
+    assert (
+        client.get(
+            f"/api/v1/studies/{sid}/snapshots/{kept[0]['id']}", headers=bearer(accounts["bob"]["token"])
+        ).status_code
+        == 404
+    )
 
 
 def test_api_edit_only_until_the_first_answer(client: TestClient, accounts: dict[str, Any]) -> None:

@@ -298,3 +298,22 @@ def test_import_page_validates_the_upload(client: TestClient, accounts: dict[str
         "/admin/import", data={"csrf_token": "x"}, files={"archive": ("a.json", b"{}", "application/json")}
     )
     assert forged.status_code == 403
+
+
+def test_closing_from_the_page_needs_confirmation_and_keeps_an_archive(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    sid = client.post(
+        "/api/v1/studies", json=STUDY_CONFIG, headers=bearer(accounts["alice"]["token"])
+    ).json()["id"]
+    csrf = login(client, "alice@example.org")
+    unconfirmed = client.post(f"/admin/studies/{sid}/status", data={"status": "closed", "csrf_token": csrf})
+    assert unconfirmed.status_code == 409 and "confirm" in unconfirmed.text
+    closed = client.post(
+        f"/admin/studies/{sid}/status", data={"status": "closed", "confirm": "yes", "csrf_token": csrf}
+    )
+    assert closed.status_code == 200 and 'data-testid="study-status">closed' in closed.text
+    link = re.search(rf'href="(/admin/studies/{sid}/snapshots/\d+\.json)"', closed.text)
+    assert link is not None
+    archive = client.get(link.group(1)).json()
+    assert archive["format"] == "elicitation-study-archive" and archive["study"]["status"] == "closed"
