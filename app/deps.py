@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio.to_thread
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import QueuePool
 
 from .services import SessionCache
 from .settings import Settings
@@ -15,10 +17,26 @@ from .settings import Settings
 __all__ = ["CacheDep", "DbSessionDep", "SettingsDep"]
 
 
-#: Threads of their own for closing DB sessions. Closing returns the connection to the pool; on the shared
-#: request thread pool it could wait behind handlers that are themselves waiting for a pooled connection,
-#: which deadlocks until the pool timeout under load (seen with 200 concurrent participants).
+#: Threads of their own for closing DB sessions (closing returns the connection to the pool).
 _CLOSE_LIMITER = anyio.CapacityLimiter(8)
+
+
+def _connection_slots(app: Any) -> anyio.Semaphore | None:
+    """One slot per connection the engine's pool can hand out (None: the pool never makes callers wait).
+
+    A request takes a slot in the event loop before its handler runs. Without this, under load every
+    thread of the shared pool was a handler blocked on an empty connection pool, while the requests
+    holding the connections waited for a thread to validate their response and close their session:
+    a deadlock broken only by the 30 s pool timeout (500s; seen with 200 concurrent participants).
+    """
+    if not hasattr(app.state, "db_connection_slots"):
+        pool = app.state.engine.pool
+        overflow = getattr(pool, "_max_overflow", -1)
+        capacity = pool.size() + overflow if isinstance(pool, QueuePool) and overflow >= 0 else 0
+        app.state.db_connection_slots = anyio.Semaphore(capacity) if capacity > 0 else None
+    slots: anyio.Semaphore | None = app.state.db_connection_slots
+    return slots
+
 
 # The trivial dependencies are ``async`` so that FastAPI does not send each through the thread pool.
 
@@ -34,11 +52,13 @@ async def get_db(request: Request) -> AsyncIterator[Session]:
     Creating a session does no I/O; closing it (rollback, connection back to the pool) does, so it runs
     in a worker thread, on threads of its own (`_CLOSE_LIMITER`).
     """
-    db: Session = request.app.state.sessionmaker()
-    try:
-        yield db
-    finally:
-        await anyio.to_thread.run_sync(db.close, limiter=_CLOSE_LIMITER)
+    slots = _connection_slots(request.app)
+    async with slots if slots is not None else contextlib.nullcontext():
+        db: Session = request.app.state.sessionmaker()
+        try:
+            yield db
+        finally:
+            await anyio.to_thread.run_sync(db.close, limiter=_CLOSE_LIMITER)
 
 
 async def get_cache(request: Request) -> SessionCache:
