@@ -14,16 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from elicitation import Elicitor, InvalidConfigError
 
 __all__ = [
     "REGISTRY",
     "AlgorithmSpec",
+    "DiagonalQpmeParams",
     "FairQpmeParams",
     "LpmeParams",
     "QpmeParams",
+    "TradeoffParams",
     "UnknownAlgorithmError",
     "get_algorithm",
     "group_tau",
@@ -65,6 +67,65 @@ class FairQpmeParams(_Params):
         default=None, description="P(G = g) per group (default: equal); with the priors this gives tau"
     )
     cycles: int = Field(default=3, ge=1, le=10, description="coordinate-search cycles")
+
+
+class DiagonalQpmeParams(_Params):
+    """Diagonal QPME (Section 5's structured case): a quadratic metric whose ``B`` is diagonal, O~(k) queries."""
+
+    epsilon: float = Field(default=0.01, gt=0.0, lt=math.pi / 2, description="search tolerance (radians)")
+    inner_radius: float | None = Field(
+        default=None, gt=0.0, le=0.5, description="radius of the small spheres (default: the algorithm's choice)"
+    )
+    cycles: int = Field(default=3, ge=1, le=10, description="coordinate-search cycles")
+
+
+#: Eigenvalues of a known ``B^{uv}`` may dip this far below zero (rounding) and still count as PSD.
+PSD_TOLERANCE = 1e-9
+
+
+class TradeoffParams(_Params):
+    """Lambda-only elicitation (Appendix D, Algorithm 5): ``a`` and every ``B^{uv}`` are known in advance.
+
+    ``B_pairs`` lists one symmetric PSD ``(k, k)`` matrix per pair of groups ``u < v`` in the order
+    ``(0, 1), (0, 2), ..., (0, m-1), (1, 2), ...`` (the order of the export's ``B_<group>_<group>_…`` columns).
+    Both are normalised by the core (Definition 3), so only their directions matter.
+    """
+
+    a: list[float] = Field(min_length=2, max_length=10, description="known misclassification costs (>= 0)")
+    B_pairs: list[list[list[float]]] = Field(
+        min_length=1, description="known PSD violation weights, one (k, k) matrix per group pair u < v"
+    )
+    epsilon: float = Field(default=0.01, gt=0.0, lt=1.0, description="tolerance on lambda (interval width)")
+    group_shares: list[float] | None = Field(
+        default=None, description="P(G = g) per group (default: equal); with the priors this gives tau"
+    )
+    method: str = Field(default="threshold", pattern="^(threshold|shrink)$", description="search variant")
+
+    @field_validator("a")
+    @classmethod
+    def _costs(cls, a: list[float]) -> list[float]:
+        values = np.asarray(a, dtype=np.float64)
+        if not np.all(np.isfinite(values)) or np.any(values < 0.0) or not np.any(values > 0.0):
+            raise ValueError(f"a must be finite, non-negative and not all zero, got {a}")
+        return a
+
+    @field_validator("B_pairs")
+    @classmethod
+    def _psd(cls, B_pairs: list[list[list[float]]]) -> list[list[list[float]]]:
+        for index, rows in enumerate(B_pairs):
+            if not rows or any(len(row) != len(rows) for row in rows):
+                raise ValueError(f"B_pairs[{index}] must be a square matrix (a list of equally long rows)")
+            matrix = np.asarray(rows, dtype=np.float64)
+            if not np.all(np.isfinite(matrix)):
+                raise ValueError(f"B_pairs[{index}] must hold finite numbers")
+            if not np.allclose(matrix, matrix.T, rtol=0.0, atol=1e-9):
+                raise ValueError(f"B_pairs[{index}] must be symmetric")
+            scale = max(1.0, float(np.abs(matrix).max()))
+            if float(np.linalg.eigvalsh(matrix).min()) < -PSD_TOLERANCE * scale:
+                raise ValueError(f"B_pairs[{index}] must be positive semi-definite (an eigenvalue is negative)")
+            if not np.any(matrix != 0.0):
+                raise ValueError(f"B_pairs[{index}] must not be all zeros")
+        return B_pairs
 
 
 Factory = Callable[[Any, Any], Elicitor[Any]]
@@ -128,6 +189,12 @@ def _qpme(space: Any, params: QpmeParams) -> Elicitor[Any]:
     return qpme(space.sphere, params.epsilon, inner_radius=params.inner_radius, cycles=params.cycles)
 
 
+def _diagonal_qpme(space: Any, params: DiagonalQpmeParams) -> Elicitor[Any]:
+    from elicitation.variants import diagonal_qpme
+
+    return diagonal_qpme(space.sphere, params.epsilon, inner_radius=params.inner_radius, cycles=params.cycles)
+
+
 def group_tau(priors: Any, group_shares: list[float] | None) -> np.ndarray:
     """``tau[g, i] = P(G = g | Y = i)`` from ``P(Y = i | G = g)`` (``priors``) and the group shares."""
     within = np.atleast_2d(np.asarray(priors, dtype=np.float64))
@@ -155,6 +222,37 @@ def _fair_qpme(space: Any, params: FairQpmeParams) -> Elicitor[Any]:
     )
 
 
+def tradeoff_pairs(params: TradeoffParams, n_groups: int, n_classes: int) -> dict[tuple[int, int], Any]:
+    """``params.B_pairs`` keyed by group pair ``(u, v)``; `InvalidConfigError` names the mismatched field."""
+    if len(params.a) != n_classes:
+        raise InvalidConfigError(f"a: give {n_classes} costs (one per class), got {len(params.a)}")
+    pairs = [(u, v) for u in range(n_groups) for v in range(u + 1, n_groups)]
+    if len(params.B_pairs) != len(pairs):
+        raise InvalidConfigError(
+            f"B_pairs: give {len(pairs)} matrices (one per group pair {pairs}), got {len(params.B_pairs)}"
+        )
+    for index, matrix in enumerate(params.B_pairs):
+        if len(matrix) != n_classes:
+            raise InvalidConfigError(
+                f"B_pairs[{index}] must be {n_classes}x{n_classes} (one row and column per class), "
+                f"got {len(matrix)}x{len(matrix)}"
+            )
+    return {pair: np.asarray(matrix, dtype=np.float64) for pair, matrix in zip(pairs, params.B_pairs, strict=True)}
+
+
+def _tradeoff(space: Any, params: TradeoffParams) -> Elicitor[Any]:
+    from elicitation.fair import tradeoff_search
+
+    return tradeoff_search(
+        space.sphere,
+        a=np.asarray(params.a, dtype=np.float64),
+        B_pairs=tradeoff_pairs(params, space.n_groups, space.n_classes),
+        tau=group_tau(space.priors, params.group_shares),
+        epsilon=params.epsilon,
+        method=params.method,
+    )
+
+
 register(
     AlgorithmSpec(
         name="lpme",
@@ -169,7 +267,7 @@ register(
         name="qpme",
         params_model=QpmeParams,
         factory=_qpme,
-        version="qpme-1",
+        version="qpme-2",
         description="Quadratic performance metric elicitation (QPME, Algorithm 1)",
     )
 )
@@ -180,6 +278,16 @@ register(
         factory=_fair_qpme,
         version="fair_qpme-1",
         description="Fair quadratic metric elicitation (Fair QPME, Algorithm 4) over group rates",
+        needs_groups=True,
+    )
+)
+register(
+    AlgorithmSpec(
+        name="tradeoff",
+        params_model=TradeoffParams,
+        factory=_tradeoff,
+        version="tradeoff-1",
+        description="Lambda-only: the fairness trade-off when a and every B^{uv} are known (Algorithm 5)",
         needs_groups=True,
     )
 )
