@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from elicitation import Elicitor, InvalidConfigError
 
 __all__ = [
+    "PSD_TOLERANCE",
     "REGISTRY",
     "AlgorithmSpec",
     "DiagonalQpmeParams",
@@ -30,6 +31,7 @@ __all__ = [
     "get_algorithm",
     "group_tau",
     "register",
+    "tradeoff_pairs",
 ]
 
 
@@ -70,11 +72,14 @@ class FairQpmeParams(_Params):
 
 
 class DiagonalQpmeParams(_Params):
-    """Diagonal QPME (Section 5's structured case): a quadratic metric whose ``B`` is diagonal, O~(k) queries."""
+    """Diagonal QPME (Section 5's structured case): a quadratic metric with diagonal ``B``, O~(k) queries."""
 
     epsilon: float = Field(default=0.01, gt=0.0, lt=math.pi / 2, description="search tolerance (radians)")
     inner_radius: float | None = Field(
-        default=None, gt=0.0, le=0.5, description="radius of the small spheres (default: the algorithm's choice)"
+        default=None,
+        gt=0.0,
+        le=0.5,
+        description="radius of the small spheres (default: the algorithm's choice)",
     )
     cycles: int = Field(default=3, ge=1, le=10, description="coordinate-search cycles")
 
@@ -87,7 +92,8 @@ class TradeoffParams(_Params):
     """Lambda-only elicitation (Appendix D, Algorithm 5): ``a`` and every ``B^{uv}`` are known in advance.
 
     ``B_pairs`` lists one symmetric PSD ``(k, k)`` matrix per pair of groups ``u < v`` in the order
-    ``(0, 1), (0, 2), ..., (0, m-1), (1, 2), ...`` (the order of the export's ``B_<group>_<group>_…`` columns).
+    ``(0, 1), (0, 2), ..., (0, m-1), (1, 2), ...`` (the order of the export's ``B_<group>_<group>_…``
+    columns).
     Both are normalised by the core (Definition 3), so only their directions matter.
     """
 
@@ -106,7 +112,7 @@ class TradeoffParams(_Params):
     def _costs(cls, a: list[float]) -> list[float]:
         values = np.asarray(a, dtype=np.float64)
         if not np.all(np.isfinite(values)) or np.any(values < 0.0) or not np.any(values > 0.0):
-            raise ValueError(f"a must be finite, non-negative and not all zero, got {a}")
+            raise ValueError(f"must be finite, non-negative and not all zero, got {a}")
         return a
 
     @field_validator("B_pairs")
@@ -122,7 +128,9 @@ class TradeoffParams(_Params):
                 raise ValueError(f"B_pairs[{index}] must be symmetric")
             scale = max(1.0, float(np.abs(matrix).max()))
             if float(np.linalg.eigvalsh(matrix).min()) < -PSD_TOLERANCE * scale:
-                raise ValueError(f"B_pairs[{index}] must be positive semi-definite (an eigenvalue is negative)")
+                raise ValueError(
+                    f"B_pairs[{index}] must be positive semi-definite (an eigenvalue is negative)"
+                )
             if not np.any(matrix != 0.0):
                 raise ValueError(f"B_pairs[{index}] must not be all zeros")
         return B_pairs
@@ -237,7 +245,9 @@ def tradeoff_pairs(params: TradeoffParams, n_groups: int, n_classes: int) -> dic
                 f"B_pairs[{index}] must be {n_classes}x{n_classes} (one row and column per class), "
                 f"got {len(matrix)}x{len(matrix)}"
             )
-    return {pair: np.asarray(matrix, dtype=np.float64) for pair, matrix in zip(pairs, params.B_pairs, strict=True)}
+    return {
+        pair: np.asarray(matrix, dtype=np.float64) for pair, matrix in zip(pairs, params.B_pairs, strict=True)
+    }
 
 
 def _tradeoff(space: Any, params: TradeoffParams) -> Elicitor[Any]:
@@ -269,6 +279,15 @@ register(
         factory=_qpme,
         version="qpme-2",
         description="Quadratic performance metric elicitation (QPME, Algorithm 1)",
+    )
+)
+register(
+    AlgorithmSpec(
+        name="diagonal_qpme",
+        params_model=DiagonalQpmeParams,
+        factory=_diagonal_qpme,
+        version="diagonal_qpme-1",
+        description="Diagonal QPME: a quadratic metric with diagonal B in O~(k) queries (Section 5)",
     )
 )
 register(

@@ -97,9 +97,9 @@ def result_columns(study: Study) -> list[str]:
         "metric_type",
     ]
     columns += [f"a_{name}" for name in classes]
-    if study.algorithm == "qpme":
+    if study.algorithm in ("qpme", "diagonal_qpme"):
         columns += [f"B_{row}_{col}" for row in classes for col in classes]
-    if study.algorithm == "fair_qpme":
+    if study.algorithm in ("fair_qpme", "tradeoff"):
         for u in range(len(groups)):
             for v in range(u + 1, len(groups)):
                 columns += [f"B_{groups[u]}_{groups[v]}_{row}_{col}" for row in classes for col in classes]
@@ -548,7 +548,7 @@ def metric_snippet(study: Study, rows: list[dict[str, Any]]) -> str:
     lines = ["import numpy as np", ""]
     if study.algorithm == "lpme":
         lines += ["from elicitation import LinearMetric", "", f"metric = LinearMetric(a=np.array({a}))"]
-    elif study.algorithm == "qpme":
+    elif study.algorithm in ("qpme", "diagonal_qpme"):
         B = [[cell(f"B_{r}_{c}", 0.0) for c in classes] for r in classes]
         lines += [
             "from elicitation import QuadraticMetric",

@@ -18,6 +18,8 @@ import numpy as np
 from elicitation import (
     ElicitationError,
     ExactOracle,
+    FairQuadraticMetric,
+    QuadraticMetric,
     elicitation_errors,
     random_fair_metric,
     random_linear_metric,
@@ -25,7 +27,7 @@ from elicitation import (
     run,
 )
 
-from ..algorithms import get_algorithm, group_tau
+from ..algorithms import TradeoffParams, get_algorithm, group_tau, tradeoff_pairs
 from ..study_config import StudyConfig, build_space
 
 __all__ = ["DEFAULT_SECONDS_PER_QUERY", "DEFAULT_TRIALS", "PlannerResult", "plan_study"]
@@ -70,7 +72,19 @@ def _random_metric(config: StudyConfig, space: Any, rng: np.random.Generator) ->
     if config.algorithm == "fair_qpme":
         tau = group_tau(space.priors, config.algorithm_params.get("group_shares"))
         return random_fair_metric(rng, k, space.n_groups, tau=tau)
-    return random_quadratic_metric(rng, k)
+    if config.algorithm == "tradeoff":
+        # a and every B^{uv} are the study's known ones: only the trade-off lam is random.
+        params = TradeoffParams.model_validate(config.algorithm_params)
+        return FairQuadraticMetric(
+            np.asarray(params.a, dtype=np.float64),
+            tradeoff_pairs(params, space.n_groups, k),
+            float(rng.uniform(0.0, 1.0)),
+            group_tau(space.priors, params.group_shares),
+        )
+    quadratic = random_quadratic_metric(rng, k)
+    if config.algorithm == "diagonal_qpme":
+        return QuadraticMetric(quadratic.a, np.diag(np.diag(quadratic.B)))
+    return quadratic
 
 
 def _stat(values: list[float], q: float | None = None) -> float | None:
