@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -246,6 +247,8 @@ _BLANK_FORM = {
     "open_enrolment": "on",
     "config_json": "",
     "seconds_per_query": "",
+    "label_column": "",
+    "group_column": "",
 }
 
 
@@ -278,6 +281,7 @@ def _study_form(
         errors=errors,
         plan=plan,
         algorithms=sorted(REGISTRY.values(), key=lambda spec: spec.name),
+        max_csv_mb=studies.MAX_CSV_BYTES // 1_000_000,
     )
 
 
@@ -286,30 +290,92 @@ def new_study(request: Request, principal: UiUserDep) -> Response:
     return _study_form(request, principal, dict(_BLANK_FORM), errors=[], plan=None)
 
 
-async def _form_dict(request: Request) -> dict[str, Any]:
+async def _form_dict(request: Request) -> tuple[dict[str, Any], CsvUpload | None]:
+    """The form's text fields, and the dataset CSV if one was chosen (read up to one byte over the limit)."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > studies.MAX_CSV_BYTES + _FORM_SLACK_BYTES:
+        # refuse before the multipart body is spooled; nothing is stored
+        return {}, CsvUpload(b"\0" * (studies.MAX_CSV_BYTES + 1), "")
     form = await request.form()
-    return {key: value for key, value in form.items() if isinstance(value, str)}
+    fields = {key: value for key, value in form.items() if isinstance(value, str)}
+    upload = form.get("dataset_csv")
+    if isinstance(upload, UploadFile) and upload.filename:
+        raw = await upload.read(studies.MAX_CSV_BYTES + 1)
+        # the client's file name is a label at most (sanitised in studies.csv_dataset_space), never a path
+        return fields, CsvUpload(raw, upload.filename)
+    return fields, None
+
+
+@dataclass(frozen=True)
+class CsvUpload:
+    """An uploaded dataset CSV: its bytes (at most one over the limit) and the client's file name."""
+
+    raw: bytes
+    filename: str
+
+
+#: Room for the study form's text fields next to a CSV of the largest allowed size.
+_FORM_SLACK_BYTES = 1_000_000
 
 
 @router.post("/studies/new")
 async def create_study(request: Request, principal: UiUserDep) -> Response:
-    form = await _form_dict(request)
+    form, upload = await _form_dict(request)
+    if not form and upload is not None:
+        return _too_large(request, principal, None)
     check_csrf(principal, form.get("csrf_token"))
     from starlette.concurrency import run_in_threadpool
 
-    return await run_in_threadpool(_save_study_form, request, principal, form, None)
+    return await run_in_threadpool(_save_study_form, request, principal, form, None, upload)
+
+
+def _too_large(request: Request, principal: Principal, study_id: str | None) -> Response:
+    """The form again (blank, or the study's saved one) with the size error; nothing was read or stored."""
+    message = f"CSV file: the upload is larger than the limit of {studies.MAX_CSV_BYTES // 1_000_000} MB"
+    form, study = dict(_BLANK_FORM), None
+    if study_id is not None:
+        with request.app.state.sessionmaker() as db:
+            study, _control = studies.visible_study(db, principal, study_id)
+            form = _form_from_config(study.config)
+    return _study_form(request, principal, form, study=study, errors=[message], plan=None)
+
+
+def _with_csv_space(config: dict[str, Any], form: dict[str, Any], upload: CsvUpload) -> dict[str, Any]:
+    """``config`` with the query space built from the uploaded CSV (classes and groups taken from it)."""
+    space = studies.csv_dataset_space(
+        upload.raw,
+        str(form.get("label_column", "")),
+        str(form.get("group_column", "")) or None,
+        name=upload.filename,
+    )
+    return {
+        **config,
+        "query_space": space,
+        "class_names": list(space["class_names"]),
+        "group_names": list(space["group_names"]),
+    }
 
 
 def _save_study_form(
-    request: Request, principal: Principal, form: dict[str, Any], study_id: str | None
+    request: Request,
+    principal: Principal,
+    form: dict[str, Any],
+    study_id: str | None,
+    upload: CsvUpload | None = None,
 ) -> Response:
-    """Plan (``action=plan``) or save the study form; invalid input re-renders it with messages."""
+    """Plan (``action=plan``) or save the study form; invalid input re-renders it with messages.
+
+    With a dataset CSV the query space is built from it and stored whole in the configuration; after
+    planning, the form keeps that configuration in its JSON box so the file need not be chosen again.
+    """
     with request.app.state.sessionmaker() as db:
         study = control = None
         if study_id is not None:
             study, control = studies.visible_study(db, principal, study_id)
         try:
             config_dict = _form_config(form)
+            if upload is not None:
+                config_dict = _with_csv_space(config_dict, form, upload)
             seconds = _seconds(form)
             config = parse_study_config(config_dict)
         except (AdminError, StudyConfigError) as exc:
@@ -317,6 +383,8 @@ def _save_study_form(
             return _study_form(request, principal, form, study=study, errors=message.split("; "), plan=None)
         if form.get("action") == "plan":
             plan = plan_study(config, seconds_per_query=seconds)
+            if upload is not None:
+                form = {**form, "config_json": json.dumps(config.model_dump(mode="json"), indent=2)}
             return _study_form(request, principal, form, study=study, errors=[], plan=plan)
         try:
             if study is None:
@@ -371,11 +439,13 @@ def edit_study(study_id: str, request: Request, principal: UiUserDep, db: DbSess
 
 @router.post("/studies/{study_id}/edit")
 async def save_study(study_id: str, request: Request, principal: UiUserDep) -> Response:
-    form = await _form_dict(request)
+    form, upload = await _form_dict(request)
+    if not form and upload is not None:
+        return _too_large(request, principal, study_id)
     check_csrf(principal, form.get("csrf_token"))
     from starlette.concurrency import run_in_threadpool
 
-    return await run_in_threadpool(_save_study_form, request, principal, form, study_id)
+    return await run_in_threadpool(_save_study_form, request, principal, form, study_id, upload)
 
 
 @router.post("/studies/{study_id}/status")

@@ -8,7 +8,9 @@ a coordinator cannot even learn that another coordinator's study exists.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +18,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
+
+from elicitation import ElicitationError
 
 from .. import services
 from ..algorithms import get_algorithm
@@ -27,12 +31,14 @@ from .auth import AdminError, Principal
 from .models import Exclusion, Invitation, StudyControl, StudySnapshot, StudyStatus
 
 __all__ = [
+    "MAX_CSV_BYTES",
     "MAX_INVITATIONS",
     "StudyEntry",
     "answered_count",
     "config_hash",
     "create_invitations",
     "create_study_for",
+    "csv_dataset_space",
     "duplicate_study",
     "edit_study",
     "exclude_session",
@@ -46,6 +52,9 @@ __all__ = [
 
 #: Personal links created in one request (a CSV of this many rows is still small).
 MAX_INVITATIONS = 5000
+#: Largest uploaded dataset CSV (bytes).
+MAX_CSV_BYTES = 10_000_000
+_DATASET_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 #: Allowed status changes; closing is final (data is never dropped, so there is nothing to undo).
 TRANSITIONS: dict[StudyStatus, set[StudyStatus]] = {
     StudyStatus.DRAFT: {StudyStatus.OPEN, StudyStatus.CLOSED},
@@ -53,6 +62,52 @@ TRANSITIONS: dict[StudyStatus, set[StudyStatus]] = {
     StudyStatus.PAUSED: {StudyStatus.OPEN, StudyStatus.CLOSED},
     StudyStatus.CLOSED: set(),
 }
+
+
+def csv_dataset_space(
+    raw: bytes, label_column: str, group_column: str | None = None, *, name: str = "", seed: int = 0
+) -> dict[str, Any]:
+    """The full query-space description (``DatasetSpace.to_dict``) of an uploaded CSV dataset.
+
+    The CSV is parsed in memory (`elicitation.datasets.load_csv`), ``eta_hat`` is fitted on a seeded train
+    split and the feasible space built on the rest (`elicitation.feasible.fit_feasible_model`); the returned
+    description holds every plug-in classifier, so the study rebuilds its space without the file. ``name``
+    (e.g. the upload's file name) is only a label: it is reduced to letters, digits, ``-`` and ``_`` and
+    never used as a path. Every problem is an `AdminError` (422) whose message starts with the field.
+    """
+    from elicitation.datasets import load_csv
+    from elicitation.feasible import fit_feasible_model
+
+    label = label_column.strip()
+    group = (group_column or "").strip() or None
+    if not label:
+        raise AdminError(
+            "label column: give the name of the CSV column that holds the true class", status_code=422
+        )
+    if len(raw) > MAX_CSV_BYTES:
+        raise AdminError(
+            f"CSV file: {len(raw):,} bytes is larger than the limit of {MAX_CSV_BYTES // 1_000_000} MB",
+            status_code=422,
+        )
+    if not raw.strip():
+        raise AdminError("CSV file: the file is empty", status_code=422)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise AdminError(
+            f"CSV file: not UTF-8 text (byte 0x{raw[exc.start]:02x} at position {exc.start}); "
+            "save or export it as UTF-8 CSV",
+            status_code=422,
+        ) from None
+    stem = name.rsplit("/", 1)[-1].rsplit("\\", 1)[-1].removesuffix(".csv")
+    label_name = _DATASET_NAME.sub("-", stem).strip("-")[:60] or "uploaded-csv"
+    try:
+        dataset = load_csv(io.StringIO(text), label, group_column=group, name=label_name)
+        space = fit_feasible_model(dataset, seed=seed).space
+    except ElicitationError as exc:
+        raise AdminError(f"CSV file: {exc}", status_code=422) from None
+    description: dict[str, Any] = space.to_dict()
+    return description
 
 
 def config_hash(config: dict[str, Any]) -> str:
