@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, Body, Request, status
+from fastapi import APIRouter, Body, File, Form, Request, UploadFile, status
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -108,6 +108,37 @@ def create_study(
 ) -> dict[str, Any]:
     """Create a draft study from a configuration (validated field by field; 422 names the field)."""
     study, control = studies.create_study_for(db, principal, config)
+    return study_out(study, control, _base(request, settings))
+
+
+@router.post("/studies/from-csv", status_code=status.HTTP_201_CREATED)
+def create_study_from_csv(
+    principal: ApiUserDep,
+    db: DbSessionDep,
+    request: Request,
+    settings: SettingsDep,
+    config: str = Form(description="the study configuration as JSON; its query space comes from the file"),
+    label_column: str = Form(description="the CSV column holding the true class"),
+    file: UploadFile = File(description="UTF-8 CSV with a header row, at most 10 MB"),  # noqa: B008
+    group_column: str = Form(default="", description="optional protected-group column (fairness studies)"),
+) -> dict[str, Any]:
+    """Create a draft study whose query space is built from an uploaded CSV dataset (multipart form).
+
+    The classes (and groups) are the label (and group) column's values and replace ``class_names``
+    (``group_names``); the space's full description is stored, the file is not. 422 names the problem.
+    """
+    data = parse_json_upload(config.encode("utf-8"), studies.MAX_CSV_BYTES)
+    if not isinstance(data, dict):
+        raise AdminError("config: must be a JSON object", status_code=422)
+    raw = file.file.read(studies.MAX_CSV_BYTES + 1)
+    space = studies.csv_dataset_space(raw, label_column, group_column or None, name=file.filename or "")
+    data = {
+        **data,
+        "query_space": space,
+        "class_names": list(space["class_names"]),
+        "group_names": list(space["group_names"]),
+    }
+    study, control = studies.create_study_for(db, principal, data)
     return study_out(study, control, _base(request, settings))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -185,3 +186,42 @@ def test_csv_dataset_space_helper_limits_and_names() -> None:
         studies.csv_dataset_space("label\n\u00e9\n".encode("latin-1"), "label")
     space = studies.csv_dataset_space(_csv().encode("utf-8-sig"), "diagnosis", name="C:\\x\\..\\my data.csv")
     assert space["name"] == "my-data" and space["class_names"] == ["healthy", "sick"]
+
+
+def test_api_creates_a_study_from_a_csv_upload(
+    client: TestClient, app: Any, accounts: dict[str, Any]
+) -> None:
+    headers = {"Authorization": f"Bearer {accounts['alice']['token']}"}
+    config = {"name": "api upload", "task": "Decide whether a patient is sick.", "class_names": ["x", "y"]}
+    response = client.post(
+        "/api/v1/studies/from-csv",
+        data={"config": json.dumps(config), "label_column": "diagnosis"},
+        files={"file": ("/tmp/../data.csv", _csv().encode(), "text/csv")},
+        headers=headers,
+    )
+    assert response.status_code == 201, response.text
+    with app.state.sessionmaker() as db:
+        stored = db.get(Study, uuid.UUID(response.json()["id"])).config
+    assert stored["class_names"] == ["healthy", "sick"] and stored["query_space"]["name"] == "data"
+    bad = client.post(
+        "/api/v1/studies/from-csv",
+        data={"config": json.dumps(config), "label_column": "outcome"},
+        files={"file": ("data.csv", _csv().encode(), "text/csv")},
+        headers=headers,
+    )
+    assert bad.status_code == 422 and "label column 'outcome' is not in the CSV" in bad.json()["message"]
+    latin = client.post(
+        "/api/v1/studies/from-csv",
+        data={"config": json.dumps(config), "label_column": "diagnosis"},
+        files={"file": ("data.csv", "diagnosis\n\u00e9t\u00e9\n".encode("latin-1"), "text/csv")},
+        headers=headers,
+    )
+    assert latin.status_code == 422 and "not UTF-8 text" in latin.json()["message"]
+    anonymous = client.post(
+        "/api/v1/studies/from-csv",
+        data={"config": json.dumps(config), "label_column": "diagnosis"},
+        files={"file": ("data.csv", _csv().encode(), "text/csv")},
+    )
+    assert anonymous.status_code == 401
+    with app.state.sessionmaker() as db:
+        assert db.query(Study).count() == 1
