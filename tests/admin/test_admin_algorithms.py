@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from typing import Any
 
 import numpy as np
@@ -185,3 +186,28 @@ def test_form_offers_both_algorithms_and_creates_a_diagonal_study(
     assert response.status_code == 303, response.text
     study = client.get(response.headers["location"])
     assert study.status_code == 200 and "diagonal_qpme" in study.text
+
+
+def test_form_tradeoff_without_known_metric_names_the_missing_fields(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    login(client, accounts["alice"]["email"])
+    page = client.get("/admin/studies/new")
+    fields = {
+        "csrf_token": hidden(page.text, "csrf_token"),
+        "name": "lambda only",
+        "task": "t",
+        "class_names": "benign, malignant",
+        "group_names": "younger, older",
+        "algorithm": "tradeoff",
+        "epsilon": "0.05",
+    }
+    response = client.post("/admin/studies/new", data=fields, follow_redirects=False)
+    assert response.status_code == 422
+    assert "algorithm_params: a: Field required" in response.text
+    assert "B_pairs: Field required" in response.text
+    config = {**TRADEOFF_STUDY, "name": "lambda only (json)"}
+    ok = client.post(
+        "/admin/studies/new", data={**fields, "config_json": json.dumps(config)}, follow_redirects=False
+    )
+    assert ok.status_code == 303, ok.text
