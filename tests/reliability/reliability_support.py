@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -34,6 +35,8 @@ STARTUP_TIMEOUT_S = 90.0
 #: How long a participant keeps retrying one request while servers are killed and restarted.
 RETRY_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 20.0
+#: Respawns on another port when the probed free port was taken before uvicorn could bind it.
+BIND_RETRIES = 3
 
 
 def free_port() -> int:
@@ -47,22 +50,29 @@ class Server:
     """One ``uvicorn --factory app.main:create_app`` process on 127.0.0.1 with its own environment."""
 
     def __init__(self, database_url: str, *, schema: str | None = None, workers: int = 1) -> None:
+        self.env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(PROJECT_ROOT)}
+        self.env.pop("DATABASE_SCHEMA", None)
+        if schema:
+            self.env["DATABASE_SCHEMA"] = schema
+        self.workers = workers
+        self._spawn()
+
+    def _spawn(self) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(PROJECT_ROOT)}
-        env.pop("DATABASE_SCHEMA", None)
-        if schema:
-            env["DATABASE_SCHEMA"] = schema
         command = [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app"]
         command += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
-        if workers > 1:
-            command += ["--workers", str(workers)]
+        if self.workers > 1:
+            command += ["--workers", str(self.workers)]
+        # A file, not a pipe: a pipe nobody reads would block a server that logs a lot.
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the process)
         self.process = subprocess.Popen(
-            command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            command, cwd=PROJECT_ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log
         )
 
     def wait_ready(self) -> Server:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        respawns = 0
         while True:
             try:
                 if httpx.get(f"{self.url}/", timeout=2.0).status_code == 200:
@@ -70,7 +80,14 @@ class Server:
             except httpx.TransportError:
                 pass
             if self.process.poll() is not None:
-                stderr = self.process.stderr.read().decode() if self.process.stderr else ""
+                self.log.seek(0)
+                stderr = self.log.read().decode(errors="replace")
+                self.log.close()
+                # The free port was taken by another process between probing and binding: try another.
+                if "address already in use" in stderr.lower() and respawns < BIND_RETRIES:
+                    respawns += 1
+                    self._spawn()
+                    continue
                 raise RuntimeError(f"uvicorn exited with {self.process.returncode}: {stderr[-2000:]}")
             if time.monotonic() > deadline:
                 self.stop()
@@ -91,8 +108,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=15)
-        if self.process.stderr:
-            self.process.stderr.close()
+        self.log.close()
 
 
 @contextmanager

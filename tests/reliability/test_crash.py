@@ -129,14 +129,24 @@ def test_sigkilled_server_loses_no_acknowledged_answer(sqlite_file_settings: Set
     threads = run_participants(participants, sessions=2, until=stop)
     kills = 0
     answers_at_kill: list[int] = []
+
+    def acknowledged_count() -> int:
+        # list() copies each dict in one C call, so a participant adding a session cannot break the sum.
+        return sum(len(answers) for p in participants for answers in list(p.seen.answers.values()))
+
     try:
+        # The schedule starts once every participant is mid-session (a loaded machine may take seconds).
+        deadline = time.monotonic() + 60
+        while not all(any(list(p.seen.answers.values())) for p in participants):
+            assert time.monotonic() < deadline, "participants did not start answering"
+            time.sleep(0.05)
         for standby in pool[1:]:
             time.sleep(float(rng.uniform(*KILL_DELAY_S)))
             victim = current[0]
             current[0] = standby
             victim.kill()
             kills += 1
-            answers_at_kill.append(sum(len(a) for p in participants for a in p.seen.answers.values()))
+            answers_at_kill.append(acknowledged_count())
         stop.set()
         for thread in threads:
             thread.join(timeout=120)
