@@ -56,6 +56,19 @@ def _run_session(client: TestClient, token: str, config: dict[str, Any], truth: 
     assert final["result"]["checks"]["all_passed"] is True
     results = client.get(f"/api/v1/studies/{study_id}/results", headers=headers)
     assert results.status_code == 200, results.text
+    # the back office shows and replays the session: dashboard, archive (replayable), monitor/results pages
+    assert client.get(f"/api/v1/studies/{study_id}/dashboard", headers=headers).status_code == 200
+    archive = client.get(f"/api/v1/studies/{study_id}/archive", headers=headers)
+    assert archive.status_code == 200, archive.text
+    session_id = archive.json()["sessions"][0]["id"]
+    replay = client.get(f"/api/v1/studies/{study_id}/sessions/{session_id}/replay-log", headers=headers)
+    assert replay.status_code == 200, replay.text
+    login(client, "alice@example.org")
+    for page in ("monitor", "results", f"sessions/{session_id}"):
+        shown = client.get(f"/admin/studies/{study_id}/{page}")
+        assert shown.status_code == 200, (page, shown.text[:2000])
+    session_page = client.get(f"/admin/studies/{study_id}/sessions/{session_id}").text
+    assert 'data-testid="replay-check" class="notice notice--success"' in session_page
     return {"study_id": study_id, "final": final}
 
 
