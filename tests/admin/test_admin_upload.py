@@ -78,6 +78,17 @@ def test_good_csv_creates_a_study_whose_queries_are_real_classifiers(
     assert space["kind"] == "dataset" and "groups" in space, "the whole space is stored, not the file"
     assert config["class_names"] == ["healthy", "sick"] and config["group_names"] == []
     assert space["name"] == "passwd", "the client's file name is only a sanitised label"
+    # editing shows the stored space in the JSON box; saving it again (no file) keeps the same space
+    edit = client.get(f"/admin/studies/{study_id}/edit")
+    assert edit.status_code == 200 and "&#34;groups&#34;" in edit.text
+    saved = client.post(
+        f"/admin/studies/{study_id}/edit",
+        data={**_fields(csrf), "config_json": json.dumps({**config, "name": "renamed"})},
+        follow_redirects=False,
+    )
+    assert saved.status_code == 303, saved.text
+    with app.state.sessionmaker() as db:
+        assert db.get(Study, uuid.UUID(study_id)).config["query_space"] == space
     # the study rebuilds without the file, and its queries are classifiers that exist on the held-out data
     opened = client.post(
         f"/admin/studies/{study_id}/status",
