@@ -674,6 +674,17 @@ def _lifted(
     first profile is preferred" (lower cost) is exactly "the first rate is preferred" for QPME. ``tally[0]``
     counts the answered queries, also when the inner run ends with an exception.
     """
+    # Replay lifts every logged query, so the profile template and its rows are built once per run.
+    template = lift_rates(center, frozenset(), center, n_groups)
+    rows = sorted(partition)
+
+    def lift(rates: FloatArray) -> FloatArray:
+        profile = template.copy()
+        if rows:
+            profile[rows] = rates
+        profile.setflags(write=False)  # Query then shares it instead of copying
+        return profile
+
     try:
         query = next(inner)
     except StopIteration as stop:
@@ -681,8 +692,8 @@ def _lifted(
         return finished
     while True:
         lifted = Query(
-            lift_rates(query.first, partition, center, n_groups),
-            lift_rates(query.second, partition, center, n_groups),
+            lift(query.first),
+            lift(query.second),
             search=query.search,
             kind=query.kind,
             coordinate=query.coordinate,

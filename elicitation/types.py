@@ -97,9 +97,13 @@ class Query:
         ):
             # Fast path for what elicitors pass (small float arrays): the same read-only finite copies as
             # below, at about half the cost. Anything else, including every error, takes the general path.
-            first, second = first.copy(), second.copy()
-            first.setflags(write=False)
-            second.setflags(write=False)
+            # An array that is already read-only and owns its memory cannot change under us: share it.
+            if first.flags.writeable or not first.flags.owndata:
+                first = first.copy()
+                first.setflags(write=False)
+            if second.flags.writeable or not second.flags.owndata:
+                second = second.copy()
+                second.setflags(write=False)
             object.__setattr__(self, "first", first)
             object.__setattr__(self, "second", second)
             return
