@@ -21,6 +21,8 @@ from elicitation import Elicitor, InvalidConfigError
 __all__ = [
     "PSD_TOLERANCE",
     "REGISTRY",
+    "ActiveFairParams",
+    "ActiveParams",
     "AlgorithmSpec",
     "DiagonalQpmeParams",
     "FairQpmeParams",
@@ -136,7 +138,38 @@ class TradeoffParams(_Params):
         return B_pairs
 
 
-Factory = Callable[[Any, Any], Elicitor[Any]]
+class ActiveParams(_Params):
+    """Active Bayesian elicitation (issue 7): perceptible, noise-robust queries chosen one at a time.
+
+    ``max_queries`` is the coordinator's question budget per participant (default: the elicitor's own,
+    ``max(30, 4 d)`` for ``d`` unknowns); ``min_cell_gap`` the perceptibility threshold (every pair shown
+    differs by at least this many people out of 100 in some confusion cell); ``beta`` the answer noise
+    (``None``: marginalise over the elicitor's default grid). The seed is the session's.
+    """
+
+    max_queries: int | None = Field(
+        default=None, ge=1, le=1000, description="question budget per participant"
+    )
+    min_cell_gap: float = Field(
+        default=2.0, gt=0.0, le=50.0, description="perceptibility: people out of 100 in some cell"
+    )
+    beta: float | None = Field(
+        default=None,
+        gt=0.0,
+        description="answer noise P(correct) = sigmoid(beta |dphi|) (default: estimated)",
+    )
+    tolerance: float = Field(default=0.05, gt=0.0, lt=1.0, description="stop at this posterior spread")
+
+
+class ActiveFairParams(ActiveParams):
+    """Active elicitation of a fair quadratic cost; ``tau`` from the groups' priors and shares."""
+
+    group_shares: list[float] | None = Field(
+        default=None, description="P(G = g) per group (default: equal); with the priors this gives tau"
+    )
+
+
+Factory = Callable[..., Elicitor[Any]]
 
 
 @dataclass(frozen=True)
@@ -150,18 +183,27 @@ class AlgorithmSpec:
     description: str
     #: True for algorithms that take group rates ``(n_groups, n_classes)`` (fairness studies).
     needs_groups: bool = False
+    #: True when the factory takes the session seed (``factory(space, params, seed)``): its queries depend
+    #: on seeded randomness, so every rebuild of a session's elicitor must pass that session's seed.
+    seeded: bool = False
 
     def parse_params(self, raw: dict[str, Any] | None) -> BaseModel:
         """Validate raw params (raises pydantic ``ValidationError`` naming the field)."""
         return self.params_model.model_validate(raw or {})
 
-    def build(self, space: Any, params: BaseModel | dict[str, Any] | None) -> Elicitor[Any]:
-        """A fresh elicitor for ``space``; raises `InvalidConfigError` for parameters the core rejects."""
+    def build(self, space: Any, params: BaseModel | dict[str, Any] | None, *, seed: int = 0) -> Elicitor[Any]:
+        """A fresh elicitor for ``space``; raises `InvalidConfigError` for parameters the core rejects.
+
+        ``seed`` (the session's) only matters for `seeded` algorithms; replaying a session of one needs the
+        seed it was recorded with.
+        """
         if not isinstance(params, BaseModel):
             try:
                 params = self.parse_params(params)
             except ValidationError as exc:
                 raise InvalidConfigError(str(exc)) from exc
+        if self.seeded:
+            return self.factory(space, params, int(seed))
         return self.factory(space, params)
 
 
@@ -263,6 +305,37 @@ def _tradeoff(space: Any, params: TradeoffParams) -> Elicitor[Any]:
     )
 
 
+def _active_options(params: ActiveParams, seed: int) -> dict[str, Any]:
+    from elicitation.active import DEFAULT_BETA_GRID
+
+    return {
+        "seed": seed,
+        "beta": DEFAULT_BETA_GRID if params.beta is None else params.beta,
+        "max_queries": params.max_queries,
+        "tolerance": params.tolerance,
+        "min_cell_gap": params.min_cell_gap,
+    }
+
+
+def _active_linear(space: Any, params: ActiveParams, seed: int) -> Elicitor[Any]:
+    from elicitation.active import active_linear
+
+    return active_linear(space, **_active_options(params, seed))
+
+
+def _active_quadratic(space: Any, params: ActiveParams, seed: int) -> Elicitor[Any]:
+    from elicitation.active import active_quadratic
+
+    return active_quadratic(space, **_active_options(params, seed))
+
+
+def _active_fair(space: Any, params: ActiveFairParams, seed: int) -> Elicitor[Any]:
+    from elicitation.active import active_fair
+
+    tau = group_tau(space.priors, params.group_shares)
+    return active_fair(space, tau=tau, **_active_options(params, seed))
+
+
 register(
     AlgorithmSpec(
         name="lpme",
@@ -308,5 +381,36 @@ register(
         version="tradeoff-1",
         description="Lambda-only: the fairness trade-off when a and every B^{uv} are known (Algorithm 5)",
         needs_groups=True,
+    )
+)
+register(
+    AlgorithmSpec(
+        name="active_linear",
+        params_model=ActiveParams,
+        factory=_active_linear,
+        version="active_linear-1",
+        description="Active linear elicitation: perceptible, noise-robust Bayesian queries (issue 7)",
+        seeded=True,
+    )
+)
+register(
+    AlgorithmSpec(
+        name="active_quadratic",
+        params_model=ActiveParams,
+        factory=_active_quadratic,
+        version="active_quadratic-1",
+        description="Active quadratic elicitation: perceptible, noise-robust Bayesian queries (issue 7)",
+        seeded=True,
+    )
+)
+register(
+    AlgorithmSpec(
+        name="active_fair",
+        params_model=ActiveFairParams,
+        factory=_active_fair,
+        version="active_fair-1",
+        description="Active fair quadratic elicitation over group rates (issue 7)",
+        needs_groups=True,
+        seeded=True,
     )
 )

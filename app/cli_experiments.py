@@ -564,7 +564,9 @@ def _build_for_replay(algorithm: str, document: Mapping[str, Any]) -> Any:
         raise ReplayMismatchError(
             f"the log was recorded with {algorithm} version {version!r} but this code has {spec.version!r}"
         )
-    return spec.build(space_from_dict(document["space"]), document.get("params"))
+    return spec.build(
+        space_from_dict(document["space"]), document.get("params"), seed=int(document.get("seed") or 0)
+    )
 
 
 def _run_replay(args: argparse.Namespace) -> int:

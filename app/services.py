@@ -224,6 +224,9 @@ class SessionCache:
 
 def _typical_queries(spec: AlgorithmSpec, space: Any, params: BaseModel) -> int:
     """Queries a simulated participant who weighs every rate equally needs (places the checks)."""
+    if spec.seeded:
+        # Seeded (active) elicitors cost seconds to simulate and report their own expected_remaining live.
+        return int(spec.build(space, params).max_queries)
     elicitor = spec.build(space, params)
     try:
         result = run(elicitor, lambda first, second: bool(np.sum(first) >= np.sum(second)))
@@ -404,7 +407,7 @@ class _Context:
         return outcome
 
     def _fresh_elicitor(self) -> Any:
-        return self.runtime.spec.build(self.runtime.space, self.runtime.params)
+        return self.runtime.spec.build(self.runtime.space, self.runtime.params, seed=self.session.seed)
 
     def advance(self, row: Answer) -> None:
         """Feed a just-committed elicitation answer to the live elicitor (or rebuild by replay)."""
@@ -437,7 +440,12 @@ class _Context:
         result = repo.get_result(self.db, self.session.id) if status is SessionStatus.DONE else None
         finished = not isinstance(self.state, Pending)
         n_elicited = len(self.elicitation)
-        total = self.plan.estimated_total(n_elicited, self.runtime.expected_queries, finished)
+        elicitor_total = self.runtime.expected_queries
+        remaining = getattr(self.state.elicitor, "expected_remaining", None) if not finished else None
+        if remaining is not None:
+            # The elicitor's own stopping rule beats the study-wide estimate (active elicitors have one).
+            elicitor_total = n_elicited + int(remaining)
+        total = self.plan.estimated_total(n_elicited, elicitor_total, finished)
         if status is SessionStatus.INVITED:
             phase = "consent"
         elif status is SessionStatus.DONE:

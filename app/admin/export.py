@@ -97,9 +97,9 @@ def result_columns(study: Study) -> list[str]:
         "metric_type",
     ]
     columns += [f"a_{name}" for name in classes]
-    if study.algorithm in ("qpme", "diagonal_qpme"):
+    if study.algorithm in ("qpme", "diagonal_qpme", "active_quadratic"):
         columns += [f"B_{row}_{col}" for row in classes for col in classes]
-    if study.algorithm in ("fair_qpme", "tradeoff"):
+    if study.algorithm in ("fair_qpme", "tradeoff", "active_fair"):
         for u in range(len(groups)):
             for v in range(u + 1, len(groups)):
                 columns += [f"B_{groups[u]}_{groups[v]}_{row}_{col}" for row in classes for col in classes]
@@ -546,9 +546,9 @@ def metric_snippet(study: Study, rows: list[dict[str, Any]]) -> str:
     a = [cell(f"a_{name}", round(1 / k, 4)) for name in classes]
     confusion = (np.eye(k) * 40 + 20 / k).round(1).tolist()
     lines = ["import numpy as np", ""]
-    if study.algorithm == "lpme":
+    if study.algorithm in ("lpme", "active_linear"):
         lines += ["from elicitation import LinearMetric", "", f"metric = LinearMetric(a=np.array({a}))"]
-    elif study.algorithm in ("qpme", "diagonal_qpme"):
+    elif study.algorithm in ("qpme", "diagonal_qpme", "active_quadratic"):
         B = [[cell(f"B_{r}_{c}", 0.0) for c in classes] for r in classes]
         lines += [
             "from elicitation import QuadraticMetric",

@@ -67,9 +67,9 @@ class PlannerResult:
 
 def _random_metric(config: StudyConfig, space: Any, rng: np.random.Generator) -> Any:
     k = space.n_classes
-    if config.algorithm == "lpme":
+    if config.algorithm in ("lpme", "active_linear"):
         return random_linear_metric(rng, k, nonnegative=True)
-    if config.algorithm == "fair_qpme":
+    if config.algorithm in ("fair_qpme", "active_fair"):
         tau = group_tau(space.priors, config.algorithm_params.get("group_shares"))
         return random_fair_metric(rng, k, space.n_groups, tau=tau)
     if config.algorithm == "tradeoff":
@@ -118,7 +118,7 @@ def plan_study(
             break
         metric = _random_metric(config, space, rng)
         try:
-            result = run(spec.build(space, params), ExactOracle(metric))
+            result = run(spec.build(space, params, seed=seed + trial), ExactOracle(metric))
         except ElicitationError:
             failed += 1
             continue
