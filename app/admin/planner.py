@@ -5,6 +5,12 @@ simulated participant answers the elicitor, and the planner records the number o
 coefficient errors of the estimate. Practice, check and evaluation comparisons come from the study's
 session plan; minutes per participant use a per-comparison time the coordinator sets, or the median
 measured in the study's earlier sessions, or `DEFAULT_SECONDS_PER_QUERY`.
+
+Perceptibility (issue 7): a comparison is *imperceptible* when no cell of the two confusion matrices (out of
+100 people, from the study's query space) differs by at least ``min_cell_gap`` (the algorithm's own
+``min_cell_gap`` parameter, else `DEFAULT_MIN_CELL_GAP`). The planner reports the share of simulated
+elicitor queries that are imperceptible and warns above `IMPERCEPTIBLE_WARNING_SHARE` (QPME's inner
+spheres typically do this; the active elicitors never show such pairs).
 """
 
 from __future__ import annotations
@@ -30,11 +36,23 @@ from elicitation import (
 from ..algorithms import TradeoffParams, get_algorithm, group_tau, tradeoff_pairs
 from ..study_config import StudyConfig, build_space
 
-__all__ = ["DEFAULT_SECONDS_PER_QUERY", "DEFAULT_TRIALS", "PlannerResult", "plan_study"]
+__all__ = [
+    "DEFAULT_MIN_CELL_GAP",
+    "DEFAULT_SECONDS_PER_QUERY",
+    "DEFAULT_TRIALS",
+    "IMPERCEPTIBLE_WARNING_SHARE",
+    "PlannerResult",
+    "imperceptible",
+    "plan_study",
+]
 
 #: A comparison of two classifiers takes about this long when nothing was measured yet (seconds).
 DEFAULT_SECONDS_PER_QUERY = 8.0
 DEFAULT_TRIALS = 20
+#: Two classifiers a person is shown must differ by this many people (out of 100) in some confusion cell.
+DEFAULT_MIN_CELL_GAP = 2.0
+#: The planner warns when more than this share of the elicitor's queries is imperceptible.
+IMPERCEPTIBLE_WARNING_SHARE = 0.10
 #: The planner stops early (with fewer trials, reported) after this much wall time per request.
 TIME_BUDGET_S = 6.0
 
@@ -60,9 +78,18 @@ class PlannerResult:
     error_b_mean: float | None
     error_b_p90: float | None
     error_lam_mean: float | None
+    #: Perceptibility threshold used (people out of 100 in some confusion cell).
+    min_cell_gap: float = DEFAULT_MIN_CELL_GAP
+    #: Share of simulated elicitor queries below that threshold (None when no trial produced queries).
+    imperceptible_share: float | None = None
+
+    @property
+    def perceptibility_warning(self) -> bool:
+        """True when too many queries would be imperceptible to a person."""
+        return self.imperceptible_share is not None and self.imperceptible_share > IMPERCEPTIBLE_WARNING_SHARE
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "perceptibility_warning": self.perceptibility_warning}
 
 
 def _random_metric(config: StudyConfig, space: Any, rng: np.random.Generator) -> Any:
@@ -87,6 +114,13 @@ def _random_metric(config: StudyConfig, space: Any, rng: np.random.Generator) ->
     return quadratic
 
 
+def imperceptible(space: Any, first: Any, second: Any, min_cell_gap: float) -> bool:
+    """True when no confusion cell (out of 100) of ``first`` and ``second`` differs by ``min_cell_gap``."""
+    left = np.asarray(space.confusion(np.asarray(first, dtype=np.float64)), dtype=np.float64)
+    right = np.asarray(space.confusion(np.asarray(second, dtype=np.float64)), dtype=np.float64)
+    return bool(np.max(np.abs(left - right)) < min_cell_gap)
+
+
 def _stat(values: list[float], q: float | None = None) -> float | None:
     if not values:
         return None
@@ -106,6 +140,9 @@ def plan_study(
     spec = get_algorithm(config.algorithm)
     space = build_space(config)
     params = spec.parse_params(config.algorithm_params)
+    gap = float(getattr(params, "min_cell_gap", DEFAULT_MIN_CELL_GAP))
+    shown = 0
+    hidden = 0
     rng = np.random.default_rng(seed)
     queries: list[float] = []
     errors_a: list[float] = []
@@ -123,6 +160,9 @@ def plan_study(
             failed += 1
             continue
         queries.append(float(result.num_queries))
+        for query, _answer in result.log:
+            shown += 1
+            hidden += imperceptible(space, query.first, query.second, gap)
         errors = elicitation_errors(metric, result.metric)
         errors_a.append(float(errors.a))
         second = errors.B if errors.B is not None else errors.B_pairs
@@ -159,4 +199,6 @@ def plan_study(
         error_b_mean=_stat(errors_b),
         error_b_p90=_stat(errors_b, 90),
         error_lam_mean=_stat(errors_lam),
+        min_cell_gap=gap,
+        imperceptible_share=hidden / shown if shown else None,
     )

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from admin_support import STUDY_CONFIG, Participant, bearer
+from admin_support import STUDY_CONFIG, Participant, bearer, login
 from fastapi.testclient import TestClient
 
+from app.admin.planner import IMPERCEPTIBLE_WARNING_SHARE, imperceptible, plan_study
 from app.algorithms import REGISTRY, ActiveParams
 from app.study_config import build_space, parse_study_config
 from elicitation import Pending, QuadraticMetric, replay
@@ -84,3 +85,41 @@ def test_progress_uses_the_active_elicitors_expected_remaining(
     assert state["result"]["num_queries"] == len(answers) <= 5
     export = client.get(f"/api/v1/studies/{study_id}/results", headers=headers)
     assert export.status_code == 200, export.text
+
+
+QPME_TINY_INNER: dict[str, Any] = {
+    **ACTIVE_STUDY,
+    "algorithm": "qpme",
+    "algorithm_params": {"epsilon": 0.05, "cycles": 1, "inner_radius": 0.005},
+}
+
+
+def test_imperceptible_compares_every_confusion_cell_against_the_gap() -> None:
+    space = build_space(parse_study_config(ACTIVE_STUDY))
+    centre = np.asarray(space.sphere.center)
+    assert imperceptible(space, centre, centre + np.array([0.001, -0.001]), 2.0)
+    assert not imperceptible(space, centre, centre + np.array([0.1, -0.1]), 2.0)
+
+
+def test_planner_warns_for_qpme_inner_spheres_and_not_for_the_active_elicitor() -> None:
+    qpme = plan_study(parse_study_config(QPME_TINY_INNER), trials=2)
+    assert qpme.imperceptible_share is not None and qpme.imperceptible_share > IMPERCEPTIBLE_WARNING_SHARE
+    assert qpme.perceptibility_warning and qpme.to_dict()["perceptibility_warning"] is True
+    active = plan_study(parse_study_config(ACTIVE_STUDY), trials=2)
+    assert active.imperceptible_share == 0.0 and not active.perceptibility_warning
+    assert active.min_cell_gap == 2.0 and active.queries_max_bound == 5
+
+
+def test_study_page_and_plan_api_show_the_perceptibility_warning(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    headers = bearer(accounts["alice"]["token"])
+    created = client.post("/api/v1/studies", json=QPME_TINY_INNER, headers=headers)
+    assert created.status_code == 201, created.text
+    study_id = created.json()["id"]
+    body = client.get(f"/api/v1/studies/{study_id}/plan", headers=headers).json()
+    assert body["perceptibility_warning"] is True and body["imperceptible_share"] > 0.1
+    login(client, "alice@example.org")
+    page = client.get(f"/admin/studies/{study_id}").text
+    assert 'data-testid="plan-imperceptible"' in page
+    assert 'data-testid="plan-perceptibility-warning"' in page
