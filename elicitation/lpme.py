@@ -36,6 +36,19 @@ finding ``a`` means finding the best boundary point ``mu(theta)`` (see `elicitat
    ``o + rho e_i`` with ``o - rho e_i``. The slopes are gradient directions *at the centre* ``o``,
    whereas ShrinkInterval's are gradient directions at the boundary maximum ``o + rho a_hat``.
 
+5. **Robust answering** (``robust``, opt-in; the default ``"none"`` asks exactly the paper's queries).
+   A binary search trusts every answer, so one wrong click sends the bracket to the wrong half for good.
+   ``"repeat"`` makes every decision the majority of up to three asks: the query, then its mirror image
+   (``first`` and ``second`` swapped, the answer inverted back, which also catches a person who always
+   clicks one side), and the query again only when those two disagree (2-3 asks per decision).
+   ``"noisy_bisection"`` (antipodal probes only, where each halving is a threshold test: the sign of the
+   derivative along the angle) replaces each angle's halvings by probabilistic bisection: a posterior over
+   a grid of the bracket, updated by Bayes' rule assuming every answer is right with probability
+   ``NOISY_ACCURACY`` (0.8), queried at the posterior median, stopping when the 90% credible interval is as
+   narrow as the exact search's final bracket or after ``NOISY_QUERIES_PER_STEP`` answers per halving.
+   A wrong answer there only moves posterior mass, which later answers move back. Orthant decisions use the
+   majority of three in both modes. Both modes stay deterministic (no randomness at all).
+
 Every query compares two points of ``dS``, so queries never leave the sphere.
 
 Paper symbols
@@ -62,7 +75,7 @@ antipodal) for ``k = 5`` against 176 (101) for three full cycles.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Literal
 
 import numpy as np
@@ -74,13 +87,19 @@ from .types import Elicitation, Elicitor, FloatArray, LinearMetric, Query, Spher
 __all__ = [
     "DEFAULT_CYCLES",
     "DEFAULT_TOLERANCE",
+    "NOISY_ACCURACY",
+    "NOISY_QUERIES_PER_STEP",
     "PROBES",
+    "ROBUST_MODES",
     "Probe",
+    "Robust",
     "lpme",
     "lpme_max_queries",
+    "robust_ask",
     "search_steps",
     "validate_epsilon",
     "validate_probe",
+    "validate_robust",
 ]
 
 #: Default binary-search tolerance ``epsilon`` on each angle (radians), as in the paper's experiments.
@@ -96,6 +115,22 @@ PROBES: tuple[str, ...] = ("boundary", "antipodal")
 _REFINE_STEPS = 3
 #: Each ShrinkInterval step asks at most this many queries.
 _QUERIES_PER_STEP = 2
+Robust = Literal["none", "repeat", "noisy_bisection"]
+#: Answer-robustness modes: ask once (the paper), majority of up to three asks with sides swapped, or
+#: probabilistic bisection of each angle (antipodal probes only). See the module notes.
+ROBUST_MODES: tuple[str, ...] = ("none", "repeat", "noisy_bisection")
+#: Asks per decision in ``"repeat"`` mode: twice (sides swapped), a third time if the two disagree.
+_REPEAT_ASKS = 3
+#: The answer model of ``"noisy_bisection"``: every answer is right with this probability, independently.
+NOISY_ACCURACY = 0.8
+#: Query budget of ``"noisy_bisection"`` per halving the exact search would need. One answer of accuracy
+#: ``p = 0.8`` carries ``1 - H(0.8) = 0.28`` bits, so a halving costs at least 3.6
+#: answers; 4 left the exact-oracle searches unfinished (errors up to 0.25 at k = 2).
+NOISY_QUERIES_PER_STEP = 6
+#: Posterior mass the stopping rule's credible interval must hold (the 5% and 95% quantiles).
+_CREDIBLE_TAIL = 0.05
+#: Grid cells per final bracket width ``(hi - lo) / 2**steps`` of the posterior over an angle.
+_GRID_CELLS_PER_WIDTH = 8
 
 
 def search_steps(epsilon: float) -> int:
@@ -105,6 +140,44 @@ def search_steps(epsilon: float) -> int:
         width /= 2.0
         steps += 1
     return steps
+
+
+def validate_robust(robust: object, probe: str = "antipodal") -> Robust:
+    """Return ``robust`` if it is one of `ROBUST_MODES` and fits ``probe``, else raise `InvalidConfigError`.
+
+    ``"noisy_bisection"`` needs ``probe="antipodal"``: only there is each halving a monotone threshold
+    test (the sign of a derivative), which probabilistic bisection requires.
+    """
+    if robust == "none":
+        return "none"
+    if robust == "repeat":
+        return "repeat"
+    if robust == "noisy_bisection":
+        if probe != "antipodal":
+            raise InvalidConfigError(
+                "robust='noisy_bisection' needs probe='antipodal' (a threshold test per halving), "
+                f"got probe={probe!r}"
+            )
+        return "noisy_bisection"
+    raise InvalidConfigError(f"robust must be one of {ROBUST_MODES}, got {robust!r}")
+
+
+def robust_ask(query: Query, robust: str) -> Generator[Query, bool, tuple[bool, int]]:
+    """Obtain one decision about ``query``; return ``(first preferred, queries asked)``.
+
+    ``"none"`` asks once. Any other mode asks ``query`` and then its mirror (``first`` and ``second``
+    swapped, answer inverted back, so a person who always clicks one side is caught), and a third time in
+    the original order when the two disagree: the majority of three.
+    """
+    if robust == "none":
+        return (yield from ask(query)), 1
+    first = yield from ask(query)
+    mirrored = Query(query.second, query.first, query.search, query.kind, query.coordinate, query.step + 1)
+    second = not (yield from ask(mirrored))
+    if first == second:
+        return first, 2
+    third = Query(query.first, query.second, query.search, query.kind, query.coordinate, query.step + 2)
+    return (yield from ask(third)), _REPEAT_ASKS
 
 
 def _planned_cycles(n_classes: int, cycles: int, early_stop: bool) -> int:
@@ -117,10 +190,17 @@ def lpme_max_queries(
     cycles: int = DEFAULT_CYCLES,
     early_stop: bool = True,
     probe: Probe = "boundary",
+    robust: Robust = "none",
 ) -> int:
     """Upper bound on the queries `lpme` asks for ``n_classes`` classes (orthant + all search steps)."""
     n_cycles = _planned_cycles(n_classes, cycles, early_stop)
     per_step = 1 if probe == "antipodal" else _QUERIES_PER_STEP
+    if robust == "repeat":
+        return _REPEAT_ASKS * lpme_max_queries(n_classes, epsilon, cycles, early_stop, probe)
+    if robust == "noisy_bisection":
+        # Orthant decisions by majority of three; each halving gets NOISY_QUERIES_PER_STEP answers.
+        base = lpme_max_queries(n_classes, epsilon, cycles, early_stop, "antipodal")
+        return (_REPEAT_ASKS - NOISY_QUERIES_PER_STEP) * n_classes + NOISY_QUERIES_PER_STEP * base
     full = (n_classes - 1) * search_steps(epsilon) * per_step
     if not early_stop:
         return n_classes + n_cycles * full
@@ -163,6 +243,7 @@ def lpme(
     early_stop: bool = True,
     search: str = "lpme",
     probe: Probe = "boundary",
+    robust: Robust = "none",
 ) -> Elicitor[Elicitation[LinearMetric]]:
     """Elicit the direction of a linear metric ``<a, r>`` with queries on ``sphere`` (Algorithm 2).
 
@@ -184,6 +265,12 @@ def lpme(
         (one or two queries per halving). ``"antipodal"``: one query per halving comparing the two
         antipodal points in the direction ``d mu / d theta_j`` at the bracket midpoint, whose answer is
         the sign of the metric's derivative there (see the module notes).
+    robust : {"none", "repeat", "noisy_bisection"}
+        How to survive wrong answers (see the module notes, *Robust answering*). ``"none"`` (default): one
+        ask per comparison, the paper's behaviour. ``"repeat"``: every comparison is asked twice with the
+        sides swapped and a third time on disagreement (majority of three). ``"noisy_bisection"``
+        (``probe="antipodal"`` only): each angle is searched by probabilistic bisection assuming every
+        answer is right with probability `NOISY_ACCURACY`; orthant queries use the majority of three.
 
     Yields
     ------
@@ -206,11 +293,12 @@ def lpme(
     Raises
     ------
     InvalidConfigError
-        On a non-sphere, ``epsilon`` outside ``(0, pi/2)``, ``cycles < 1`` or an unknown ``probe``.
+        On a non-sphere, ``epsilon`` outside ``(0, pi/2)``, ``cycles < 1``, an unknown ``probe`` or
+        ``robust``, or ``robust="noisy_bisection"`` with boundary probes.
 
     Notes
     -----
-    At most ``lpme_max_queries(k, epsilon, cycles, early_stop, probe)`` queries; with an exact oracle
+    At most ``lpme_max_queries(k, epsilon, cycles, early_stop, probe, robust)`` queries; with an exact oracle
     ``||a - a_hat|| = O(sqrt(k) epsilon)``.
     """
     sphere = _validate_sphere(sphere)
@@ -218,11 +306,12 @@ def lpme(
     if isinstance(cycles, bool) or not isinstance(cycles, int) or cycles < 1:
         raise InvalidConfigError(f"cycles must be an integer >= 1, got {cycles!r}")
     probe = validate_probe(probe)
+    robust = validate_robust(robust, probe)
     n_cycles = _planned_cycles(sphere.n_classes, cycles, bool(early_stop))
     return Elicitor(
-        _lpme_steps(sphere, eps, n_cycles, bool(early_stop), search, probe),
+        _lpme_steps(sphere, eps, n_cycles, bool(early_stop), search, probe, robust),
         name=search,
-        max_queries=lpme_max_queries(sphere.n_classes, eps, cycles, bool(early_stop), probe),
+        max_queries=lpme_max_queries(sphere.n_classes, eps, cycles, bool(early_stop), probe, robust),
     )
 
 
@@ -246,8 +335,60 @@ def _tangent(theta: FloatArray, j: int) -> FloatArray:
     return w
 
 
+def _noisy_bisection(
+    lo: float, hi: float, steps: int, probe_at: Callable[[float, int], Query]
+) -> Generator[Query, bool, tuple[float, float, int]]:
+    """Probabilistic bisection of a threshold in ``[lo, hi]``; return the 90% interval and queries asked.
+
+    The posterior over the threshold lives on a grid of ``2**steps * _GRID_CELLS_PER_WIDTH`` cells
+    (uniform prior). ``probe_at(x, asked)`` builds the query whose answer is ``True`` when the threshold
+    lies right of ``x``; each answer multiplies the cells it supports by ``p = NOISY_ACCURACY`` and the
+    others by ``1 - p``. We query at the posterior median and stop once the 90% credible interval is no
+    wider than ``(hi - lo) / 2**steps`` (the exact search's final bracket) or after
+    ``NOISY_QUERIES_PER_STEP * steps`` answers. The returned bracket is centred on the posterior median.
+    """
+    cells = (2**steps) * _GRID_CELLS_PER_WIDTH
+    edges = np.linspace(lo, hi, cells + 1)
+    centers = (edges[:-1] + edges[1:]) / 2.0
+    weights = np.full(cells, 1.0 / cells)
+    target = (hi - lo) / 2**steps
+    budget = NOISY_QUERIES_PER_STEP * steps
+
+    def interval() -> tuple[float, float, float]:
+        cumulative = np.cumsum(weights)
+        low = int(np.searchsorted(cumulative, _CREDIBLE_TAIL))
+        median = int(np.searchsorted(cumulative, 0.5))
+        high = min(int(np.searchsorted(cumulative, 1.0 - _CREDIBLE_TAIL)), cells - 1)
+        return float(edges[low]), float(edges[median + 1]), float(edges[high + 1])
+
+    asked = 0
+    left, split, right = interval()
+    while asked < budget and right - left > target:
+        query = probe_at(split, asked)
+        asked += 1
+        right_of = yield from ask(query)
+        supported = centers > split if right_of else centers <= split
+        weights = np.where(supported, NOISY_ACCURACY * weights, (1.0 - NOISY_ACCURACY) * weights)
+        weights /= float(np.sum(weights))
+        left, split, right = interval()
+    # The caller uses the bracket's midpoint as the estimate and a bracket touching the window's edge as
+    # "the optimum may lie outside": centre the bracket on the posterior median, keeping an edge it touches.
+    if left == lo:
+        return lo, 2.0 * split - lo, asked
+    if right == hi:
+        return 2.0 * split - hi, hi, asked
+    half = min(split - left, right - split)
+    return split - half, split + half, asked
+
+
 def _lpme_steps(
-    sphere: Sphere, epsilon: float, n_cycles: int, early_stop: bool, search: str, probe: str = "boundary"
+    sphere: Sphere,
+    epsilon: float,
+    n_cycles: int,
+    early_stop: bool,
+    search: str,
+    probe: str = "boundary",
+    robust: str = "none",
 ) -> Generator[Query, bool, Elicitation[LinearMetric]]:
     # Every query is computed on plain Python floats: for k <= ~10 numpy's per-call overhead on such tiny
     # vectors cost more than the arithmetic (about 3x per answer). The operations, and their order, are
@@ -274,8 +415,10 @@ def _lpme_steps(
             first = [ci + rho * ui for ci, ui in zip(c, u, strict=True)]
             second = [ci + rho * ri for ci, ri in zip(c, reflected, strict=True)]
         query = Query(np.array(first), np.array(second), search, "orthant", i, asked)
-        asked += 1
-        if not (yield from ask(query)):
+        # Orthant decisions are single comparisons even under noisy bisection: majority of three there.
+        positive, count = yield from robust_ask(query, robust)
+        asked += count
+        if not positive:
             signs[i] = -1.0
     scaled = (rho * signs).tolist()  # rho * signs_i, the factor of every direction below
 
@@ -292,6 +435,21 @@ def _lpme_steps(
             # vector of the later angles, which stay fixed during this search.
             tail = _unit_list(angles[j + 1 :]) if j + 1 < k - 1 else [1.0]
             fixed, moving, rest = c[:j], c[j:], scaled[j:]
+
+            def antipodal_query(middle: float, step: int) -> Query:
+                cosine = math.cos(middle)
+                tangent = [-math.sin(middle)] + [cosine * t for t in tail]
+                offsets = [si * wi for si, wi in zip(rest, tangent, strict=True)]
+                first = fixed + [ci + st for ci, st in zip(moving, offsets, strict=True)]
+                second = fixed + [ci - st for ci, st in zip(moving, offsets, strict=True)]
+                return Query(np.array(first), np.array(second), search, "bisect", j, step)
+
+            if robust == "noisy_bisection":
+                left, right, count = yield from _noisy_bisection(
+                    lo, hi, steps, lambda x, n: antipodal_query(x, asked + n)
+                )
+                asked += count
+                return left, right
         for _ in range(steps):
             if antipodal:
                 # The sign of the metric's derivative along theta_j at the midpoint, read off the two
@@ -303,8 +461,9 @@ def _lpme_steps(
                 first = fixed + [ci + st for ci, st in zip(moving, step, strict=True)]
                 second = fixed + [ci - st for ci, st in zip(moving, step, strict=True)]
                 query = Query(np.array(first), np.array(second), search, "bisect", j, asked)
-                asked += 1
-                if (yield from ask(query)):
+                right_of, count = yield from robust_ask(query, robust)
+                asked += count
+                if right_of:
                     lo = middle
                 else:
                     hi = middle
@@ -314,14 +473,16 @@ def _lpme_steps(
             point_d = point(angles)
             angles[j] = quarter
             query = Query(point(angles), point_d, search, "shrink", j, asked)
-            asked += 1
-            if (yield from ask(query)):
+            better, count = yield from robust_ask(query, robust)
+            asked += count
+            if better:
                 hi = middle
                 continue
             angles[j] = three
             query = Query(point_d, point(angles), search, "shrink", j, asked)
-            asked += 1
-            if (yield from ask(query)):
+            better, count = yield from robust_ask(query, robust)
+            asked += count
+            if better:
                 lo, hi = quarter, three
             else:
                 lo = middle
@@ -367,5 +528,6 @@ def _lpme_steps(
             "refined_searches": refined,
             "boundary_point": boundary,
             "probe": probe,
+            "robust": robust,
         },
     )

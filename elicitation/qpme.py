@@ -90,12 +90,15 @@ from .lpme import (
     DEFAULT_CYCLES,
     DEFAULT_TOLERANCE,
     Probe,
+    Robust,
     lpme,
     lpme_max_queries,
+    robust_ask,
     validate_epsilon,
     validate_probe,
+    validate_robust,
 )
-from .types import NSD_ATOL, Elicitation, Elicitor, FloatArray, QuadraticMetric, Query, Sphere, ask
+from .types import NSD_ATOL, Elicitation, Elicitor, FloatArray, QuadraticMetric, Query, Sphere
 
 __all__ = [
     "DEFAULT_INNER_RATIO",
@@ -230,14 +233,19 @@ def qpme_max_queries(
     early_stop: bool = True,
     probe: Probe = DEFAULT_PROBE,
     layout: str = DEFAULT_LAYOUT,
+    robust: Robust = "none",
 ) -> int:
     """Upper bound on the queries of `qpme` / `shifted_quadratic`: ``2 k`` trivial + the LPME runs.
+
+    With ``robust`` other than ``"none"`` each trivial query may be asked three times and every LPME run
+    has the robust bound of `elicitation.lpme.lpme_max_queries`.
 
     ``"paper"``: ``k + 2`` LPME runs, plus one for ``k = 2`` (a second ``-z`` sphere); ``"axes"``:
     ``2 k + 1``; ``"dense"``: ``2 k + 1 + 2 k (k - 1)``. The default is `qpme`'s layout.
     """
     runs = _layout_runs(n_classes, qpme_sphere_layout(n_classes, layout))
-    return 2 * n_classes + runs * lpme_max_queries(n_classes, epsilon, cycles, early_stop, probe)
+    trivial = 2 * n_classes * (1 if robust == "none" else 3)
+    return trivial + runs * lpme_max_queries(n_classes, epsilon, cycles, early_stop, probe, robust)
 
 
 def shifted_quadratic(
@@ -251,6 +259,7 @@ def shifted_quadratic(
     early_stop: bool = True,
     probe: Probe = DEFAULT_PROBE,
     layout: Layout = "paper",
+    robust: Robust = "none",
 ) -> Elicitor[Elicitation[ShiftedQuadratic]]:
     """Elicit the oracle's metric around ``o = sphere.center`` as ``(d, B)`` (Algorithm 1, lines 1-5).
 
@@ -272,6 +281,9 @@ def shifted_quadratic(
     layout : {"paper", "axes", "dense", "auto"}
         Which small spheres get an LPME run (see `LAYOUTS`); default Algorithm 1's ``k + 2``, which fair
         QPME and the variants build on. `qpme` uses `DEFAULT_LAYOUT`.
+    robust : {"none", "repeat", "noisy_bisection"}
+        Answer robustness (see `elicitation.lpme.lpme`); default ``"none"``, the paper's single asks.
+        Passed to every LPME run; the trivial queries use the majority of three in either robust mode.
 
     Yields
     ------
@@ -313,13 +325,16 @@ def shifted_quadratic(
     if isinstance(cycles, bool) or not isinstance(cycles, int) or cycles < 1:
         raise InvalidConfigError(f"cycles must be an integer >= 1, got {cycles!r}")
     probe = validate_probe(probe)
+    robust = validate_robust(robust, probe)
     concrete = qpme_sphere_layout(sphere.n_classes, layout)
     return Elicitor(
         _shifted_steps(
-            sphere, eps, varrho, reconstruction, search, cycles, bool(early_stop), probe, concrete
+            sphere, eps, varrho, reconstruction, search, cycles, bool(early_stop), probe, concrete, robust
         ),
         name=search,
-        max_queries=qpme_max_queries(sphere.n_classes, eps, cycles, bool(early_stop), probe, concrete),
+        max_queries=qpme_max_queries(
+            sphere.n_classes, eps, cycles, bool(early_stop), probe, concrete, robust
+        ),
     )
 
 
@@ -333,6 +348,7 @@ def _shifted_steps(
     early_stop: bool,
     probe: Probe,
     layout: str = "paper",
+    robust: Robust = "none",
 ) -> Generator[Query, bool, Elicitation[ShiftedQuadratic]]:
     k = sphere.n_classes
     o = sphere.center
@@ -345,8 +361,9 @@ def _shifted_steps(
             moved = o.copy()
             moved[i] += sign * varrho
             query = Query(moved, o, search, "pivot", i, asked)
-            asked += 1
-            if (yield from ask(query)):
+            preferred, count = yield from robust_ask(query, robust)
+            asked += count
+            if preferred:
                 moving = (i, sign)
                 break
         if moving is not None:
@@ -363,7 +380,13 @@ def _shifted_steps(
     slopes: list[FloatArray] = []
     for small, label in zip(spheres, labels, strict=True):
         result = yield from lpme(
-            small, epsilon, cycles=cycles, early_stop=early_stop, probe=probe, search=f"{search}/{label}/lpme"
+            small,
+            epsilon,
+            cycles=cycles,
+            early_stop=early_stop,
+            probe=probe,
+            search=f"{search}/{label}/lpme",
+            robust=robust,
         )
         asked += result.num_queries
         slopes.append(np.array(result.metric.a))
@@ -382,6 +405,7 @@ def _shifted_steps(
             early_stop=early_stop,
             probe=probe,
             search=f"{search}/-z{axis + 1}/lpme",
+            robust=robust,
         )
         asked += result.num_queries
         slopes.append(np.array(result.metric.a))
@@ -389,7 +413,13 @@ def _shifted_steps(
 
     for label, small in _extra_spheres(sphere, varrho, layout, negative_axes):
         result = yield from lpme(
-            small, epsilon, cycles=cycles, early_stop=early_stop, probe=probe, search=f"{search}/{label}/lpme"
+            small,
+            epsilon,
+            cycles=cycles,
+            early_stop=early_stop,
+            probe=probe,
+            search=f"{search}/{label}/lpme",
+            robust=robust,
         )
         asked += result.num_queries
         slopes.append(np.array(result.metric.a))
@@ -652,6 +682,7 @@ def qpme(
     early_stop: bool = True,
     probe: Probe = DEFAULT_PROBE,
     layout: Layout = DEFAULT_LAYOUT,
+    robust: Robust = "none",
 ) -> Elicitor[Elicitation[QuadraticMetric]]:
     """Elicit a quadratic metric ``<a, r> + 1/2 r^T B r`` with ``||a||^2 + ||B||_F^2 = 1`` (Algorithm 1).
 
@@ -675,6 +706,8 @@ def qpme(
         Passed to every LPME run.
     layout : {"auto", "paper", "axes", "dense"}
         Where the small spheres go (see `LAYOUTS`, `DEFAULT_LAYOUT`); ``"paper"`` is Algorithm 1's ``k + 2``.
+    robust : {"none", "repeat", "noisy_bisection"}
+        Answer robustness, see `shifted_quadratic`; default ``"none"`` (the paper).
 
     Yields
     ------
@@ -716,6 +749,7 @@ def qpme(
         early_stop=early_stop,
         probe=probe,
         layout=layout,
+        robust=robust,
     )
     return Elicitor(_qpme_steps(inner, sphere, bool(project_nsd)), name=search, max_queries=inner.max_queries)
 

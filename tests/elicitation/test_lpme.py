@@ -208,6 +208,8 @@ def test_lpme_rejects_non_boolean_answers() -> None:
         ({"cycles": 0}, "cycles"),
         ({"cycles": 1.5}, "cycles"),
         ({"probe": "sideways"}, "probe"),
+        ({"robust": "twice"}, "robust"),
+        ({"robust": "noisy_bisection"}, "probe"),
     ],
 )
 def test_lpme_bad_config_names_the_parameter(kwargs: dict[str, object], name: str) -> None:

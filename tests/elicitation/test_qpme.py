@@ -336,6 +336,8 @@ def test_qpme_replay_reproduces_the_live_queries() -> None:
         ({"inner_radius": 0.0}, "inner_radius"),
         ({"reconstruction": "svd"}, "reconstruction"),
         ({"cycles": 0}, "cycles"),
+        ({"robust": "twice"}, "robust"),
+        ({"robust": "noisy_bisection", "probe": "boundary"}, "probe"),
     ],
 )
 def test_qpme_bad_config_names_the_parameter(kwargs: dict[str, object], name: str) -> None:
