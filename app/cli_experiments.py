@@ -658,7 +658,11 @@ def _add_benchmark(subparsers: Any) -> None:
             "of the next query and of replaying a 2,000-answer log), ranking (Appendix H) or all of them."
         ),
     )
-    parser.add_argument("which", choices=(*BENCHMARKS, "all"), help="which experiment")
+    parser.add_argument(
+        "which",
+        choices=(*BENCHMARKS, "all", "efficiency"),
+        help="which experiment (efficiency: issue 7's active elicitor versus QPME; not part of all)",
+    )
     parser.add_argument("--trials", type=_int_at_least(1), default=None, help="metrics per setting (100)")
     parser.add_argument("--quick", action="store_true", help="a small subset for CI: 3 trials, small k")
     parser.add_argument("--seed", type=_int_at_least(0), default=0, help="master seed (default 0)")
@@ -688,6 +692,12 @@ def _add_benchmark(subparsers: Any) -> None:
     parser.add_argument("--datasets", type=_list_of(str), default=None, help="ranking datasets (default all)")
     parser.add_argument(
         "--output", type=Path, default=None, metavar="DIR", help="write JSON, tables, figures"
+    )
+    parser.add_argument(
+        "--sections",
+        type=_list_of(str),
+        default=None,
+        help="efficiency sections, e.g. exact,noisy (default: exact,noisy,fair,timing)",
     )
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -920,8 +930,49 @@ def write_outputs(directory: Path, name: str, report: Mapping[str, Any], table_m
     return written
 
 
+def _efficiency_module() -> Any:
+    """``benchmarks/efficiency.py`` of this checkout (the benchmarks are scripts, not a package)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "efficiency.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location("elicitation_efficiency_benchmark", path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run_efficiency(args: argparse.Namespace) -> int:
+    """`elicit benchmark efficiency`: run ``benchmarks/efficiency.py``'s sections (Markdown tables)."""
+    parser: argparse.ArgumentParser = args.parser
+    module = _efficiency_module()
+    if module is None:
+        sys.stderr.write("elicit benchmark: benchmarks/efficiency.py is not in this installation\n")
+        return EXIT_FAILED
+    try:
+        module.run_efficiency(
+            args.sections or module.SECTIONS,
+            classes=args.classes or ((2, 3) if args.quick else (2, 3, 4, 5)),
+            trials=args.trials,
+            seed=args.seed,
+            quick=args.quick,
+            output=args.output,
+            out=sys.stdout,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.output is not None:
+        sys.stderr.write(f"wrote {args.output / 'efficiency.json'}\n")
+    return EXIT_OK
+
+
 def _run_benchmark(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.parser
+    if args.which == "efficiency":
+        return _run_efficiency(args)
+    if args.sections is not None:
+        parser.error("argument --sections: only applies to the efficiency benchmark")
     if args.inner_radius is not None and args.inner_radius >= args.radius:
         parser.error(f"argument --inner-radius: must be smaller than --radius ({args.radius:g})")
     for value in args.inner_radii or ():

@@ -502,11 +502,66 @@ def _figure(exact: dict[str, Any], path: Path) -> None:
     figure.write_html(str(path), include_plotlyjs=True)
 
 
+#: The sections `run_efficiency` knows, in the order they run.
+SECTIONS = ("exact", "noisy", "fair", "timing")
+
+
+def run_efficiency(
+    sections: list[str] | tuple[str, ...] = SECTIONS,
+    *,
+    classes: list[int] | tuple[int, ...] = (2, 3, 4, 5),
+    betas: list[float] | tuple[float, ...] = (50.0, 200.0),
+    trials: int | None = None,
+    seed: int = 0,
+    quick: bool = False,
+    budget_factor: float = 1.25,
+    output: Path | None = None,
+    out: Any = None,
+) -> dict[str, Any]:
+    """Run the chosen sections, print their Markdown tables to ``out`` and optionally write ``output``.
+
+    Returns the report (one entry per section, plus ``trials`` and ``seed``); with ``output`` it is also
+    written as ``efficiency.json`` next to ``efficiency_errors.html`` (when ``exact`` ran). ``quick``: two
+    trials and the small fair settings. Raises `ValueError` for an unknown section or bad counts.
+    """
+    stream = sys.stdout if out is None else out
+    unknown = [name for name in sections if name not in SECTIONS]
+    if unknown or not sections:
+        raise ValueError(f"sections must be some of {', '.join(SECTIONS)}, got {list(sections)}")
+    if trials is not None and trials < 1:
+        raise ValueError(f"trials must be at least 1, got {trials}")
+    bad = [k for k in classes if k not in PAPER_QPME_ANSWERS]
+    if bad or not classes:
+        raise ValueError(f"classes must be among {sorted(PAPER_QPME_ANSWERS)}, got {list(classes)}")
+    count = trials or (2 if quick else 10)
+    report: dict[str, Any] = {"trials": count, "seed": seed}
+    if "exact" in sections:
+        report["exact"] = bench_exact(list(classes), count, seed, budget_factor)
+        stream.write("\n## Exact oracle\n\n" + table_exact(report["exact"]) + "\n")
+    if "noisy" in sections:
+        report["noisy"] = bench_noisy(list(classes), list(betas), max(1, count // 2), seed)
+        stream.write("\n## Logistic simulated humans, 50 answers\n\n" + table_noisy(report["noisy"]) + "\n")
+    if "fair" in sections:
+        settings = [(2, 2), (3, 2)] if quick else [(2, 2), (3, 2), (3, 3)]
+        report["fair"] = bench_fair(settings, max(1, count // 2), seed)
+        stream.write("\n## Fair metrics\n\n" + table_fair(report["fair"]) + "\n")
+    if "timing" in sections:
+        report["timing"] = bench_timing(5, 2 if quick else 6, seed)
+        stream.write("\n## Latency\n\n" + table_timing(report["timing"]) + "\n")
+    stream.flush()
+    if output is not None:
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "efficiency.json").write_text(json.dumps(report, indent=2))
+        if "exact" in report:
+            _figure(report["exact"], output / "efficiency_errors.html")
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("sections", nargs="*", default=["exact", "noisy", "fair", "timing"])
+    parser.add_argument("sections", nargs="*", default=list(SECTIONS))
     parser.add_argument("--classes", default="2,3,4,5")
     parser.add_argument("--betas", default="50,200")
     parser.add_argument("--trials", type=int, default=None)
@@ -515,28 +570,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-factor", type=float, default=1.25, help="exact: active budget / bar")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
-    classes = [int(value) for value in args.classes.split(",")]
-    betas = [float(value) for value in args.betas.split(",")]
-    trials = args.trials or (2 if args.quick else 10)
-    report: dict[str, Any] = {"trials": trials, "seed": args.seed}
-    if "exact" in args.sections:
-        report["exact"] = bench_exact(classes, trials, args.seed, args.budget_factor)
-        print("\n## Exact oracle\n\n" + table_exact(report["exact"]), flush=True)
-    if "noisy" in args.sections:
-        report["noisy"] = bench_noisy(classes, betas, max(1, trials // 2), args.seed)
-        print("\n## Logistic simulated humans, 50 answers\n\n" + table_noisy(report["noisy"]), flush=True)
-    if "fair" in args.sections:
-        settings = [(2, 2), (3, 2)] if args.quick else [(2, 2), (3, 2), (3, 3)]
-        report["fair"] = bench_fair(settings, max(1, trials // 2), args.seed)
-        print("\n## Fair metrics\n\n" + table_fair(report["fair"]), flush=True)
-    if "timing" in args.sections:
-        report["timing"] = bench_timing(5, 2 if args.quick else 6, args.seed)
-        print("\n## Latency\n\n" + table_timing(report["timing"]), flush=True)
-    if args.output is not None:
-        args.output.mkdir(parents=True, exist_ok=True)
-        (args.output / "efficiency.json").write_text(json.dumps(report, indent=2))
-        if "exact" in report:
-            _figure(report["exact"], args.output / "efficiency_errors.html")
+    try:
+        run_efficiency(
+            args.sections,
+            classes=[int(value) for value in args.classes.split(",")],
+            betas=[float(value) for value in args.betas.split(",")],
+            trials=args.trials,
+            seed=args.seed,
+            quick=args.quick,
+            budget_factor=args.budget_factor,
+            output=args.output,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
     return 0
 
 
