@@ -359,7 +359,9 @@ def _noisy_bisection(
         low = int(np.searchsorted(cumulative, _CREDIBLE_TAIL))
         median = int(np.searchsorted(cumulative, 0.5))
         high = min(int(np.searchsorted(cumulative, 1.0 - _CREDIBLE_TAIL)), cells - 1)
-        return float(edges[low]), float(edges[median + 1]), float(edges[high + 1])
+        # Never split at the bracket's end: a query there cannot move any posterior mass.
+        split = min(median + 1, cells - 1)
+        return float(edges[low]), float(edges[split]), float(edges[high + 1])
 
     asked = 0
     left, split, right = interval()
