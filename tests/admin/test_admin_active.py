@@ -85,6 +85,10 @@ def test_progress_uses_the_active_elicitors_expected_remaining(
     assert state["result"]["num_queries"] == len(answers) <= 5
     export = client.get(f"/api/v1/studies/{study_id}/results", headers=headers)
     assert export.status_code == 200, export.text
+    replay_log = client.get(
+        f"/api/v1/studies/{study_id}/sessions/{archive['sessions'][0]['id']}/replay-log", headers=headers
+    ).json()
+    assert replay_log["seed"] == seed and replay_log["algorithm_version"] == "active_quadratic-1"
 
 
 QPME_TINY_INNER: dict[str, Any] = {
