@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from admin_support import STUDY_CONFIG, Participant, bearer, login
 from fastapi.testclient import TestClient
 
 from app.admin.planner import IMPERCEPTIBLE_WARNING_SHARE, imperceptible, plan_study
 from app.algorithms import REGISTRY, ActiveParams
-from app.study_config import build_space, parse_study_config
+from app.study_config import StudyConfigError, build_space, parse_study_config
 from elicitation import Pending, QuadraticMetric, replay
 
 TRUTH = QuadraticMetric(np.array([0.6, 0.8]), np.array([[-0.4, 0.1], [0.1, -0.3]]))
@@ -127,3 +128,28 @@ def test_study_page_and_plan_api_show_the_perceptibility_warning(
     page = client.get(f"/admin/studies/{study_id}").text
     assert 'data-testid="plan-imperceptible"' in page
     assert 'data-testid="plan-perceptibility-warning"' in page
+
+
+def test_active_linear_and_fair_studies_build_from_their_configs() -> None:
+    fair = {
+        **ACTIVE_STUDY,
+        "algorithm": "active_fair",
+        "group_names": ["under 50", "over 50"],
+        "algorithm_params": {"max_queries": 4, "group_shares": [0.4, 0.6]},
+        "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [[0.6, 0.4], [0.7, 0.3]]},
+    }
+    linear = {**ACTIVE_STUDY, "algorithm": "active_linear", "algorithm_params": {"max_queries": 4}}
+    for raw, shape in ((linear, (2,)), (fair, (2, 2))):
+        config = parse_study_config(raw)
+        spec = REGISTRY[config.algorithm]
+        elicitor = spec.build(build_space(config), spec.parse_params(config.algorithm_params), seed=3)
+        assert elicitor.send(None).first.shape == shape  # type: ignore[arg-type]
+        assert elicitor.max_queries == 4
+
+
+def test_active_params_are_validated_naming_the_field() -> None:
+    bad = {**ACTIVE_STUDY, "algorithm_params": {"min_cell_gap": 0}}
+    with pytest.raises(StudyConfigError, match="min_cell_gap"):
+        parse_study_config(bad)
+    with pytest.raises(StudyConfigError, match="max_queries"):
+        parse_study_config({**ACTIVE_STUDY, "algorithm_params": {"max_queries": 0}})
