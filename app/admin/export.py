@@ -509,7 +509,7 @@ def import_archive(
                     )
                 )
             if result is not None:
-                check = verify_replay(cache, study, rows, result)
+                check = verify_replay(cache, study, rows, result, seed=session.seed)
                 if not check["ok"]:
                     raise AdminError(
                         f"session {session.id}: {check['message']}", status_code=422, code="replay"

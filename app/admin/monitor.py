@@ -277,16 +277,19 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
 
 
 def verify_replay(
-    cache: SessionCache, study: Study, rows: list[Any], result: Result | None
+    cache: SessionCache, study: Study, rows: list[Any], result: Result | None, *, seed: int
 ) -> dict[str, Any]:
-    """Replay the session's elicitor answers offline-style and compare with the committed metric."""
+    """Replay the session's elicitor answers offline-style and compare with the committed metric.
+
+    ``seed`` is the session's: seeded algorithms (the active elicitors) ask different queries without it.
+    """
     runtime = cache.runtime(study)
     elicitation = [row for row in effective_rows(rows) if row.phase == Phase.ELICITATION.value]
     expected = [decode_query(row.query) for row in elicitation if row.query is not None]
     answers = [bool(row.elicitor_answer) for row in elicitation]
     try:
         outcome = replay(
-            runtime.spec.build(runtime.space, runtime.params), answers, expected_queries=expected
+            runtime.spec.build(runtime.space, runtime.params, seed=seed), answers, expected_queries=expected
         )
     except NumericalError as exc:
         # The answers did not determine a metric: consistent only if that is what was committed.
@@ -439,7 +442,7 @@ def session_detail(
                     ),
                 }
             )
-    replay_check = verify_replay(cache, study, rows, result)
+    replay_check = verify_replay(cache, study, rows, result, seed=session.seed)
     return SessionDetail(
         session=session,
         rows=rows,
