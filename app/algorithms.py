@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -50,6 +50,9 @@ class LpmeParams(_Params):
 
     epsilon: float = Field(default=0.01, gt=0.0, lt=math.pi / 2, description="search tolerance (radians)")
     cycles: int = Field(default=3, ge=1, le=10, description="coordinate-search cycles")
+    robust: Literal["none", "repeat"] = Field(
+        default="none", description="re-ask each comparison with sides swapped (majority of 3)"
+    )
 
 
 class QpmeParams(_Params):
@@ -60,6 +63,10 @@ class QpmeParams(_Params):
         default=None, gt=0.0, description="radius of the small spheres (default: the algorithm's choice)"
     )
     cycles: int = Field(default=3, ge=1, le=10, description="coordinate-search cycles")
+    robust: Literal["none", "repeat", "noisy_bisection"] = Field(
+        default="none",
+        description="robust answering: re-ask comparisons (repeat) or probabilistic bisection",
+    )
 
 
 class FairQpmeParams(_Params):
@@ -230,13 +237,19 @@ def get_algorithm(name: str) -> AlgorithmSpec:
 def _lpme(space: Any, params: LpmeParams) -> Elicitor[Any]:
     from elicitation.lpme import lpme
 
-    return lpme(space.sphere, params.epsilon, cycles=params.cycles)
+    return lpme(space.sphere, params.epsilon, cycles=params.cycles, robust=params.robust)
 
 
 def _qpme(space: Any, params: QpmeParams) -> Elicitor[Any]:
     from elicitation.qpme import qpme
 
-    return qpme(space.sphere, params.epsilon, inner_radius=params.inner_radius, cycles=params.cycles)
+    return qpme(
+        space.sphere,
+        params.epsilon,
+        inner_radius=params.inner_radius,
+        cycles=params.cycles,
+        robust=params.robust,
+    )
 
 
 def _diagonal_qpme(space: Any, params: DiagonalQpmeParams) -> Elicitor[Any]:
