@@ -317,3 +317,24 @@ def test_closing_from_the_page_needs_confirmation_and_keeps_an_archive(
     assert link is not None
     archive = client.get(link.group(1)).json()
     assert archive["format"] == "elicitation-study-archive" and archive["study"]["status"] == "closed"
+
+
+def test_replayed_csrf_tokens_are_refused(app: Any, client: TestClient, accounts: dict[str, Any]) -> None:
+    """A token from an ended login, or from another user's login, never authorises a form."""
+    ended = login(client, "alice@example.org")
+    assert client.post("/admin/logout", data={"csrf_token": ended}, follow_redirects=False).status_code == 303
+    current = login(client, "alice@example.org")
+    assert current != ended
+    with TestClient(app) as other:
+        bobs = login(other, "bob@example.org")
+    for token in (ended, bobs):
+        refused = client.post(
+            "/admin/tokens", data={"name": "replayed", "csrf_token": token}, follow_redirects=False
+        )
+        assert refused.status_code == 403
+    assert "replayed" not in client.get("/admin/tokens").text
+    accepted = client.post(
+        "/admin/tokens", data={"name": "fresh", "csrf_token": current}, follow_redirects=False
+    )
+    assert accepted.status_code == 201
+    assert "fresh" in client.get("/admin/tokens").text
