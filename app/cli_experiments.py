@@ -29,15 +29,15 @@ from elicitation import (
     ElicitationError,
     FairQuadraticMetric,
     InvalidConfigError,
-    LinearMetric,
     Metric,
     NumericalError,
     QuadraticMetric,
-    Query,
     ReplayMismatchError,
 )
 from elicitation import benchmarks as bench
-from elicitation.variants import CubicMetric, general_n_classes
+from elicitation.variants import general_n_classes
+
+from .codec import CodecError, decode_metric, encode_metric, to_jsonable
 
 __all__ = [
     "BENCHMARKS",
@@ -45,8 +45,6 @@ __all__ = [
     "build_parser",
     "format_table",
     "main",
-    "metric_from_dict",
-    "metric_to_dict",
     "register",
     "simulation_to_dict",
 ]
@@ -147,92 +145,6 @@ _classes = _int_at_least(2, 10)
 # ----------------------------------------------------------------------------------------------------------
 # Output helpers
 # ----------------------------------------------------------------------------------------------------------
-
-
-def _jsonable(value: Any) -> Any:
-    """numpy, tuples, dataclasses, metrics and queries -> JSON-safe values (NaN/inf become null)."""
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        number = float(value)
-        return number if math.isfinite(number) else None
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, Metric):
-        return metric_to_dict(value)
-    if isinstance(value, Query):
-        return {"first": value.first.tolist(), "second": value.second.tolist(), "search": value.search}
-    if isinstance(value, Mapping):
-        return {str(key): _jsonable(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(item) for item in value]
-    fields = getattr(value, "__dataclass_fields__", None)
-    if fields is not None:
-        return {name: _jsonable(getattr(value, name)) for name in fields}
-    return repr(value)
-
-
-def metric_to_dict(metric: Metric) -> dict[str, Any]:
-    """The tagged metric dict the app's codec uses (``linear``, ``quadratic`` or ``fair_quadratic``)."""
-    if isinstance(metric, LinearMetric):
-        return {"type": "linear", "a": metric.a.tolist()}
-    if isinstance(metric, QuadraticMetric):
-        return {"type": "quadratic", "a": metric.a.tolist(), "B": metric.B.tolist()}
-    if isinstance(metric, CubicMetric):
-        return {"type": "cubic", "a": metric.a.tolist(), "B": metric.B.tolist(), "C": metric.C.tolist()}
-    if isinstance(metric, FairQuadraticMetric):
-        return {
-            "type": "fair_quadratic",
-            "a": metric.a.tolist(),
-            "B_pairs": [{"u": u, "v": v, "B": B.tolist()} for (u, v), B in metric.B_pairs.items()],
-            "lam": metric.lam,
-            "tau": metric.tau.tolist(),
-        }
-    return {"type": type(metric).__name__, **{k: _jsonable(v) for k, v in vars(metric).items()}}
-
-
-def metric_from_dict(data: Any) -> Metric:
-    """Inverse of `metric_to_dict`; raises `InvalidConfigError` naming the missing or bad field."""
-    if not isinstance(data, Mapping):
-        raise InvalidConfigError("a metric must be a JSON object with a 'type' field")
-    kind = data.get("type")
-    try:
-        if kind == "linear":
-            return LinearMetric(np.asarray(data["a"], dtype=np.float64))
-        if kind == "quadratic":
-            return QuadraticMetric(
-                np.asarray(data["a"], dtype=np.float64), np.asarray(data["B"], dtype=np.float64)
-            )
-        if kind == "cubic":
-            return CubicMetric(
-                np.asarray(data["a"], dtype=np.float64),
-                np.asarray(data["B"], dtype=np.float64),
-                np.asarray(data["C"], dtype=np.float64),
-            )
-        if kind == "fair_quadratic":
-            pairs = {
-                (int(item["u"]), int(item["v"])): np.asarray(item["B"], dtype=np.float64)
-                for item in data["B_pairs"]
-            }
-            return FairQuadraticMetric(
-                np.asarray(data["a"], dtype=np.float64),
-                pairs,
-                float(data["lam"]),
-                np.asarray(data["tau"], dtype=np.float64),
-            )
-    except KeyError as exc:
-        raise InvalidConfigError(f"a {kind} metric needs the field {exc.args[0]!r}") from None
-    except InvalidConfigError:
-        raise
-    except (TypeError, ValueError) as exc:
-        raise InvalidConfigError(f"bad {kind} metric: {exc}") from None
-    raise InvalidConfigError(
-        f"metric type must be 'linear', 'quadratic', 'cubic' or 'fair_quadratic', got {kind!r}"
-    )
 
 
 def _fmt(value: Any, digits: int = 4) -> str:
@@ -380,8 +292,8 @@ def _load_metric(path: Path, parser: argparse.ArgumentParser) -> Metric:
     except json.JSONDecodeError as exc:
         parser.error(f"argument --metric: {path} is not valid JSON ({exc.msg}, line {exc.lineno})")
     try:
-        return metric_from_dict(data)
-    except InvalidConfigError as exc:
+        return decode_metric(data)
+    except CodecError as exc:
         parser.error(f"argument --metric: {exc}")
 
 
@@ -442,18 +354,18 @@ def simulation_to_dict(sim: bench.Simulation) -> dict[str, Any]:
     """The `--json` document of `elicit simulate`."""
     return {
         "algorithm": sim.algorithm,
-        "params": _jsonable(sim.params),
+        "params": to_jsonable(sim.params),
         "seed": sim.seed,
         "noise": sim.noise,
         "noise_level": sim.noise_level,
         "inner_radius": sim.inner_radius,
-        "true_metric": metric_to_dict(sim.metric),
-        "elicited_metric": metric_to_dict(sim.result.metric),
-        "errors": _jsonable(sim.errors),
+        "true_metric": encode_metric(sim.metric),
+        "elicited_metric": encode_metric(sim.result.metric),
+        "errors": to_jsonable(sim.errors),
         "num_queries": sim.result.num_queries,
         "wrong_answers": sim.wrong_answers,
         "regular": sim.regular,
-        "details": _jsonable(sim.result.details),
+        "details": to_jsonable(sim.result.details),
         "log": bench.answer_log(sim)["answers"],
     }
 
@@ -505,7 +417,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"elicit simulate: the elicitation failed: {type(exc).__name__}: {exc}\n")
         return EXIT_FAILED
     if args.export_log is not None:
-        _write_json(args.export_log, bench.answer_log(sim) | {"true_metric": metric_to_dict(sim.metric)})
+        _write_json(args.export_log, bench.answer_log(sim) | {"true_metric": encode_metric(sim.metric)})
     if args.json:
         sys.stdout.write(json.dumps(simulation_to_dict(sim), indent=2) + "\n")
     else:
@@ -523,7 +435,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
 
 def _write_json(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_jsonable(data), indent=1) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(to_jsonable(data), indent=1) + "\n", encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -602,14 +514,14 @@ def _run_replay(args: argparse.Namespace) -> int:
             status="done",
             answers=len(result.log),
             num_queries=result.num_queries,
-            metric=metric_to_dict(result.metric),
+            metric=encode_metric(result.metric),
         )
         true_metric = document.get("true_metric")
         if true_metric is not None:
             from elicitation.evaluation import elicitation_errors
 
-            errors = elicitation_errors(metric_from_dict(true_metric), result.metric)
-            payload["errors"] = {k: v for k, v in _jsonable(errors).items() if v is not None}
+            errors = elicitation_errors(decode_metric(true_metric), result.metric)
+            payload["errors"] = {k: v for k, v in to_jsonable(errors).items() if v is not None}
     else:
         payload.update(
             status="pending",
@@ -623,7 +535,7 @@ def _run_replay(args: argparse.Namespace) -> int:
             max_queries=outcome.elicitor.max_queries,
         )
     if args.json:
-        sys.stdout.write(json.dumps(_jsonable(payload), indent=2) + "\n")
+        sys.stdout.write(json.dumps(to_jsonable(payload), indent=2) + "\n")
         return EXIT_OK
     out = sys.stdout
     out.write(f"replayed {payload['answers']} answers of {payload['algorithm']} in {elapsed_ms:.1f} ms; ")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from elicitation import FairQuadraticMetric, LinearMetric, Metric, QuadraticMetric, Query
+from elicitation.variants import CubicMetric
 
 __all__ = [
     "CodecError",
@@ -96,6 +97,8 @@ def encode_metric(metric: Metric) -> dict[str, Any]:
             "B": metric.B.tolist(),
             "require_nsd": metric.require_nsd,
         }
+    if isinstance(metric, CubicMetric):
+        return {"type": "cubic", "a": metric.a.tolist(), "B": metric.B.tolist(), "C": metric.C.tolist()}
     if isinstance(metric, FairQuadraticMetric):
         return {
             "type": "fair_quadratic",
@@ -107,10 +110,12 @@ def encode_metric(metric: Metric) -> dict[str, Any]:
     raise CodecError(f"cannot encode metric of type {type(metric).__name__}")
 
 
-def decode_metric(data: Mapping[str, Any]) -> Metric:
-    """Inverse of `encode_metric`."""
+def decode_metric(data: Any) -> Metric:
+    """Inverse of `encode_metric`; the `CodecError` names the missing or bad field."""
+    if not isinstance(data, Mapping):
+        raise CodecError("a metric must be a JSON object with a 'type' field")
+    kind = data.get("type")
     try:
-        kind = data["type"]
         if kind == "linear":
             return LinearMetric(np.asarray(data["a"], dtype=np.float64))
         if kind == "quadratic":
@@ -118,6 +123,12 @@ def decode_metric(data: Mapping[str, Any]) -> Metric:
                 np.asarray(data["a"], dtype=np.float64),
                 np.asarray(data["B"], dtype=np.float64),
                 require_nsd=bool(data.get("require_nsd", True)),
+            )
+        if kind == "cubic":
+            return CubicMetric(
+                np.asarray(data["a"], dtype=np.float64),
+                np.asarray(data["B"], dtype=np.float64),
+                np.asarray(data["C"], dtype=np.float64),
             )
         if kind == "fair_quadratic":
             pairs = {
@@ -130,6 +141,8 @@ def decode_metric(data: Mapping[str, Any]) -> Metric:
                 lam=float(data["lam"]),
                 tau=np.asarray(data["tau"], dtype=np.float64),
             )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CodecError(f"not a stored metric: {exc}") from exc
-    raise CodecError(f"unknown metric type {data.get('type')!r}")
+    except KeyError as exc:
+        raise CodecError(f"a {kind} metric needs the field {exc.args[0]!r}") from None
+    except (TypeError, ValueError) as exc:
+        raise CodecError(f"bad {kind} metric: {exc}") from None
+    raise CodecError(f"metric type must be 'linear', 'quadratic', 'cubic' or 'fair_quadratic', got {kind!r}")

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.cli_experiments import build_parser, format_table, main, metric_from_dict, metric_to_dict, register
-from elicitation import InvalidConfigError, QuadraticMetric
+from app.cli_experiments import build_parser, format_table, main, register
+from app.codec import CodecError, decode_metric, encode_metric
+from elicitation import QuadraticMetric
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -83,7 +84,7 @@ def test_simulate_prints_every_step(capsys: pytest.CaptureFixture[str]) -> None:
 def test_simulate_uses_a_metric_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     metric = QuadraticMetric(np.array([0.6, 0.3]), -np.array([[0.5, 0.1], [0.1, 0.4]]))
     path = tmp_path / "metric.json"
-    path.write_text(json.dumps(metric_to_dict(metric)))
+    path.write_text(json.dumps(encode_metric(metric)))
     code, out, err = run(capsys, "simulate", "--metric", str(path), "--json")
     assert code == 0, err
     data = json.loads(out)
@@ -96,16 +97,16 @@ def test_simulate_uses_a_metric_file(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_metric_dict_round_trip_and_errors() -> None:
     metric = QuadraticMetric(np.array([0.6, 0.3]), -np.eye(2) * 0.4)
-    again = metric_from_dict(json.loads(json.dumps(metric_to_dict(metric))))
+    again = decode_metric(json.loads(json.dumps(encode_metric(metric))))
     assert isinstance(again, QuadraticMetric)
     # The constructor renormalises, which may move the last bit.
     assert np.allclose(again.a, metric.a, rtol=1e-15, atol=0) and np.allclose(
         again.B, metric.B, rtol=1e-15, atol=0
     )
-    with pytest.raises(InvalidConfigError, match="type"):
-        metric_from_dict({"type": "sextic"})
-    with pytest.raises(InvalidConfigError, match="'C'"):
-        metric_from_dict({"type": "cubic", "a": [1, 0], "B": [[0, 0], [0, 0]]})
+    with pytest.raises(CodecError, match="type"):
+        decode_metric({"type": "sextic"})
+    with pytest.raises(CodecError, match="'C'"):
+        decode_metric({"type": "cubic", "a": [1, 0], "B": [[0, 0], [0, 0]]})
 
 
 def test_simulate_cubic_json_round_trips_its_metric(
@@ -116,8 +117,8 @@ def test_simulate_cubic_json_round_trips_its_metric(
     data = json.loads(out)
     assert data["params"]["epsilon"] == pytest.approx(1e-4)  # cubic's own default tolerance
     assert set(data["errors"]) == {"a", "B", "C"}
-    metric = metric_from_dict(data["true_metric"])
-    assert np.allclose(metric_to_dict(metric)["C"], data["true_metric"]["C"], rtol=1e-15, atol=0)
+    metric = decode_metric(data["true_metric"])
+    assert np.allclose(encode_metric(metric)["C"], data["true_metric"]["C"], rtol=1e-15, atol=0)
 
 
 def test_benchmark_quick_writes_json_tables_and_offline_figures(
@@ -224,7 +225,7 @@ def test_replay_of_a_study_export_uses_the_app_registry(
     space = SyntheticSpace(2, 0.2)
     spec = get_algorithm("lpme")
     result = drive(
-        spec.build(space, {"epsilon": 0.05}), ExactOracle(metric_from_dict({"type": "linear", "a": [1, 2]}))
+        spec.build(space, {"epsilon": 0.05}), ExactOracle(decode_metric({"type": "linear", "a": [1, 2]}))
     )
     document = {
         "algorithm": "lpme",
