@@ -501,7 +501,18 @@ POOL_MARGIN = 0.9
 
 
 def candidate_pool(space: Any) -> list[np.ndarray]:
-    """``POOL_SIZE`` seeded classifiers (rates, or group rates) spread inside the study's query sphere."""
+    """The ``POOL_SIZE`` classifiers (rates, or group rates) every participant's metric ranks.
+
+    On a real dataset without groups these are the dataset's own plug-in classifiers (their held-out
+    rates), evenly spread over the non-trivial ones; otherwise seeded points inside the query sphere.
+    """
+    if space.n_groups == 1 and hasattr(space, "plug_in_rates"):
+        trained = np.asarray(space.plug_in_rates())
+        # The first k plug-ins are the trivial "always class i" classifiers; nobody needs them ranked.
+        real = trained[space.n_classes :]
+        if len(real) >= POOL_SIZE:
+            picks = np.linspace(0, len(real) - 1, POOL_SIZE).round().astype(int)
+            return [real[i] for i in picks]
     rng = np.random.default_rng(POOL_SEED)
     sphere = space.sphere
     k = sphere.n_classes
