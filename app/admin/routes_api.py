@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, File, Form, Request, UploadFile, status
+from fastapi import APIRouter, Body, File, Form, Path, Request, UploadFile, status
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -322,8 +322,14 @@ def list_snapshots(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> di
     return {"snapshots": [_snapshot_out(item) for item in studies.snapshots(db, study.id)]}
 
 
+#: Integer row ids in paths: out-of-range numbers are a 422, never an overflow in the database driver.
+RowIdPath = Annotated[int, Path(ge=1, le=2**63 - 1)]
+
+
 @router.get("/studies/{study_id}/snapshots/{snapshot_id}")
-def show_snapshot(study_id: str, snapshot_id: int, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
+def show_snapshot(
+    study_id: str, snapshot_id: RowIdPath, principal: ApiUserDep, db: DbSessionDep
+) -> dict[str, Any]:
     """One kept archive, exactly as it was taken."""
     study, _control = studies.visible_study(db, principal, study_id)
     snapshot = studies.snapshot(db, study.id, snapshot_id)
@@ -415,7 +421,7 @@ def new_token(body: TokenIn, principal: ApiUserDep, db: DbSessionDep) -> dict[st
 
 
 @router.delete("/tokens/{token_id}")
-def revoke_token(token_id: int, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
+def revoke_token(token_id: RowIdPath, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """Revoke a token at once (admins may revoke anyone's)."""
     return _token_out(revoke_api_token(db, principal.user, token_id))
 

@@ -46,7 +46,13 @@ from .auth import (
 )
 from .models import ApiToken
 from .planner import plan_study
-from .routes_api import answers_csv_response, parse_json_upload, results_csv_response, results_json_response
+from .routes_api import (
+    RowIdPath,
+    answers_csv_response,
+    parse_json_upload,
+    results_csv_response,
+    results_json_response,
+)
 
 __all__ = ["router"]
 
@@ -651,7 +657,9 @@ def download(study_id: str, kind: str, request: Request, principal: UiUserDep, d
 
 
 @router.get("/studies/{study_id}/snapshots/{snapshot_id}.json")
-def download_snapshot(study_id: str, snapshot_id: int, principal: UiUserDep, db: DbSessionDep) -> Response:
+def download_snapshot(
+    study_id: str, snapshot_id: RowIdPath, principal: UiUserDep, db: DbSessionDep
+) -> Response:
     study, _control = studies.visible_study(db, principal, study_id)
     item = studies.snapshot(db, study.id, snapshot_id)
     return Response(
@@ -721,7 +729,7 @@ def new_token(
 
 @router.post("/tokens/{token_id}/revoke")
 def revoke_token(
-    token_id: int, principal: UiUserDep, db: DbSessionDep, csrf_token: CsrfField = ""
+    token_id: RowIdPath, principal: UiUserDep, db: DbSessionDep, csrf_token: CsrfField = ""
 ) -> Response:
     check_csrf(principal, csrf_token)
     revoke_api_token(db, principal.user, token_id)
