@@ -378,7 +378,9 @@ def _shifted_steps(
     spheres = [inner_sphere(sphere, varrho)] + [inner_sphere(sphere, varrho, axis=j) for j in range(k)]
     labels = ["o"] + [f"z{j + 1}" for j in range(k)]
     slopes: list[FloatArray] = []
-    for small, label in zip(spheres, labels, strict=True):
+
+    def slope_run(small: Sphere, label: str) -> Generator[Query, bool, int]:
+        """One LPME run on ``small``; appends its slope and returns how many queries it asked."""
         result = yield from lpme(
             small,
             epsilon,
@@ -388,8 +390,11 @@ def _shifted_steps(
             search=f"{search}/{label}/lpme",
             robust=robust,
         )
-        asked += result.num_queries
         slopes.append(np.array(result.metric.a))
+        return int(result.num_queries)
+
+    for small, label in zip(spheres, labels, strict=True):
+        asked += yield from slope_run(small, label)
 
     # The most reliable pivot: its slope entries stay farthest from zero in every run so far.
     pivot = int(np.argmax(np.min(np.abs(np.array(slopes)), axis=0)))
@@ -398,31 +403,11 @@ def _shifted_steps(
     negative_axes = [pivot] + ([1 - pivot] if k == 2 else [])
     for axis in negative_axes:
         negative = inner_sphere(sphere, varrho, axis=axis, sign=-1)
-        result = yield from lpme(
-            negative,
-            epsilon,
-            cycles=cycles,
-            early_stop=early_stop,
-            probe=probe,
-            search=f"{search}/-z{axis + 1}/lpme",
-            robust=robust,
-        )
-        asked += result.num_queries
-        slopes.append(np.array(result.metric.a))
+        asked += yield from slope_run(negative, f"-z{axis + 1}")
         spheres.append(negative)
 
     for label, small in _extra_spheres(sphere, varrho, layout, negative_axes):
-        result = yield from lpme(
-            small,
-            epsilon,
-            cycles=cycles,
-            early_stop=early_stop,
-            probe=probe,
-            search=f"{search}/{label}/lpme",
-            robust=robust,
-        )
-        asked += result.num_queries
-        slopes.append(np.array(result.metric.a))
+        asked += yield from slope_run(small, label)
         spheres.append(small)
 
     f = np.array(slopes)
