@@ -111,6 +111,7 @@ __all__ = [
     "Reconstruction",
     "ShiftedQuadratic",
     "default_inner_radius",
+    "lpme_slope",
     "qpme",
     "qpme_max_queries",
     "qpme_sphere_layout",
@@ -338,6 +339,26 @@ def shifted_quadratic(
     )
 
 
+def lpme_slope(
+    sphere: Sphere,
+    epsilon: float,
+    *,
+    cycles: int,
+    early_stop: bool,
+    probe: Probe,
+    search: str,
+    robust: Robust = "none",
+) -> Generator[Query, bool, tuple[FloatArray, int]]:
+    """One LPME run on ``sphere``: the slope it measures (its unit ``a``) and how many queries it asked.
+
+    Shared by `shifted_quadratic` and `elicitation.variants.diagonal_qpme`, so both run and count LPME alike.
+    """
+    result = yield from lpme(
+        sphere, epsilon, cycles=cycles, early_stop=early_stop, probe=probe, search=search, robust=robust
+    )
+    return np.array(result.metric.a), int(result.num_queries)
+
+
 def _shifted_steps(
     sphere: Sphere,
     epsilon: float,
@@ -381,7 +402,7 @@ def _shifted_steps(
 
     def slope_run(small: Sphere, label: str) -> Generator[Query, bool, int]:
         """One LPME run on ``small``; appends its slope and returns how many queries it asked."""
-        result = yield from lpme(
+        slope, count = yield from lpme_slope(
             small,
             epsilon,
             cycles=cycles,
@@ -390,8 +411,8 @@ def _shifted_steps(
             search=f"{search}/{label}/lpme",
             robust=robust,
         )
-        slopes.append(np.array(result.metric.a))
-        return int(result.num_queries)
+        slopes.append(slope)
+        return count
 
     for small, label in zip(spheres, labels, strict=True):
         asked += yield from slope_run(small, label)
