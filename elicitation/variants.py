@@ -73,6 +73,7 @@ from .qpme import (
     DEFAULT_INNER_RATIO,
     DEFAULT_PROBE,
     ShiftedQuadratic,
+    lpme_slope,
     qpme,
     qpme_max_queries,
     shifted_quadratic,
@@ -324,13 +325,13 @@ def _trivial_queries(
 
 
 def _mapped(
-    sub: Elicitor[Elicitation[LinearMetric]], embed: Callable[[FloatArray], FloatArray]
-) -> Generator[Query, bool, Elicitation[LinearMetric]]:
-    """Drive ``sub`` (an LPME in an auxiliary space), asking its queries mapped into rate space."""
+    sub: Generator[Query, bool, M], embed: Callable[[FloatArray], FloatArray]
+) -> Generator[Query, bool, M]:
+    """Drive ``sub`` (an elicitation in an auxiliary space), asking its queries mapped into rate space."""
     try:
         query = next(sub)
     except StopIteration as stop:
-        result: Elicitation[LinearMetric] = stop.value
+        result: M = stop.value
         return result
     while True:
         mapped = Query(
@@ -340,7 +341,7 @@ def _mapped(
         try:
             query = sub.send(answer)
         except StopIteration as stop:
-            finished: Elicitation[LinearMetric] = stop.value
+            finished: M = stop.value
             return finished
 
 
@@ -450,7 +451,7 @@ def _diagonal_steps(
             f"the metric's gradient at the sphere centre is zero at resolution inner_radius={varrho:g}; "
             "there is no direction to elicit (Assumption 2)"
         )
-    at_o = yield from lpme(
+    f0, count = yield from lpme_slope(
         inner_sphere(sphere, varrho),
         epsilon,
         cycles=cycles,
@@ -458,8 +459,7 @@ def _diagonal_steps(
         probe=probe,
         search=f"{search}/o/lpme",
     )
-    asked += at_o.num_queries
-    f0 = np.array(at_o.metric.a)
+    asked += count
     rows = [(np.eye(k) - np.outer(f0, f0)) @ _diagonal_map(reach * f0)]
 
     plane_center = np.full(2, _PLANE_CENTER)
@@ -480,7 +480,7 @@ def _diagonal_steps(
             mapped: FloatArray = z + basis @ (point - plane_center)
             return mapped
 
-        circle = lpme(
+        circle = lpme_slope(
             Sphere(plane_center, varrho),
             epsilon,
             cycles=cycles,
@@ -488,9 +488,8 @@ def _diagonal_steps(
             probe=probe,
             search=f"{search}/z{j + 1}/plane",
         )
-        result = yield from _mapped(circle, embed)
-        asked += result.num_queries
-        f2 = np.array(result.metric.a)
+        f2, count = yield from _mapped(circle, embed)
+        asked += count
         offset = (z - o) + reach * (basis @ f2)
         rows.append((np.eye(2) - np.outer(f2, f2)) @ basis.T @ _diagonal_map(offset))
         centers.append(z)
