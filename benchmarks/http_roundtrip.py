@@ -20,15 +20,10 @@ import argparse
 import contextlib
 import json
 import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +39,12 @@ from app.db import make_engine, make_sessionmaker  # noqa: E402
 from app.services import create_study  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.study_config import build_space, parse_study_config  # noqa: E402
+from benchmarks.servers import ServerProcess  # noqa: E402
 from elicitation import QuadraticMetric, run  # noqa: E402
 from elicitation.evaluation import elicitation_errors  # noqa: E402
 
 #: The participant's true metric: more weight on the second class, diminishing returns.
 TRUE_METRIC = QuadraticMetric(np.array([0.35, 0.8]), np.array([[-0.35, 0.05], [0.05, -0.3]]))
-STARTUP_TIMEOUT_S = 90.0
 ROUND_TRIP_TARGET = 3.0
 RESUME_TARGET_MS = 100.0
 
@@ -122,48 +117,6 @@ def bare_app() -> Any:
 # -- helpers ----------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextmanager
-def uvicorn(factory: str, port: int, database_url: str | None = None) -> Iterator[subprocess.Popen[bytes]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    if database_url:
-        env["DATABASE_URL"] = database_url
-    command = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "--factory",
-        factory,
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-    ]
-    process = subprocess.Popen(command, env=env, cwd=ROOT)
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/", timeout=2.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{factory} did not start")
-            time.sleep(0.1)
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
-
-
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
 
@@ -214,12 +167,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     os.environ["SQLITE_SYNCHRONOUS"] = args.synchronous
     report: dict[str, Any] = {"sqlite_synchronous": args.synchronous, "cpu_count": os.cpu_count()}
 
-    app_port, bare_port = free_port(), free_port()
+    # Servers end with SIGKILL: the resume measurement below restarts after a crash, not a clean shutdown.
+    app_env = {"DATABASE_URL": settings.database_url}
     with (
-        uvicorn("app.main:create_app", app_port, settings.database_url),
-        uvicorn("benchmarks.http_roundtrip:bare_app", bare_port),
-        httpx.Client(base_url=f"http://127.0.0.1:{app_port}") as client,
-        httpx.Client(base_url=f"http://127.0.0.1:{bare_port}") as bare,
+        ServerProcess(env=app_env, log=sys.stderr, kill_at_exit=True) as app_server,
+        ServerProcess("benchmarks.http_roundtrip:bare_app", log=sys.stderr, kill_at_exit=True) as bare_server,
+        httpx.Client(base_url=app_server.url) as client,
+        httpx.Client(base_url=bare_server.url) as bare,
     ):
         # 1. accuracy over HTTP == in-process
         token = new_session(client, accuracy_study.id)
@@ -296,10 +250,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     resume: list[float] = []
     cached: list[float] = []
     for _ in range(args.restarts):
-        port = free_port()
         with (
-            uvicorn("app.main:create_app", port, settings.database_url),
-            httpx.Client(base_url=f"http://127.0.0.1:{port}") as client,
+            ServerProcess(env=app_env, log=sys.stderr, kill_at_exit=True) as server,
+            httpx.Client(base_url=server.url) as client,
         ):
             client.get(f"/api/v1/sessions/{warm_token}").raise_for_status()  # imports, pools, first request
             started = time.perf_counter()

@@ -25,18 +25,15 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import numpy as np
@@ -48,6 +45,7 @@ from app.cli_web import upgrade_database  # noqa: E402
 from app.db import make_engine, make_sessionmaker  # noqa: E402
 from app.services import create_study  # noqa: E402
 from app.settings import Settings  # noqa: E402
+from benchmarks.servers import ServerProcess, postgres_database  # noqa: E402
 from elicitation import QuadraticMetric  # noqa: E402
 
 #: The participants' metric: more weight on the second class, diminishing returns.
@@ -77,52 +75,20 @@ def load_study(epsilon: float) -> dict[str, Any]:
     }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
-def serve(factory: str, workers: int, env: dict[str, str], log: Any = subprocess.DEVNULL) -> Iterator[str]:
-    """``uvicorn --factory FACTORY --workers W`` on a free loopback port until the block ends.
+def serve(factory: str, workers: int, env: dict[str, str], log: IO[Any] | None = None) -> Iterator[str]:
+    """``uvicorn --factory FACTORY --workers W`` on a free loopback port until the block ends (SIGTERM).
 
-    The server's stderr (warnings and tracebacks of failed requests) goes to ``log``.
+    The server's stderr (warnings and tracebacks of failed requests) goes to ``log`` (default: discarded
+    unless the server fails to start).
     """
-    port = free_port()
-    command = [sys.executable, "-m", "uvicorn", "--factory", factory, "--host", "127.0.0.1"]
-    command += ["--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log"]
-    command += ["--timeout-keep-alive", str(KEEP_ALIVE_S)]
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            try:
-                if httpx.get(url + "/", timeout=2.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{factory} did not start")
-            time.sleep(0.2)
+    options = ["--no-access-log", "--timeout-keep-alive", str(KEEP_ALIVE_S)]
+    with ServerProcess(
+        factory, env=env, workers=workers, options=options, log=log, startup_timeout=STARTUP_TIMEOUT_S
+    ) as server:
         if workers > 1:
             time.sleep(3.0)  # let every worker finish importing before the clock starts
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=20)
+        yield server.url
 
 
 @contextmanager
@@ -132,21 +98,8 @@ def database(backend: str, postgres_url: str) -> Iterator[str]:
         with tempfile.TemporaryDirectory(prefix="elicit-load-") as directory:
             yield f"sqlite:///{Path(directory) / 'load.db'}"
         return
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    name = f"elicit_load_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            yield make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
-        finally:
-            with admin.connect() as connection:
-                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
+    with postgres_database(postgres_url, "elicit_load") as url:
+        yield url
 
 
 @dataclass

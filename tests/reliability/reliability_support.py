@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -20,95 +15,27 @@ from typing import Any
 
 import httpx
 import numpy as np
-from sqlalchemy import create_engine, text
-from sqlalchemy.engine import make_url
 
 from app.db import make_engine, make_sessionmaker
 from app.services import create_study
 from app.settings import Settings
+from benchmarks.servers import ServerProcess
+from benchmarks.servers import postgres_database as fresh_postgres_database
 
 #: PostgreSQL server of the multi-worker tests (CI sets it); unset means those tests are skipped.
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-#: A server process must answer within this time after it is spawned (a loaded 2-core CI machine).
-STARTUP_TIMEOUT_S = 90.0
 #: How long a participant keeps retrying one request while servers are killed and restarted.
 RETRY_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 20.0
-#: Respawns on another port when the probed free port was taken before uvicorn could bind it.
-BIND_RETRIES = 3
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class Server:
-    """One ``uvicorn --factory app.main:create_app`` process on 127.0.0.1 with its own environment."""
+class Server(ServerProcess):
+    """The app on ``database_url``; ``DATABASE_SCHEMA`` is ``schema`` or unset (never the test run's)."""
 
     def __init__(self, database_url: str, *, schema: str | None = None, workers: int = 1) -> None:
-        self.env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(PROJECT_ROOT)}
-        self.env.pop("DATABASE_SCHEMA", None)
-        if schema:
-            self.env["DATABASE_SCHEMA"] = schema
-        self.workers = workers
-        self._spawn()
-
-    def _spawn(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app"]
-        command += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
-        if self.workers > 1:
-            command += ["--workers", str(self.workers)]
-        # A file, not a pipe: a pipe nobody reads would block a server that logs a lot.
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the process)
-        self.process = subprocess.Popen(
-            command, cwd=PROJECT_ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=self.log
-        )
-
-    def wait_ready(self) -> Server:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        respawns = 0
-        while True:
-            try:
-                if httpx.get(f"{self.url}/", timeout=2.0).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            if self.process.poll() is not None:
-                self.log.seek(0)
-                stderr = self.log.read().decode(errors="replace")
-                self.log.close()
-                # The free port was taken by another process between probing and binding: try another.
-                if "address already in use" in stderr.lower() and respawns < BIND_RETRIES:
-                    respawns += 1
-                    self._spawn()
-                    continue
-                raise RuntimeError(f"uvicorn exited with {self.process.returncode}: {stderr[-2000:]}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"uvicorn did not answer within {STARTUP_TIMEOUT_S:.0f} s")
-            time.sleep(0.1)
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown handler runs, nothing is flushed that was not already committed."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=15)
-        self.log.close()
+        env = {"DATABASE_URL": database_url, "DATABASE_SCHEMA": schema or None}
+        super().__init__(env=env, workers=workers)
 
 
 @contextmanager
@@ -124,25 +51,13 @@ def servers(database_url: str, count: int, *, schema: str | None = None) -> Iter
             server.stop()
 
 
-@contextmanager
-def postgres_database() -> Iterator[str]:
+def postgres_database() -> AbstractContextManager[str]:
     """A fresh PostgreSQL database ``elicit_rel_<random>`` on the test server, dropped afterwards.
 
     Connection errors propagate: when ``TEST_POSTGRES_URL`` is set, an unreachable server fails the test.
     """
     assert POSTGRES_URL, "callers skip when TEST_POSTGRES_URL is unset"
-    name = f"elicit_rel_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-        finally:
-            with admin.connect() as connection:
-                connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    finally:
-        admin.dispose()
+    return fresh_postgres_database(POSTGRES_URL, "elicit_rel")
 
 
 def create_small_study(settings: Settings, **overrides: Any) -> Any:
