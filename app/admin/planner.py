@@ -11,11 +11,18 @@ Perceptibility (issue 7): a comparison is *imperceptible* when no cell of the tw
 ``min_cell_gap`` parameter, else `DEFAULT_MIN_CELL_GAP`). The planner reports the share of simulated
 elicitor queries that are imperceptible and warns above `IMPERCEPTIBLE_WARNING_SHARE` (QPME's inner
 spheres typically do this; the active elicitors never show such pairs).
+
+The simulation is the expensive part (seconds for the active elicitors) and depends only on the
+configuration, the algorithm's version and the planner's own code; `PlanCache` keeps recent simulations in
+process, so a study page that shows the plan on every view simulates once per configuration. The
+per-comparison time (which changes as answers come in) is applied to the cached simulation on every call.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -38,9 +45,12 @@ from ..study_config import StudyConfig, build_space
 
 __all__ = [
     "DEFAULT_MIN_CELL_GAP",
+    "DEFAULT_PLAN_CACHE_SIZE",
     "DEFAULT_SECONDS_PER_QUERY",
     "DEFAULT_TRIALS",
     "IMPERCEPTIBLE_WARNING_SHARE",
+    "PLANNER_VERSION",
+    "PlanCache",
     "PlannerResult",
     "imperceptible",
     "plan_study",
@@ -55,6 +65,10 @@ DEFAULT_MIN_CELL_GAP = 2.0
 IMPERCEPTIBLE_WARNING_SHARE = 0.10
 #: The planner stops early (with fewer trials, reported) after this much wall time per request.
 TIME_BUDGET_S = 6.0
+#: Part of every cache key: bump it when the simulation below changes what it reports.
+PLANNER_VERSION = 1
+#: Simulations a `PlanCache` keeps (one per study configuration; a result is well under 1 kB).
+DEFAULT_PLAN_CACHE_SIZE = 128
 
 
 @dataclass(frozen=True)
@@ -127,16 +141,27 @@ def _stat(values: list[float], q: float | None = None) -> float | None:
     return float(np.percentile(values, q)) if q is not None else float(np.mean(values))
 
 
-def plan_study(
-    config: StudyConfig,
-    *,
-    trials: int = DEFAULT_TRIALS,
-    seconds_per_query: float | None = None,
-    measured_seconds: float | None = None,
-    seed: int = 0,
-    time_budget_s: float = TIME_BUDGET_S,
-) -> PlannerResult:
-    """Simulate ``trials`` participants with random metrics (seeded: the same config, the same plan)."""
+@dataclass(frozen=True)
+class _Simulation:
+    """What the simulated participants did: everything of a plan except the time per comparison."""
+
+    trials: int
+    failed_trials: int
+    queries_mean: float
+    queries_p90: float
+    queries_max_bound: int
+    other_comparisons: int
+    error_a_mean: float | None
+    error_a_p90: float | None
+    error_b_mean: float | None
+    error_b_p90: float | None
+    error_lam_mean: float | None
+    min_cell_gap: float
+    imperceptible_share: float | None
+
+
+def _simulate(config: StudyConfig, trials: int, seed: int, time_budget_s: float) -> _Simulation:
+    """Run ``trials`` simulated participants with random metrics (seeded: the same config, the same runs)."""
     spec = get_algorithm(config.algorithm)
     space = build_space(config)
     params = spec.parse_params(config.algorithm_params)
@@ -171,29 +196,16 @@ def plan_study(
         if errors.lam is not None:
             errors_lam.append(float(errors.lam))
     bound = int(spec.build(space, params).max_queries)
-    other = config.practice_queries + config.total_checks + config.evaluation_queries
-    if seconds_per_query is not None:
-        seconds, source = float(seconds_per_query), "set for this study"
-    elif measured_seconds is not None:
-        seconds, source = float(measured_seconds), "median measured in this study's sessions"
-    else:
-        seconds, source = DEFAULT_SECONDS_PER_QUERY, "default (nothing measured yet)"
     q_mean = _stat(queries) if queries else float(bound)
     q_p90 = _stat(queries, 90) if queries else float(bound)
     assert q_mean is not None and q_p90 is not None
-    return PlannerResult(
+    return _Simulation(
         trials=len(queries) + failed,
         failed_trials=failed,
         queries_mean=q_mean,
         queries_p90=q_p90,
         queries_max_bound=bound,
-        other_comparisons=other,
-        comparisons_mean=q_mean + other,
-        comparisons_p90=q_p90 + other,
-        seconds_per_query=seconds,
-        seconds_source=source,
-        minutes_mean=(q_mean + other) * seconds / 60.0,
-        minutes_p90=(q_p90 + other) * seconds / 60.0,
+        other_comparisons=config.practice_queries + config.total_checks + config.evaluation_queries,
         error_a_mean=_stat(errors_a),
         error_a_p90=_stat(errors_a, 90),
         error_b_mean=_stat(errors_b),
@@ -202,3 +214,92 @@ def plan_study(
         min_cell_gap=gap,
         imperceptible_share=hidden / shown if shown else None,
     )
+
+
+def _priced(
+    simulation: _Simulation, seconds_per_query: float | None, measured_seconds: float | None
+) -> PlannerResult:
+    """The plan of a simulation at the study's time per comparison (set, else measured, else default)."""
+    if seconds_per_query is not None:
+        seconds, source = float(seconds_per_query), "set for this study"
+    elif measured_seconds is not None:
+        seconds, source = float(measured_seconds), "median measured in this study's sessions"
+    else:
+        seconds, source = DEFAULT_SECONDS_PER_QUERY, "default (nothing measured yet)"
+    comparisons_mean = simulation.queries_mean + simulation.other_comparisons
+    comparisons_p90 = simulation.queries_p90 + simulation.other_comparisons
+    return PlannerResult(
+        **asdict(simulation),
+        comparisons_mean=comparisons_mean,
+        comparisons_p90=comparisons_p90,
+        seconds_per_query=seconds,
+        seconds_source=source,
+        minutes_mean=comparisons_mean * seconds / 60.0,
+        minutes_p90=comparisons_p90 * seconds / 60.0,
+    )
+
+
+def plan_study(
+    config: StudyConfig,
+    *,
+    trials: int = DEFAULT_TRIALS,
+    seconds_per_query: float | None = None,
+    measured_seconds: float | None = None,
+    seed: int = 0,
+    time_budget_s: float = TIME_BUDGET_S,
+) -> PlannerResult:
+    """Simulate ``trials`` participants with random metrics (seeded: the same config, the same plan)."""
+    return _priced(_simulate(config, trials, seed, time_budget_s), seconds_per_query, measured_seconds)
+
+
+class PlanCache:
+    """Recent simulations in this process, least recently used first out (thread-safe).
+
+    The key is everything a simulation depends on: the configuration's canonical hash, the algorithm's
+    version, `PLANNER_VERSION`, the trials and the seed. A changed configuration has another hash, so it
+    is simulated afresh; entries of old configurations simply age out.
+    """
+
+    def __init__(self, size: int = DEFAULT_PLAN_CACHE_SIZE) -> None:
+        if size < 1:
+            raise ValueError(f"a plan cache holds at least one plan, got size {size}")
+        self.size = size
+        self._entries: OrderedDict[tuple[Any, ...], _Simulation] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @staticmethod
+    def key(config: StudyConfig, trials: int, seed: int) -> tuple[Any, ...]:
+        # Local import: `studies` imports the services layer, which the planner need not load otherwise.
+        from .studies import config_hash
+
+        version = get_algorithm(config.algorithm).version
+        return (config_hash(config.model_dump(mode="json")), version, PLANNER_VERSION, trials, seed)
+
+    def plan(
+        self,
+        config: StudyConfig,
+        *,
+        trials: int = DEFAULT_TRIALS,
+        seconds_per_query: float | None = None,
+        measured_seconds: float | None = None,
+        seed: int = 0,
+    ) -> PlannerResult:
+        """`plan_study`, simulating only when this configuration was not simulated recently."""
+        key = self.key(config, trials, seed)
+        with self._lock:
+            simulation = self._entries.get(key)
+            if simulation is not None:
+                self._entries.move_to_end(key)
+        if simulation is None:
+            # Simulated outside the lock: seconds of CPU must not hold up other studies' pages. Two
+            # simultaneous first views of one study may both simulate (seeded alike); the later one stays.
+            simulation = _simulate(config, trials, seed, TIME_BUDGET_S)
+            with self._lock:
+                self._entries[key] = simulation
+                self._entries.move_to_end(key)
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
+        return _priced(simulation, seconds_per_query, measured_seconds)

@@ -21,9 +21,9 @@ from ..study_config import StudyConfig
 from . import export, monitor, studies
 from .auth import AdminError, ApiUserDep, Principal, create_api_token, revoke_api_token
 from .models import ApiToken, StudyControl
-from .planner import plan_study
+from .planner import PlanCache
 
-__all__ = ["router", "study_out"]
+__all__ = ["plan_cache", "router", "study_out"]
 
 router = APIRouter(prefix="/api/v1", tags=["back office"])
 
@@ -58,6 +58,12 @@ class TokenIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=100)
+
+
+def plan_cache(request: Request) -> PlanCache:
+    """The app's `PlanCache` (made by `app.admin.web.install`)."""
+    cache: PlanCache = request.app.state.plan_cache
+    return cache
 
 
 def _base(request: Request, settings: Any) -> str:
@@ -191,10 +197,10 @@ def duplicate_study(
 
 
 @router.get("/studies/{study_id}/plan")
-def plan(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
+def plan(study_id: str, principal: ApiUserDep, db: DbSessionDep, request: Request) -> dict[str, Any]:
     """The planner: expected queries (mean, p90), minutes per participant and elicitation error."""
     study, control = studies.visible_study(db, principal, study_id)
-    result = plan_study(
+    result = plan_cache(request).plan(
         StudyConfig.model_validate(study.config),
         seconds_per_query=control.seconds_per_query if control else None,
         measured_seconds=monitor.measured_seconds_per_query(db, study.id),

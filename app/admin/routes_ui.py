@@ -45,11 +45,11 @@ from .auth import (
     revoke_api_token,
 )
 from .models import ApiToken
-from .planner import plan_study
 from .routes_api import (
     RowIdPath,
     answers_csv_response,
     parse_json_upload,
+    plan_cache,
     results_csv_response,
     results_json_response,
 )
@@ -388,7 +388,7 @@ def _save_study_form(
             message = exc.message if isinstance(exc, AdminError) else str(exc)
             return _study_form(request, principal, form, study=study, errors=message.split("; "), plan=None)
         if form.get("action") == "plan":
-            plan = plan_study(config, seconds_per_query=seconds)
+            plan = plan_cache(request).plan(config, seconds_per_query=seconds)
             if upload is not None:
                 form = {**form, "config_json": json.dumps(config.model_dump(mode="json"), indent=2)}
             return _study_form(request, principal, form, study=study, errors=[], plan=plan)
@@ -410,7 +410,7 @@ def show_study(
 ) -> Response:
     study, control = studies.visible_study(db, principal, study_id)
     config = StudyConfig.model_validate(study.config)
-    plan = plan_study(
+    plan = plan_cache(request).plan(
         config,
         seconds_per_query=control.seconds_per_query if control else None,
         measured_seconds=monitor.measured_seconds_per_query(db, study.id),

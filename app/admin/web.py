@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from .auth import AuthError, LoginRequiredError
+from .planner import PlanCache
 from .routes_api import router as api_router
 from .routes_ui import router as ui_router
 
@@ -26,6 +27,7 @@ def install(app: FastAPI) -> None:
         logger.warning("SECRET_KEY is not set: back-office logins last only as long as this process")
         secret = secrets.token_urlsafe(32)
     app.state.admin_secret = secret
+    app.state.plan_cache = PlanCache()
     app.include_router(api_router)
     app.include_router(ui_router)
 
