@@ -133,17 +133,48 @@ def replay(
         for index, answer in enumerate(answers):
             if not isinstance(answer, (bool, np.bool_)):
                 raise InvalidAnswerError(f"logged answer {index} is not a boolean: {answer!r}")
-            if expected_queries is not None and not query.matches(expected_queries[index], atol):
-                raise ReplayMismatchError(
-                    f"replayed query {index} ({query.search or elicitor.name}) differs from the logged one; "
-                    "the session was recorded with a different configuration or algorithm version"
-                )
             log.append((query, bool(answer)))
             query = elicitor.send(bool(answer))
     except StopIteration as stop:
+        _check_log(log, expected_queries, atol, elicitor.name)
         if len(log) < len(answers):
             raise ReplayMismatchError(
                 f"the elicitor finished after {len(log)} answers but the log holds {len(answers)}"
             ) from None
         return Done(_finish(stop.value, log))
+    except Exception:
+        # A diverged log can make the elicitor fail; the divergence is the error to report.
+        _check_log(log, expected_queries, atol, elicitor.name)
+        raise
+    _check_log(log, expected_queries, atol, elicitor.name)
     return Pending(elicitor=elicitor, query=query, n_answered=len(log), log=tuple(log))
+
+
+def _check_log(
+    log: Sequence[tuple[Query, bool]], expected: Sequence[Query] | None, atol: float, name: str
+) -> None:
+    """Raise `ReplayMismatchError` at the first regenerated query that differs from its stored twin.
+
+    The whole log is compared at once (one vectorised comparison instead of one per answer: on a long
+    log that is most of the check's cost); queries of unequal shapes fall back to one comparison each.
+    """
+    if expected is None or not log:
+        return
+    regenerated = [query for query, _answer in log]
+    stored = expected[: len(regenerated)]
+    try:
+        gaps = np.maximum(
+            np.abs(np.stack([q.first for q in regenerated]) - np.stack([q.first for q in stored])),
+            np.abs(np.stack([q.second for q in regenerated]) - np.stack([q.second for q in stored])),
+        )
+        differs = (gaps.reshape(len(regenerated), -1) > atol).any(axis=1)
+    except ValueError:  # shapes differ between queries: compare them one by one
+        differs = np.array(
+            [not query.matches(twin, atol) for query, twin in zip(regenerated, stored, strict=True)]
+        )
+    if differs.any():
+        index = int(np.argmax(differs))
+        raise ReplayMismatchError(
+            f"replayed query {index} ({regenerated[index].search or name}) differs from the logged one; "
+            "the session was recorded with a different configuration or algorithm version"
+        )

@@ -122,6 +122,7 @@ from .types import (
     as_rate_array,
     ask,
     pair_index,
+    trusted_query,
 )
 
 __all__ = [
@@ -676,14 +677,11 @@ def _lifted(
     """
     # Replay lifts every logged query, so the profile template and its rows are built once per run.
     template = lift_rates(center, frozenset(), center, n_groups)
-    rows = sorted(partition)
+    in_partition = np.zeros((n_groups, 1), dtype=bool)
+    in_partition[sorted(partition)] = True
 
     def lift(rates: FloatArray) -> FloatArray:
-        profile = template.copy()
-        if rows:
-            profile[rows] = rates
-        profile.setflags(write=False)  # Query then shares it instead of copying
-        return profile
+        return np.where(in_partition, rates, template)
 
     try:
         query = next(inner)
@@ -691,13 +689,8 @@ def _lifted(
         finished: Elicitation[T] = stop.value
         return finished
     while True:
-        lifted = Query(
-            lift(query.first),
-            lift(query.second),
-            search=query.search,
-            kind=query.kind,
-            coordinate=query.coordinate,
-            step=query.step,
+        lifted = trusted_query(
+            lift(query.first), lift(query.second), query.search, query.kind, query.coordinate, query.step
         )
         answer = yield from ask(lifted)
         if tally is not None:

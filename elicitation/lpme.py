@@ -82,7 +82,7 @@ import numpy as np
 
 from .errors import InvalidConfigError
 from .geometry import angles_to_unit, vector_angles
-from .types import Elicitation, Elicitor, FloatArray, LinearMetric, Query, Sphere, ask
+from .types import Elicitation, Elicitor, FloatArray, LinearMetric, Query, Sphere, ask, trusted_query
 
 __all__ = [
     "DEFAULT_CYCLES",
@@ -172,11 +172,15 @@ def robust_ask(query: Query, robust: str) -> Generator[Query, bool, tuple[bool, 
     if robust == "none":
         return (yield from ask(query)), 1
     first = yield from ask(query)
-    mirrored = Query(query.second, query.first, query.search, query.kind, query.coordinate, query.step + 1)
+    mirrored = trusted_query(
+        query.second, query.first, query.search, query.kind, query.coordinate, query.step + 1
+    )
     second = not (yield from ask(mirrored))
     if first == second:
         return first, 2
-    third = Query(query.first, query.second, query.search, query.kind, query.coordinate, query.step + 2)
+    third = trusted_query(
+        query.first, query.second, query.search, query.kind, query.coordinate, query.step + 2
+    )
     return (yield from ask(third)), _REPEAT_ASKS
 
 
@@ -416,7 +420,7 @@ def _lpme_steps(
             reflected[i] = -reflected[i]
             first = [ci + rho * ui for ci, ui in zip(c, u, strict=True)]
             second = [ci + rho * ri for ci, ri in zip(c, reflected, strict=True)]
-        query = Query(np.array(first), np.array(second), search, "orthant", i, asked)
+        query = trusted_query(np.array(first), np.array(second), search, "orthant", i, asked)
         # Orthant decisions are single comparisons even under noisy bisection: majority of three there.
         positive, count = yield from robust_ask(query, robust)
         asked += count
@@ -444,7 +448,7 @@ def _lpme_steps(
                 offsets = [si * wi for si, wi in zip(rest, tangent, strict=True)]
                 first = fixed + [ci + st for ci, st in zip(moving, offsets, strict=True)]
                 second = fixed + [ci - st for ci, st in zip(moving, offsets, strict=True)]
-                return Query(np.array(first), np.array(second), search, "bisect", j, step)
+                return trusted_query(np.array(first), np.array(second), search, "bisect", j, step)
 
             if robust == "noisy_bisection":
                 left, right, count = yield from _noisy_bisection(
@@ -462,7 +466,7 @@ def _lpme_steps(
                 step = [si * wi for si, wi in zip(rest, tangent, strict=True)]
                 first = fixed + [ci + st for ci, st in zip(moving, step, strict=True)]
                 second = fixed + [ci - st for ci, st in zip(moving, step, strict=True)]
-                query = Query(np.array(first), np.array(second), search, "bisect", j, asked)
+                query = trusted_query(np.array(first), np.array(second), search, "bisect", j, asked)
                 right_of, count = yield from robust_ask(query, robust)
                 asked += count
                 if right_of:
@@ -474,14 +478,14 @@ def _lpme_steps(
             angles[j] = middle
             point_d = point(angles)
             angles[j] = quarter
-            query = Query(point(angles), point_d, search, "shrink", j, asked)
+            query = trusted_query(point(angles), point_d, search, "shrink", j, asked)
             better, count = yield from robust_ask(query, robust)
             asked += count
             if better:
                 hi = middle
                 continue
             angles[j] = three
-            query = Query(point_d, point(angles), search, "shrink", j, asked)
+            query = trusted_query(point_d, point(angles), search, "shrink", j, asked)
             better, count = yield from robust_ask(query, robust)
             asked += count
             if better:

@@ -91,6 +91,45 @@ def test_replay_detects_a_changed_configuration() -> None:
         replay(bisection(5, offset=1e-3), answers, expected_queries=queries)
 
 
+def test_replay_names_the_first_diverging_query() -> None:
+    live = run(bisection(6), threshold_oracle(0.4))
+    answers = [answer for _, answer in live.log]
+    queries = [query for query, _ in live.log]
+    tampered = [
+        *queries[:3],
+        *(Query(q.first + 1e-3, q.second, search=f"tampered{i}") for i, q in enumerate(queries[3:])),
+    ]
+    with pytest.raises(ReplayMismatchError, match="replayed query 3 "):
+        replay(bisection(6), answers, expected_queries=tampered)
+
+
+def test_replay_reports_divergence_rather_than_the_failure_it_caused() -> None:
+    def fragile_body() -> Generator[Query, bool, Elicitation[float]]:
+        first = yield from ask(Query(np.array([0.4, 0.6]), np.array([0.5, 0.5])))
+        if first:
+            raise ZeroDivisionError("the recorded session never took this branch")
+        yield from ask(Query(np.array([0.3, 0.7]), np.array([0.5, 0.5])))
+        return Elicitation(metric=0.0, num_queries=2)
+
+    logged = [
+        Query(np.array([0.45, 0.55]), np.array([0.5, 0.5])),
+        Query(np.array([0.3, 0.7]), np.array([0.5, 0.5])),
+    ]
+    with pytest.raises(ReplayMismatchError, match="replayed query 0 "):
+        replay(
+            Elicitor(fragile_body(), name="fragile", max_queries=2), [True, False], expected_queries=logged
+        )
+
+
+def test_replay_compares_queries_of_another_shape_one_by_one() -> None:
+    live = run(bisection(4), threshold_oracle(0.4))
+    answers = [answer for _, answer in live.log]
+    queries = [query for query, _ in live.log]
+    reshaped = [*queries[:2], Query(np.array([0.5, 0.5, 0.0]), np.array([0.5, 0.5, 0.0])), queries[3]]
+    with pytest.raises(ReplayMismatchError, match="replayed query 2 "):
+        replay(bisection(4), answers, expected_queries=reshaped)
+
+
 def test_replay_detects_more_answers_than_the_elicitor_asks() -> None:
     with pytest.raises(ReplayMismatchError, match="finished after 3"):
         replay(bisection(3), [True] * 4)
