@@ -20,7 +20,14 @@ from elicitation import (
     replay,
     run,
 )
-from elicitation.active import _FamilySpec, active_fair, active_linear, active_quadratic, ranking_probability
+from elicitation.active import (
+    _FamilySpec,
+    _tie_pairs,
+    active_fair,
+    active_linear,
+    active_quadratic,
+    ranking_probability,
+)
 from elicitation.oracles import (
     ExactOracle,
     LogisticOracle,
@@ -88,6 +95,37 @@ def test_active_quadratic_recovers_random_metrics(k: int, answers: int, a_tol: f
         b_errors.append(float(np.linalg.norm(result.metric.B - metric.B)))
     assert max(a_errors) < a_tol, a_errors
     assert max(b_errors) < b_tol, b_errors
+
+
+@pytest.mark.parametrize("trial", [2, 9, 23])
+def test_active_quadratic_recovers_curvature_when_the_gradient_dominates(trial: int) -> None:
+    # Benchmark metrics (seed 2000 + trial) whose gradient at o is large (||a + B o|| 0.52-0.55): random
+    # pairs are then decided by the slope, and with random candidates alone B was still off by 0.18-0.26
+    # after 26 answers (a tenth of Table 4). Exact-tie candidates bring it to 0.02-0.06.
+    sphere = Sphere.around_uniform(2, 0.2)
+    metric = random_quadratic_metric(np.random.default_rng(2000 + trial), 2)
+    assert float(np.linalg.norm(metric.a + metric.B @ sphere.center)) > 0.5
+    result = run(
+        active_quadratic(sphere, seed=trial, beta=None, max_queries=26, tolerance=0.0), ExactOracle(metric)
+    )
+    assert float(np.linalg.norm(result.metric.a - metric.a)) < 0.03
+    assert float(np.linalg.norm(result.metric.B - metric.B)) < 0.1
+
+
+def test_active_tie_candidates_are_ties_inside_the_sphere_and_perceptible() -> None:
+    sphere = Sphere.around_uniform(3, 0.2)
+    elicitor = active_quadratic(sphere, seed=1, beta=None)
+    config = elicitor._state.config
+    metric = random_quadratic_metric(np.random.default_rng(4), 3)
+    params = np.concatenate([metric.a, vec_from_sym(metric.B)])[None, :]
+    first, second = _tie_pairs(config, params, np.random.default_rng(0))
+    assert first.shape[0] > 0
+    values1 = np.array([metric(r) for r in first])
+    values2 = np.array([metric(r) for r in second])
+    assert np.allclose(values1, values2, atol=1e-12)
+    assert all(sphere.contains(r) for r in np.concatenate([first, second]))
+    gaps = np.max(100.0 / 3.0 * np.abs(first - second), axis=1)
+    assert np.all(gaps >= config.min_cell_gap)
 
 
 def test_active_linear_recovers_random_metric() -> None:
