@@ -411,7 +411,7 @@ register(
         name="active_quadratic",
         params_model=ActiveParams,
         factory=_active_quadratic,
-        version="active_quadratic-1",
+        version="active_quadratic-2",
         description="Active quadratic elicitation: perceptible, noise-robust Bayesian queries (issue 7)",
         seeded=True,
     )

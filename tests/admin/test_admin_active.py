@@ -89,7 +89,7 @@ def test_progress_uses_the_active_elicitors_expected_remaining(
     replay_log = client.get(
         f"/api/v1/studies/{study_id}/sessions/{archive['sessions'][0]['id']}/replay-log", headers=headers
     ).json()
-    assert replay_log["seed"] == seed and replay_log["algorithm_version"] == "active_quadratic-1"
+    assert replay_log["seed"] == seed and replay_log["algorithm_version"] == "active_quadratic-2"
     # the back office replays the session with its own seed, so the check passes
     login(client, "alice@example.org")
     session_page = client.get(f"/admin/studies/{study_id}/sessions/{archive['sessions'][0]['id']}").text
