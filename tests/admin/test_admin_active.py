@@ -27,8 +27,9 @@ ACTIVE_STUDY: dict[str, Any] = {
 
 
 def test_active_algorithms_are_registered_seeded_with_versions() -> None:
-    for name in ("active_linear", "active_quadratic", "active_fair"):
-        assert REGISTRY[name].version == f"{name}-1"
+    versions = {"active_linear": 1, "active_quadratic": 2, "active_fair": 1}
+    for name, version in versions.items():
+        assert REGISTRY[name].version == f"{name}-{version}"
         assert REGISTRY[name].seeded
     assert REGISTRY["active_fair"].needs_groups
     assert ActiveParams().min_cell_gap == 2.0
