@@ -332,7 +332,7 @@ def create_api_token(db: Session, user: User, name: str) -> tuple[ApiToken, str]
     """A new bearer token for ``user`` (commits); the secret is returned once and only its digest kept."""
     name = name.strip()
     if not name or len(name) > 100:
-        raise AdminError("a token needs a name of 1 to 100 characters")
+        raise AdminError("name: a token needs a name of 1 to 100 characters", status_code=422, code="invalid")
     secret = API_TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = ApiToken(user_id=user.id, name=name, token_hash=_digest(secret), created_at=utcnow())
     db.add(token)

@@ -39,6 +39,7 @@ __all__ = [
     "ARCHIVE_FORMAT",
     "csv_lines",
     "import_archive",
+    "iso_utc",
     "neutralise",
     "replay_log",
     "result_columns",
@@ -60,7 +61,8 @@ def neutralise(value: Any) -> Any:
     return value
 
 
-def _iso(moment: datetime | None) -> str | None:
+def iso_utc(moment: datetime | None) -> str | None:
+    """ISO 8601 with the UTC offset; SQLite hands back naive datetimes, which are UTC by convention here."""
     if moment is None:
         return None
     if moment.tzinfo is None:
@@ -175,9 +177,9 @@ def result_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
             algorithm=session.algorithm,
             algorithm_version=session.algorithm_version,
             config_hash=digest,
-            created_at=_iso(session.created_at),
-            consented_at=_iso(session.consented_at),
-            finished_at=_iso(session.finished_at),
+            created_at=iso_utc(session.created_at),
+            consented_at=iso_utc(session.consented_at),
+            finished_at=iso_utc(session.finished_at),
             duration_s=duration,
         )
         if result is not None:
@@ -296,7 +298,7 @@ def answer_log_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
             "time_on_page_ms": answer.time_on_page_ms,
             "hidden_ms": answer.hidden_ms,
             "server_elapsed_ms": answer.server_elapsed_ms,
-            "created_at": _iso(answer.created_at),
+            "created_at": iso_utc(answer.created_at),
         }
 
 
@@ -367,14 +369,14 @@ def study_archive(db: Session, study: Study) -> dict[str, Any]:
                 "algorithm_version": session.algorithm_version,
                 "status": session.status,
                 "completion_code": session.completion_code,
-                "created_at": _iso(session.created_at),
-                "consented_at": _iso(session.consented_at),
-                "finished_at": _iso(session.finished_at),
+                "created_at": iso_utc(session.created_at),
+                "consented_at": iso_utc(session.consented_at),
+                "finished_at": iso_utc(session.finished_at),
                 "answers": [
                     {
                         **{name: getattr(row, name) for name in _ANSWER_FIELDS},
-                        "undone_at": _iso(row.undone_at),
-                        "created_at": _iso(row.created_at),
+                        "undone_at": iso_utc(row.undone_at),
+                        "created_at": iso_utc(row.created_at),
                     }
                     for row in rows
                 ],
@@ -382,13 +384,13 @@ def study_archive(db: Session, study: Study) -> dict[str, Any]:
                 if result is None
                 else {
                     **{name: getattr(result, name) for name in _RESULT_FIELDS},
-                    "created_at": _iso(result.created_at),
+                    "created_at": iso_utc(result.created_at),
                 },
                 "exclusions": [
                     {
                         "reason": item.reason,
-                        "created_at": _iso(item.created_at),
-                        "lifted_at": _iso(item.lifted_at),
+                        "created_at": iso_utc(item.created_at),
+                        "lifted_at": iso_utc(item.lifted_at),
                     }
                     for item in exclusions
                 ],
@@ -398,7 +400,7 @@ def study_archive(db: Session, study: Study) -> dict[str, Any]:
     return {
         "format": ARCHIVE_FORMAT,
         "version": ARCHIVE_VERSION,
-        "exported_at": _iso(datetime.now(UTC)),
+        "exported_at": iso_utc(datetime.now(UTC)),
         "study": {
             "id": str(study.id),
             "name": study.name,
@@ -408,7 +410,7 @@ def study_archive(db: Session, study: Study) -> dict[str, Any]:
             "algorithm_version": get_algorithm(study.algorithm).version,
             "expected_queries": study.expected_queries,
             "open_enrolment": study.open_enrolment,
-            "created_at": _iso(study.created_at),
+            "created_at": iso_utc(study.created_at),
             "status": (control.status if control else StudyStatus.OPEN.value),
             "seconds_per_query": control.seconds_per_query if control else None,
         },

@@ -9,23 +9,77 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, File, Form, Path, Request, UploadFile, status
+from fastapi import APIRouter, Body, Depends, File, Form, Path, Request, UploadFile, status
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi.security import HTTPBearer
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+)
 
+from ..api_errors import error_responses
 from ..deps import CacheDep, DbSessionDep, SettingsDep
 from ..study_config import StudyConfig
 from . import export, monitor, studies
 from .auth import AdminError, ApiUserDep, Principal, create_api_token, revoke_api_token
 from .models import ApiToken, StudyControl
 from .planner import PlanCache
+from .schemas import (
+    ArchiveOut,
+    DashboardOut,
+    ExclusionLiftedOut,
+    ExclusionOut,
+    InvitationsOut,
+    PlanOut,
+    ReplayLogOut,
+    ResultsOut,
+    SnapshotDetailOut,
+    SnapshotsOut,
+    StudiesOut,
+    StudyImportedOut,
+    StudyOut,
+    TokenCreatedOut,
+    TokenOut,
+    TokensOut,
+)
 
 __all__ = ["plan_cache", "router", "study_out"]
 
-router = APIRouter(prefix="/api/v1", tags=["back office"])
+#: Declares bearer authentication in OpenAPI (Swagger UI's "Authorize"); `api_user` does the checking.
+BEARER_SCHEME = HTTPBearer(auto_error=False, description="a back-office API token (`elk_…`)")
+#: Every operation needs credentials (401 without them); the rest is listed per operation.
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["back office"],
+    responses=error_responses(401),
+    dependencies=[Depends(BEARER_SCHEME)],
+)
+
+#: Errors of any state-changing request with a body: unreadable body (400), a browser session without
+#: its CSRF header (403), body over the size limit (413), invalid fields (422).
+WRITE_ERRORS = (400, 403, 413, 422)
+#: Errors of a state-changing request without a body.
+ACTION_ERRORS = (403,)
+
+
+def _iso_text(value: Any) -> Any:
+    """Only JSON strings are date-times here (pydantic would also take a number as a Unix time)."""
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 date-time string with a UTC offset")
+    return value
+
+
+#: A date-time with an explicit offset: a naive one would be read in an unknown time zone.
+IsoDateTime = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
 
 
 class StudyPatchIn(BaseModel):
@@ -34,30 +88,34 @@ class StudyPatchIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     config: dict[str, Any] | None = None
-    status: str | None = Field(default=None, description="open, paused or closed")
-    confirm: bool = Field(default=False, description="required to close a study")
-    seconds_per_query: float | None = Field(default=None, ge=0.5, le=600)
-    enrolment_expires_at: datetime | None = None
+    status: Literal["draft", "open", "paused", "closed"] | None = Field(
+        default=None, description="open, paused or closed (closing is final and needs `confirm`)"
+    )
+    confirm: StrictBool = Field(default=False, description="required to close a study")
+    seconds_per_query: StrictFloat | None = Field(default=None, ge=0.5, le=600)
+    enrolment_expires_at: IsoDateTime | None = None
 
 
 class InvitationsIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    count: int = Field(ge=1, le=studies.MAX_INVITATIONS)
-    expires_at: datetime | None = None
-    labels: list[str] | None = Field(default=None, description="optional label per link (e.g. panel ids)")
+    count: StrictInt = Field(ge=1, le=studies.MAX_INVITATIONS)
+    expires_at: IsoDateTime | None = None
+    labels: list[Annotated[StrictStr, Field(max_length=200)]] | None = Field(
+        default=None, description="optional label per link (e.g. panel ids)"
+    )
 
 
 class ExclusionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field(min_length=1, max_length=2000)
+    reason: StrictStr = Field(min_length=1, max_length=2000)
 
 
 class TokenIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=100)
+    name: StrictStr = Field(min_length=1, max_length=100)
 
 
 def plan_cache(request: Request) -> PlanCache:
@@ -83,14 +141,12 @@ def study_out(study: Any, control: StudyControl | None, base: str) -> dict[str, 
         "open_enrolment": study.open_enrolment,
         "join_url": f"{base}/studies/{study.id}/join" if study.open_enrolment else None,
         "seconds_per_query": control.seconds_per_query if control else None,
-        "enrolment_expires_at": control.enrolment_expires_at.isoformat()
-        if control and control.enrolment_expires_at
-        else None,
-        "created_at": study.created_at.isoformat() if study.created_at else None,
+        "enrolment_expires_at": export.iso_utc(control.enrolment_expires_at) if control else None,
+        "created_at": export.iso_utc(study.created_at),
     }
 
 
-@router.get("/studies")
+@router.get("/studies", response_model=StudiesOut)
 def list_studies(
     principal: ApiUserDep, db: DbSessionDep, request: Request, settings: SettingsDep
 ) -> dict[str, Any]:
@@ -104,7 +160,12 @@ def list_studies(
     }
 
 
-@router.post("/studies", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/studies",
+    status_code=status.HTTP_201_CREATED,
+    response_model=StudyOut,
+    responses=error_responses(*WRITE_ERRORS),
+)
 def create_study(
     principal: ApiUserDep,
     db: DbSessionDep,
@@ -117,7 +178,12 @@ def create_study(
     return study_out(study, control, _base(request, settings))
 
 
-@router.post("/studies/from-csv", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/studies/from-csv",
+    status_code=status.HTTP_201_CREATED,
+    response_model=StudyOut,
+    responses=error_responses(*WRITE_ERRORS),
+)
 def create_study_from_csv(
     principal: ApiUserDep,
     db: DbSessionDep,
@@ -148,7 +214,7 @@ def create_study_from_csv(
     return study_out(study, control, _base(request, settings))
 
 
-@router.get("/studies/{study_id}")
+@router.get("/studies/{study_id}", response_model=StudyOut, responses=error_responses(404, 422))
 def show_study(
     study_id: str, principal: ApiUserDep, db: DbSessionDep, request: Request, settings: SettingsDep
 ) -> dict[str, Any]:
@@ -157,7 +223,16 @@ def show_study(
     return study_out(study, control, _base(request, settings))
 
 
-@router.patch("/studies/{study_id}")
+@router.patch(
+    "/studies/{study_id}",
+    response_model=StudyOut,
+    responses=error_responses(
+        *WRITE_ERRORS,
+        404,
+        409,
+        s409="has_answers (the configuration is frozen), bad_transition or confirmation_required",
+    ),
+)
 def update_study(
     study_id: str,
     body: StudyPatchIn,
@@ -186,7 +261,12 @@ def update_study(
     return study_out(study, db.get(StudyControl, study.id), _base(request, settings))
 
 
-@router.post("/studies/{study_id}/duplicate", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/studies/{study_id}/duplicate",
+    status_code=status.HTTP_201_CREATED,
+    response_model=StudyOut,
+    responses=error_responses(*ACTION_ERRORS, 404, 422),
+)
 def duplicate_study(
     study_id: str, principal: ApiUserDep, db: DbSessionDep, request: Request, settings: SettingsDep
 ) -> dict[str, Any]:
@@ -196,7 +276,7 @@ def duplicate_study(
     return study_out(copy, db.get(StudyControl, copy.id), _base(request, settings))
 
 
-@router.get("/studies/{study_id}/plan")
+@router.get("/studies/{study_id}/plan", response_model=PlanOut, responses=error_responses(404, 422))
 def plan(study_id: str, principal: ApiUserDep, db: DbSessionDep, request: Request) -> dict[str, Any]:
     """The planner: expected queries (mean, p90), minutes per participant and elicitation error."""
     study, control = studies.visible_study(db, principal, study_id)
@@ -208,7 +288,12 @@ def plan(study_id: str, principal: ApiUserDep, db: DbSessionDep, request: Reques
     return result.to_dict()
 
 
-@router.post("/studies/{study_id}/invitations", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/studies/{study_id}/invitations",
+    status_code=status.HTTP_201_CREATED,
+    response_model=InvitationsOut,
+    responses=error_responses(*WRITE_ERRORS, 404, 409, s409="study_closed: it takes no new participants"),
+)
 def create_invitations(
     study_id: str,
     body: InvitationsIn,
@@ -231,14 +316,14 @@ def create_invitations(
                 "label": invitation.label,
                 "token": token,
                 "url": f"{base}/sessions/{token}",
-                "expires_at": invitation.expires_at.isoformat() if invitation.expires_at else None,
+                "expires_at": export.iso_utc(invitation.expires_at),
             }
             for invitation, token in created
         ]
     }
 
 
-@router.get("/studies/{study_id}/dashboard")
+@router.get("/studies/{study_id}/dashboard", response_model=DashboardOut, responses=error_responses(404, 422))
 def dashboard(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """Live numbers: participants by status, answer rate, median time per query, drop-off, warnings."""
     study, _control = studies.visible_study(db, principal, study_id)
@@ -247,7 +332,7 @@ def dashboard(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[st
 
 def _stream(
     request: Request, principal: Principal, study_id: str, produce: Any, media_type: str, name: str
-) -> Any:
+) -> StreamingResponse:
     """Stream from a database session of its own (the request's session closes before the body is sent)."""
     with request.app.state.sessionmaker() as db:
         study, _control = studies.visible_study(db, principal, study_id)
@@ -263,7 +348,7 @@ def _stream(
     return StreamingResponse(body(), media_type=media_type, headers=headers)
 
 
-def results_json_response(request: Request, principal: Principal, study_id: str) -> Any:
+def results_json_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
     return _stream(
         request,
         principal,
@@ -274,7 +359,7 @@ def results_json_response(request: Request, principal: Principal, study_id: str)
     )
 
 
-def results_csv_response(request: Request, principal: Principal, study_id: str) -> Any:
+def results_csv_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
     return _stream(
         request,
         principal,
@@ -285,7 +370,7 @@ def results_csv_response(request: Request, principal: Principal, study_id: str) 
     )
 
 
-def answers_csv_response(request: Request, principal: Principal, study_id: str) -> Any:
+def answers_csv_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
     return _stream(
         request,
         principal,
@@ -296,32 +381,54 @@ def answers_csv_response(request: Request, principal: Principal, study_id: str) 
     )
 
 
-@router.get("/studies/{study_id}/results")
-def results(study_id: str, principal: ApiUserDep, request: Request) -> Any:
+#: The 200 answer of a streamed CSV export: text, not JSON (FastAPI would describe it as JSON).
+CSV_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "CSV with a header row (RFC 4180, CRLF line ends), streamed",
+        "content": {"text/csv": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@router.get(
+    "/studies/{study_id}/results",
+    response_model=ResultsOut,
+    responses=error_responses(404, 422),
+    response_description="the results JSON, streamed",
+)
+def results(study_id: str, principal: ApiUserDep, request: Request) -> StreamingResponse:
     """Elicited metrics, one row per participant (named columns, algorithm, version, config hash)."""
     return results_json_response(request, principal, study_id)
 
 
-@router.get("/studies/{study_id}/results.csv")
-def results_csv(study_id: str, principal: ApiUserDep, request: Request) -> Any:
+@router.get(
+    "/studies/{study_id}/results.csv",
+    response_class=StreamingResponse,
+    responses={**CSV_RESPONSE, **error_responses(404, 422)},
+)
+def results_csv(study_id: str, principal: ApiUserDep, request: Request) -> StreamingResponse:
     """The same rows as CSV (text cells neutralised against spreadsheet formulas); streamed."""
     return results_csv_response(request, principal, study_id)
 
 
-@router.get("/studies/{study_id}/answers.csv")
-def answers_csv(study_id: str, principal: ApiUserDep, request: Request) -> Any:
+@router.get(
+    "/studies/{study_id}/answers.csv",
+    response_class=StreamingResponse,
+    responses={**CSV_RESPONSE, **error_responses(404, 422)},
+)
+def answers_csv(study_id: str, principal: ApiUserDep, request: Request) -> StreamingResponse:
     """Every answer-log row of every session (undone answers and undo rows included); streamed."""
     return answers_csv_response(request, principal, study_id)
 
 
-@router.get("/studies/{study_id}/archive")
+@router.get("/studies/{study_id}/archive", response_model=ArchiveOut, responses=error_responses(404, 422))
 def archive(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """The replayable study archive: configuration, sessions, full logs, results, exclusions."""
     study, _control = studies.visible_study(db, principal, study_id)
     return export.study_archive(db, study)
 
 
-@router.get("/studies/{study_id}/snapshots")
+@router.get("/studies/{study_id}/snapshots", response_model=SnapshotsOut, responses=error_responses(404, 422))
 def list_snapshots(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """Archives kept when the study was closed (id, reason, time)."""
     study, _control = studies.visible_study(db, principal, study_id)
@@ -332,7 +439,11 @@ def list_snapshots(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> di
 RowIdPath = Annotated[int, Path(ge=1, le=2**63 - 1)]
 
 
-@router.get("/studies/{study_id}/snapshots/{snapshot_id}")
+@router.get(
+    "/studies/{study_id}/snapshots/{snapshot_id}",
+    response_model=SnapshotDetailOut,
+    responses=error_responses(404, 422),
+)
 def show_snapshot(
     study_id: str, snapshot_id: RowIdPath, principal: ApiUserDep, db: DbSessionDep
 ) -> dict[str, Any]:
@@ -343,10 +454,17 @@ def show_snapshot(
 
 
 def _snapshot_out(snapshot: Any) -> dict[str, Any]:
-    return {"id": snapshot.id, "reason": snapshot.reason, "created_at": snapshot.created_at.isoformat()}
+    return {"id": snapshot.id, "reason": snapshot.reason, "created_at": export.iso_utc(snapshot.created_at)}
 
 
-@router.post("/studies/import", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/studies/import",
+    status_code=status.HTTP_201_CREATED,
+    response_model=StudyImportedOut,
+    responses=error_responses(
+        *WRITE_ERRORS, 409, s409="exists: the study or some of its sessions are in this database already"
+    ),
+)
 def import_study(
     principal: ApiUserDep,
     db: DbSessionDep,
@@ -363,7 +481,11 @@ def import_study(
     }
 
 
-@router.get("/studies/{study_id}/sessions/{session_id}/replay-log")
+@router.get(
+    "/studies/{study_id}/sessions/{session_id}/replay-log",
+    response_model=ReplayLogOut,
+    responses=error_responses(404, 422),
+)
 def replay_log(study_id: str, session_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """The session's elicitor answers in the format ``elicit replay FILE`` reads."""
     from sqlalchemy import select
@@ -375,7 +497,12 @@ def replay_log(study_id: str, session_id: str, principal: ApiUserDep, db: DbSess
     return export.replay_log(study, session, rows)
 
 
-@router.post("/studies/{study_id}/sessions/{session_id}/exclusion", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/studies/{study_id}/sessions/{session_id}/exclusion",
+    status_code=status.HTTP_201_CREATED,
+    response_model=ExclusionOut,
+    responses=error_responses(*WRITE_ERRORS, 404, 409, s409="already_excluded"),
+)
 def exclude(
     study_id: str, session_id: str, body: ExclusionIn, principal: ApiUserDep, db: DbSessionDep
 ) -> dict[str, Any]:
@@ -385,22 +512,26 @@ def exclude(
     return {
         "session_id": str(session.id),
         "reason": exclusion.reason,
-        "created_at": exclusion.created_at.isoformat(),
+        "created_at": export.iso_utc(exclusion.created_at),
     }
 
 
-@router.post("/studies/{study_id}/sessions/{session_id}/exclusion/lift")
+@router.post(
+    "/studies/{study_id}/sessions/{session_id}/exclusion/lift",
+    response_model=ExclusionLiftedOut,
+    responses=error_responses(*ACTION_ERRORS, 404, 409, 422, s409="not_excluded"),
+)
 def lift(study_id: str, session_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """Take an excluded session back into the analysis (the exclusion stays on record, marked lifted)."""
     _study, _control, session = studies.visible_session(db, principal, study_id, session_id)
     exclusion = studies.lift_exclusion(db, principal, session)
     return {
         "session_id": str(session.id),
-        "lifted_at": exclusion.lifted_at.isoformat() if exclusion.lifted_at else None,
+        "lifted_at": export.iso_utc(exclusion.lifted_at),
     }
 
 
-@router.get("/tokens")
+@router.get("/tokens", response_model=TokensOut)
 def list_tokens(principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """The caller's API tokens (never their secrets)."""
     from sqlalchemy import select
@@ -413,20 +544,29 @@ def _token_out(token: ApiToken) -> dict[str, Any]:
     return {
         "id": token.id,
         "name": token.name,
-        "created_at": token.created_at.isoformat() if token.created_at else None,
-        "last_used_at": token.last_used_at.isoformat() if token.last_used_at else None,
+        "created_at": export.iso_utc(token.created_at),
+        "last_used_at": export.iso_utc(token.last_used_at),
         "revoked": token.revoked_at is not None,
     }
 
 
-@router.post("/tokens", status_code=status.HTTP_201_CREATED)
+@router.post(
+    "/tokens",
+    status_code=status.HTTP_201_CREATED,
+    response_model=TokenCreatedOut,
+    responses=error_responses(*WRITE_ERRORS),
+)
 def new_token(body: TokenIn, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """A new bearer token for the caller; the secret appears in this answer only."""
     token, secret = create_api_token(db, principal.user, body.name)
     return {**_token_out(token), "token": secret}
 
 
-@router.delete("/tokens/{token_id}")
+@router.delete(
+    "/tokens/{token_id}",
+    response_model=TokenOut,
+    responses=error_responses(*ACTION_ERRORS, 404, 422, s422="the token id is not an integer in range"),
+)
 def revoke_token(token_id: RowIdPath, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """Revoke a token at once (admins may revoke anyone's)."""
     return _token_out(revoke_api_token(db, principal.user, token_id))

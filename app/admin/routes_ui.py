@@ -640,11 +640,11 @@ def show_results(study_id: str, request: Request, principal: UiUserDep, db: DbSe
 @router.get("/studies/{study_id}/export/{kind}")
 def download(study_id: str, kind: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
     if kind == "results.csv":
-        return results_csv_response(request, principal, study_id)  # type: ignore[no-any-return]
+        return results_csv_response(request, principal, study_id)
     if kind == "results.json":
-        return results_json_response(request, principal, study_id)  # type: ignore[no-any-return]
+        return results_json_response(request, principal, study_id)
     if kind == "answers.csv":
-        return answers_csv_response(request, principal, study_id)  # type: ignore[no-any-return]
+        return answers_csv_response(request, principal, study_id)
     if kind == "archive.json":
         study, _control = studies.visible_study(db, principal, study_id)
         return Response(

@@ -1,0 +1,278 @@
+"""Response bodies of the back-office JSON API, as OpenAPI documents them and FastAPI checks them.
+
+Models of bodies built by the routes forbid unknown keys, so a field added to a route's dict without being
+documented here fails loudly (a 500 in the tests) instead of vanishing from the answer or the schema.
+Timestamps are ISO 8601 strings with a UTC offset (`iso_utc`), exactly as the exports write them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ArchiveOut",
+    "DashboardOut",
+    "ExclusionLiftedOut",
+    "ExclusionOut",
+    "InvitationsOut",
+    "PlanOut",
+    "ReplayLogOut",
+    "ResultsOut",
+    "SnapshotDetailOut",
+    "SnapshotsOut",
+    "StudiesOut",
+    "StudyImportedOut",
+    "StudyOut",
+    "TokenCreatedOut",
+    "TokenOut",
+    "TokensOut",
+]
+
+#: An ISO 8601 date and time with its UTC offset (RFC 3339), as a string.
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+ConfigHash = Annotated[
+    str, Field(pattern="^[0-9a-f]{64}$", description="SHA-256 of the stored configuration")
+]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StudyOut(_Out):
+    """A study as the API shows it."""
+
+    id: uuid.UUID
+    name: str
+    status: Literal["draft", "open", "paused", "closed"]
+    algorithm: str
+    config: dict[str, Any] = Field(description="the validated study configuration, as stored")
+    config_hash: ConfigHash
+    expected_queries: int = Field(description="typical number of elicitor queries (a simulated run)")
+    open_enrolment: bool
+    join_url: str | None = Field(description="the open-enrolment link (null without open enrolment)")
+    seconds_per_query: float | None = Field(description="the planner's time per comparison, if set")
+    enrolment_expires_at: Timestamp | None
+    created_at: Timestamp | None
+
+
+class StudyListedOut(StudyOut):
+    sessions: dict[str, int] = Field(description="number of sessions by status (invited, active, done)")
+
+
+class StudiesOut(_Out):
+    studies: list[StudyListedOut]
+
+
+class StudyImportedOut(StudyOut):
+    verified: int = Field(description="finished sessions replayed and found to reproduce their metric")
+
+
+class PlanOut(_Out):
+    """The planner's forecast (`app.admin.planner.PlannerResult`)."""
+
+    trials: int
+    failed_trials: int
+    queries_mean: float
+    queries_p90: float
+    queries_max_bound: int
+    other_comparisons: int = Field(description="practice, check and evaluation comparisons")
+    comparisons_mean: float
+    comparisons_p90: float
+    seconds_per_query: float
+    seconds_source: str
+    minutes_mean: float
+    minutes_p90: float
+    error_a_mean: float | None
+    error_a_p90: float | None
+    error_b_mean: float | None
+    error_b_p90: float | None
+    error_lam_mean: float | None
+    min_cell_gap: float
+    imperceptible_share: float | None
+    perceptibility_warning: bool
+
+
+class InvitationOut(_Out):
+    id: int
+    label: str | None
+    token: str = Field(description="the secret token; shown in this answer only")
+    url: str
+    expires_at: Timestamp | None
+
+
+class InvitationsOut(_Out):
+    invitations: list[InvitationOut]
+
+
+class InconsistentOut(_Out):
+    session_id: uuid.UUID
+    participant_code: str | None
+    status: str
+    excluded: bool
+    reasons: list[str]
+
+
+class DashboardOut(_Out):
+    by_status: dict[str, int]
+    excluded: int
+    answers_last_5_min: int
+    answers_per_minute: float
+    median_seconds_per_query: float | None
+    inconsistent: list[InconsistentOut]
+    dropoff: dict[str, int] = Field(description="unfinished sessions by number of answers given")
+
+
+class ResultsStudyOut(_Out):
+    id: uuid.UUID
+    name: str
+    algorithm: str
+    algorithm_version: str
+    config_hash: ConfigHash
+
+
+class ResultRowOut(BaseModel):
+    """One session's row; besides these columns it has the coefficients of its metric (``a_<class>``,
+    ``B_<class>_<class>``, ``B_<group>_<group>_<class>_<class>``, ``lam``), null when there is none."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, float | None] = Field(init=False)
+
+    study_id: uuid.UUID
+    session_id: uuid.UUID
+    participant_code: str | None
+    status: str
+    excluded: bool
+    exclusion_reason: str | None
+    algorithm: str
+    algorithm_version: str
+    config_hash: ConfigHash
+    created_at: Timestamp | None
+    consented_at: Timestamp | None
+    finished_at: Timestamp | None
+    duration_s: float | None
+    num_queries: int | None
+    metric_type: str | None
+    evaluation_pairs: int | None
+    agreement_elicited_pct: float | None
+    agreement_accuracy_pct: float | None
+    agreement_equal_weights_pct: float | None
+    checks_shown: int | None
+    checks_passed: int | None
+
+
+class ResultsOut(_Out):
+    """The results export (streamed): the study's identity and one row per session."""
+
+    study: ResultsStudyOut
+    results: list[ResultRowOut]
+
+
+class ReplayLogOut(_Out):
+    """A session in the ``elicitation-answer-log`` format that ``elicit replay FILE`` reads."""
+
+    format: Literal["elicitation-answer-log"]
+    version: int
+    algorithm: str
+    algorithm_version: str
+    params: dict[str, Any]
+    space: dict[str, Any] | None
+    seed: int
+    study_id: uuid.UUID
+    session_id: uuid.UUID
+    config_hash: ConfigHash
+    answers: list[dict[str, Any]] = Field(
+        description="elicitor answers in order: seq, answer (true: first preferred), query, undone (if so)"
+    )
+
+
+class ArchiveExclusionOut(_Out):
+    reason: str
+    created_at: Timestamp | None
+    lifted_at: Timestamp | None
+
+
+class ArchiveSessionOut(_Out):
+    id: uuid.UUID
+    token_hash: str
+    participant_code: str | None
+    seed: int
+    algorithm: str
+    algorithm_version: str
+    status: str
+    completion_code: str | None
+    created_at: Timestamp | None
+    consented_at: Timestamp | None
+    finished_at: Timestamp | None
+    answers: list[dict[str, Any]] = Field(description="the whole log: answers, undone answers, undo rows")
+    result: dict[str, Any] | None
+    exclusions: list[ArchiveExclusionOut]
+    replay_log: ReplayLogOut
+
+
+class ArchiveStudyOut(_Out):
+    id: uuid.UUID
+    name: str
+    config: dict[str, Any]
+    config_hash: ConfigHash
+    algorithm: str
+    algorithm_version: str
+    expected_queries: int
+    open_enrolment: bool
+    created_at: Timestamp | None
+    status: str
+    seconds_per_query: float | None
+
+
+class ArchiveOut(_Out):
+    """The replayable study archive (`POST /api/v1/studies/import` reads it back)."""
+
+    format: Literal["elicitation-study-archive"]
+    version: int
+    exported_at: Timestamp
+    study: ArchiveStudyOut
+    sessions: list[ArchiveSessionOut]
+
+
+class SnapshotOut(_Out):
+    id: int
+    reason: str
+    created_at: Timestamp
+
+
+class SnapshotsOut(_Out):
+    snapshots: list[SnapshotOut]
+
+
+class SnapshotDetailOut(SnapshotOut):
+    archive: dict[str, Any] = Field(description="the study archive as it was when the snapshot was taken")
+
+
+class ExclusionOut(_Out):
+    session_id: uuid.UUID
+    reason: str
+    created_at: Timestamp
+
+
+class ExclusionLiftedOut(_Out):
+    session_id: uuid.UUID
+    lifted_at: Timestamp | None
+
+
+class TokenOut(_Out):
+    id: int
+    name: str
+    created_at: Timestamp | None
+    last_used_at: Timestamp | None
+    revoked: bool
+
+
+class TokensOut(_Out):
+    tokens: list[TokenOut]
+
+
+class TokenCreatedOut(TokenOut):
+    token: str = Field(description="the bearer secret; shown in this answer only")
