@@ -19,7 +19,7 @@ router = APIRouter(prefix="/api/v1", tags=["sessions"], responses=ERROR_RESPONSE
 class SessionCreateIn(BaseModel):
     """Optional body of a new session; ``consent: true`` records consent at once (for scripts)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     participant_code: str | None = Field(default=None, max_length=200)
     consent: bool = False
@@ -33,7 +33,7 @@ class SessionCreatedOut(BaseModel):
 class AnswerIn(BaseModel):
     """An answer to the query with sequence number ``seq``; ``first`` is the option shown on the left."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     seq: int = Field(ge=0)
     preferred: Literal["first", "second", "tie"]
@@ -44,7 +44,7 @@ class AnswerIn(BaseModel):
 class UndoIn(BaseModel):
     """Optional guard: the ``seq`` of the query currently shown (a repeated undo is then a no-op)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     seq: int | None = Field(default=None, ge=0)
 

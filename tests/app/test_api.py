@@ -186,6 +186,9 @@ def test_future_seq_is_409(client: TestClient, study: Any) -> None:
         ({"preferred": "first"}, "seq"),
         ({"seq": -1, "preferred": "first"}, "seq"),
         ({"seq": "zero", "preferred": "first"}, "seq"),
+        ({"seq": "0", "preferred": "first"}, "seq"),
+        ({"seq": True, "preferred": "first"}, "seq"),
+        ({"seq": 0, "preferred": "first", "hidden_ms": 1.5}, "hidden_ms"),
         ({"seq": 0, "preferred": "left"}, "preferred"),
         ({"seq": 0}, "preferred"),
         ({"seq": 0, "preferred": "first", "time_on_page_ms": -5}, "time_on_page_ms"),
@@ -391,3 +394,14 @@ def test_dataset_space_study_shows_real_classifiers(client: TestClient, app: Any
         assert confusion.shape == (2, 2) and confusion.sum() == pytest.approx(100.0)
         # rows hold the true classes: the dataset's class balance, not an assumed one
         assert confusion.sum(axis=1) == pytest.approx([64.96, 35.04], abs=0.01)
+
+
+@pytest.mark.parametrize("body", [{"seq": True}, {"seq": "1"}, {"consent": 1}])
+def test_undo_and_enrolment_bodies_take_no_coerced_values(client: TestClient, study: Any, body: Any) -> None:
+    token = new_session(client, study)
+    if "consent" in body:
+        response = client.post(f"/api/v1/studies/{study.id}/sessions", json=body)
+    else:
+        response = client.post(f"/api/v1/sessions/{token}/undo", json=body)
+    assert response.status_code == 422
+    assert next(iter(body)) in response.json()["message"]
