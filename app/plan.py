@@ -11,6 +11,8 @@ same screens and the same elicitor answers.
 from __future__ import annotations
 
 import enum
+import operator
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -67,6 +69,9 @@ def elicitor_choice(preferred: str, swapped: bool) -> Choice:
     if choice is Choice.TIE or not swapped:
         return choice
     return Choice.SECOND if choice is Choice.FIRST else Choice.FIRST
+
+
+_PHASE_OF = operator.attrgetter("phase")
 
 
 class LoggedAnswer(Protocol):
@@ -218,13 +223,8 @@ class SessionPlan:
 
         Returns None when the session is complete.
         """
-        counts = {phase: 0 for phase in Phase}
-        elicitation_rows: list[LoggedAnswer] = []
-        for row in rows:
-            phase = Phase(str(row.phase))
-            counts[phase] += 1
-            if phase is Phase.ELICITATION:
-                elicitation_rows.append(row)
+        # Counted on the phase strings in C (Phase is a StrEnum): this runs over the whole log per request.
+        counts = Counter(map(_PHASE_OF, rows))
         position = len(rows)
         if counts[Phase.PRACTICE] < self.practice_queries:
             index = counts[Phase.PRACTICE]
@@ -235,6 +235,7 @@ class SessionPlan:
             elicitor_query is None or self.check_slots[checks_done] <= elicited
         )
         if check_due and elicited > 0:
+            elicitation_rows = [row for row in rows if row.phase == Phase.ELICITATION]
             return self._check_step(checks_done, position, elicitation_rows)
         if elicitor_query is not None:
             return Step(Phase.ELICITATION, elicited, elicitor_query, self.swapped(position))

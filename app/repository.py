@@ -5,20 +5,22 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Row, func, select, update
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy import Row, func, insert, select, update
+from sqlalchemy.orm import Session
 
 from .models import Answer, ElicitationSession, Result, Study
 
 __all__ = [
     "LOG_COLUMNS",
+    "LogEntry",
     "add",
     "find_study_by_name",
     "get_result",
     "get_session_by_token_hash",
     "get_study",
+    "insert_answer",
     "list_studies",
     "log_entries",
     "log_rows",
@@ -55,13 +57,8 @@ def session_counts(db: Session) -> dict[tuple[uuid.UUID, str], int]:
 
 
 def get_session_by_token_hash(db: Session, token_hash: str) -> ElicitationSession | None:
-    """The session with this token digest, its study loaded in the same query."""
-    statement = (
-        select(ElicitationSession)
-        .options(joinedload(ElicitationSession.study))
-        .where(ElicitationSession.token_hash == token_hash)
-    )
-    return db.scalars(statement).first()
+    """The session with this token digest (its study is loaded only if read: the app caches studies)."""
+    return db.scalars(select(ElicitationSession).where(ElicitationSession.token_hash == token_hash)).first()
 
 
 def log_rows(db: Session, session_id: uuid.UUID) -> Sequence[Answer]:
@@ -69,28 +66,53 @@ def log_rows(db: Session, session_id: uuid.UUID) -> Sequence[Answer]:
     return db.scalars(select(Answer).where(Answer.session_id == session_id).order_by(Answer.seq)).all()
 
 
+_ANSWER = Answer.__table__.c
 #: What replaying a session needs from each log row (the large display columns stay in the database).
+#: Plain table columns: a Core statement skips the ORM's per-statement work on the participant's hot path.
 LOG_COLUMNS = (
-    Answer.seq,
-    Answer.action,
-    Answer.phase,
-    Answer.swapped,
-    Answer.preferred,
-    Answer.elicitor_answer,
-    Answer.undoes_seq,
-    Answer.created_at,
-    Answer.query,
+    _ANSWER.seq,
+    _ANSWER.action,
+    _ANSWER.phase,
+    _ANSWER.swapped,
+    _ANSWER.preferred,
+    _ANSWER.elicitor_answer,
+    _ANSWER.undoes_seq,
+    _ANSWER.created_at,
+    _ANSWER.query,
 )
+
+
+class LogEntry(NamedTuple):
+    """A log row just written by this process, shaped like the rows `log_entries` reads back."""
+
+    seq: int
+    action: str
+    phase: str | None
+    swapped: bool | None
+    preferred: str | None
+    elicitor_answer: bool | None
+    undoes_seq: int | None
+    created_at: datetime
+    query: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> LogEntry:
+        return cls(*(values.get(name) for name in cls._fields))
 
 
 def log_entries(db: Session, session_id: uuid.UUID, *, after_seq: int = -1) -> Sequence[Row[Any]]:
     """Light log rows (`LOG_COLUMNS`) with ``seq > after_seq``, in sequence order."""
     statement = (
         select(*LOG_COLUMNS)
-        .where(Answer.session_id == session_id, Answer.seq > after_seq)
-        .order_by(Answer.seq)
+        .where(_ANSWER.session_id == session_id, _ANSWER.seq > after_seq)
+        .order_by(_ANSWER.seq)
     )
-    return db.execute(statement).all()
+    return db.connection().execute(statement).all()
+
+
+def insert_answer(db: Session, values: dict[str, Any]) -> None:
+    """Stage one log row as a Core insert (no unit-of-work bookkeeping; the caller commits)."""
+    db.connection().execute(insert(Answer.__table__), values)
 
 
 def mark_undone(db: Session, session_id: uuid.UUID, seq: int, when: datetime) -> None:

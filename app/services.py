@@ -165,6 +165,20 @@ class SessionCache:
             cached = self._studies.get(study.id)
         if cached is not None:
             return cached
+        return self._build_runtime(study)
+
+    def runtime_of(self, db: Session, study_id: uuid.UUID) -> StudyRuntime:
+        """The runtime of the study with this id, reading the study only when it is not cached."""
+        with self._lock:
+            cached = self._studies.get(study_id)
+        if cached is not None:
+            return cached
+        study = repo.get_study(db, study_id)
+        if study is None:
+            raise NotFoundError()
+        return self._build_runtime(study)
+
+    def _build_runtime(self, study: Study) -> StudyRuntime:
         config = StudyConfig.model_validate(study.config)
         spec = get_algorithm(study.algorithm)
         runtime = StudyRuntime(
@@ -263,7 +277,6 @@ class SessionView:
     """Everything a page or the API shows about a session at one moment (after its last commit)."""
 
     session: ElicitationSession
-    study: Study
     config: StudyConfig
     status: SessionStatus
     phase: str
@@ -274,6 +287,11 @@ class SessionView:
     comparison: dict[str, Any] | None
     result: Result | None
     can_undo: bool
+
+    @property
+    def study(self) -> Study:
+        """The session's study (read from the database on first use; the hot path never needs it)."""
+        return self.session.study
 
     @property
     def redirect_url(self) -> str | None:
@@ -343,8 +361,7 @@ class _Context:
         self.db = db
         self.cache = cache
         self.session = session
-        self.study = session.study
-        self.runtime = cache.runtime(self.study)
+        self.runtime = cache.runtime_of(db, session.study_id)
         self.plan = self.runtime.plan(session.seed)
         self.rows = self._load_log()
         self.effective = effective_rows(self.rows)
@@ -362,7 +379,7 @@ class _Context:
         rows.extend(repo.log_entries(self.db, self.session.id, after_seq=len(rows) - 1))
         return rows
 
-    def append(self, row: Answer) -> None:
+    def append(self, row: repo.LogEntry) -> None:
         """Record a just-committed answer in this context (effective log and, if needed, the elicitor)."""
         self.rows.append(row)
         self._step = None
@@ -409,7 +426,7 @@ class _Context:
     def _fresh_elicitor(self) -> Any:
         return self.runtime.spec.build(self.runtime.space, self.runtime.params, seed=self.session.seed)
 
-    def advance(self, row: Answer) -> None:
+    def advance(self, row: repo.LogEntry) -> None:
         """Feed a just-committed elicitation answer to the live elicitor (or rebuild by replay)."""
         self.effective.append(row)
         self.elicitation.append(row)
@@ -458,7 +475,6 @@ class _Context:
         comparison = self._comparison(step) if step is not None else None
         return SessionView(
             session=self.session,
-            study=self.study,
             config=self.runtime.config,
             status=status,
             phase=phase,
@@ -653,7 +669,7 @@ def consent(db: Session, cache: SessionCache, token: str) -> SessionView:
     """Record consent (idempotent): from now on the session counts and its questions start."""
     context = _context(db, cache, token)
     if context.session.status == SessionStatus.INVITED.value:
-        check_enrolment(db, context.study, context.session)
+        check_enrolment(db, context.session.study, context.session)
         context.session.status = SessionStatus.ACTIVE.value
         context.session.consented_at = utcnow()
         db.commit()
@@ -702,9 +718,9 @@ def submit_answer(
     if step is None:
         context.finalize_if_complete()
         raise ConflictError("this session is finished", context.view(), code="session_finished")
-    row = _answer_row(context, step, preferred, time_on_page_ms, hidden_ms)
-    db.add(row)
+    values = _answer_values(context, step, preferred, time_on_page_ms, hidden_ms)
     try:
+        repo.insert_answer(db, values)
         db.commit()
     except IntegrityError:
         # A concurrent request recorded this seq first: answer as if this were the repeat it is.
@@ -718,14 +734,15 @@ def submit_answer(
             time_on_page_ms=time_on_page_ms,
             hidden_ms=hidden_ms,
         )
-    context.append(row)
+    context.append(repo.LogEntry.of(values))
     context.finalize_if_complete()
     return context.view()
 
 
-def _answer_row(
+def _answer_values(
     context: _Context, step: Step, preferred: str, time_on_page_ms: int | None, hidden_ms: int | None
-) -> Answer:
+) -> dict[str, Any]:
+    """The log row recording ``preferred`` as the answer to ``step`` (column name -> value)."""
     position = len(context.effective)
     choice = elicitor_choice(preferred, step.swapped)
     elicitor_answer: bool | None = None
@@ -747,24 +764,25 @@ def _answer_row(
         if previous.tzinfo is None:  # SQLite returns naive datetimes (stored as UTC)
             previous = previous.replace(tzinfo=now.tzinfo)
         elapsed = _clamp(int((now - previous).total_seconds() * 1000))
-    return Answer(
-        session_id=context.session.id,
-        seq=context.next_seq,
-        action=LogAction.ANSWER.value,
-        phase=step.phase.value,
-        phase_index=step.phase_index,
-        query=encode_query(step.query),
-        shown={"left": context._side(step.left), "right": context._side(step.right)},
-        swapped=step.swapped,
-        preferred=preferred,
-        elicitor_answer=elicitor_answer,
-        tie_break=tie_break,
-        check=check,
-        time_on_page_ms=_clamp(time_on_page_ms),
-        hidden_ms=_clamp(hidden_ms),
-        server_elapsed_ms=elapsed,
-        created_at=now,
-    )
+    return {
+        "session_id": context.session.id,
+        "seq": context.next_seq,
+        "action": LogAction.ANSWER.value,
+        "phase": step.phase.value,
+        "phase_index": step.phase_index,
+        "query": encode_query(step.query),
+        "shown": {"left": context._side(step.left), "right": context._side(step.right)},
+        "swapped": step.swapped,
+        "preferred": preferred,
+        "elicitor_answer": elicitor_answer,
+        "tie_break": tie_break,
+        "check": check,
+        "time_on_page_ms": _clamp(time_on_page_ms),
+        "hidden_ms": _clamp(hidden_ms),
+        "server_elapsed_ms": elapsed,
+        "undoes_seq": None,
+        "created_at": now,
+    }
 
 
 def undo(db: Session, cache: SessionCache, token: str, *, seq: int | None = None) -> SessionView:

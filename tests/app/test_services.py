@@ -32,10 +32,10 @@ def test_a_concurrent_answer_to_the_same_seq_is_settled_by_the_unique_constraint
     conflict: bool,
 ) -> None:
     token = new_session(client, study)
-    original = services._answer_row
+    original = services._answer_values
     raced = False
 
-    def racing_answer_row(*args: Any, **kwargs: Any) -> Answer:
+    def racing_answer_values(*args: Any, **kwargs: Any) -> dict[str, Any]:
         nonlocal raced
         if not raced:
             raced = True  # another tab commits the same seq between our read and our insert
@@ -43,7 +43,7 @@ def test_a_concurrent_answer_to_the_same_seq_is_settled_by_the_unique_constraint
                 services.submit_answer(other, services.SessionCache(), token, seq=0, preferred=theirs)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(services, "_answer_row", racing_answer_row)
+    monkeypatch.setattr(services, "_answer_values", racing_answer_values)
     with app.state.sessionmaker() as db:
         if conflict:
             with pytest.raises(ConflictError) as exc:
