@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,10 +13,10 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from app_support import POSTGRES_URL
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import create_engine, inspect, select, text, type_coerce
 
 from app.cli_web import alembic_config
-from app.db import Base, make_engine
+from app.db import Base, load_json, make_engine
 from app.settings import Settings
 
 TABLES = {"study", "elicitation_session", "answer", "result"}
@@ -72,3 +74,22 @@ def test_sqlite_connections_are_durable(tmp_path: Path) -> None:
             assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
     finally:
         engine.dispose()
+
+
+def test_stored_json_reads_back_exactly_and_tolerates_nan(tmp_path: Path) -> None:
+    engine = make_engine(Settings(database_url=f"sqlite:///{tmp_path / 'json.db'}"))
+    values = [0.1 + 0.2, 1 / 3, 1e-300, 0.11800000000000001, float("nan")]
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TABLE t (v JSON)"))
+        table = Base.metadata.tables["answer"].c.query.type
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO t VALUES (:v)"), {"v": json.dumps(values)})
+            stored = connection.execute(
+                select(type_coerce(text("v"), table)).select_from(text("t"))
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    assert stored[:4] == values[:4]  # bit-identical floats
+    assert math.isnan(stored[4])  # the standard serializer writes NaN; orjson alone would refuse it
+    assert load_json(b'{"a": [1.5]}') == {"a": [1.5]}
