@@ -49,8 +49,9 @@ async def get_settings(request: Request) -> Settings:
 async def get_db(request: Request) -> AsyncIterator[Session]:
     """One SQLAlchemy session per request; anything not committed is rolled back when it closes.
 
-    Creating a session does no I/O; closing it (rollback, connection back to the pool) does, so it runs
-    in a worker thread, on threads of its own (`_CLOSE_LIMITER`).
+    Creating a session does no I/O; closing one that holds a transaction (rollback, connection back to the
+    pool) does, so that runs in a worker thread, on threads of its own (`_CLOSE_LIMITER`). A session whose
+    last use was its commit holds no connection and closes in the event loop (most answers end so).
     """
     slots = _connection_slots(request.app)
     async with slots if slots is not None else contextlib.nullcontext():
@@ -58,7 +59,10 @@ async def get_db(request: Request) -> AsyncIterator[Session]:
         try:
             yield db
         finally:
-            await anyio.to_thread.run_sync(db.close, limiter=_CLOSE_LIMITER)
+            if db.in_transaction():
+                await anyio.to_thread.run_sync(db.close, limiter=_CLOSE_LIMITER)
+            else:
+                db.close()  # committed and not used since: no connection to return, nothing to block on
 
 
 async def get_cache(request: Request) -> SessionCache:
