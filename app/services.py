@@ -27,13 +27,13 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from elicitation import (
-    REPLAY_ATOL,
     Done,
     ElicitationError,
     NumericalError,
     Pending,
     Query,
     ReplayMismatchError,
+    first_mismatch,
     replay,
     run,
 )
@@ -406,10 +406,10 @@ class _Context:
     def _replay(self) -> ElicitorState:
         """Rebuild the elicitor from the log; every regenerated query must equal its stored twin.
 
-        The comparison is the driver's (``REPLAY_ATOL`` on every rate) but vectorised over the whole log:
-        checking query by query inside `elicitation.replay` costs more than the replay itself on long
-        sessions. If the elicitor fails numerically, the slow path (`replay` with ``expected_queries``)
-        decides whether the log diverged first, so a mismatch is never reported as a numerical failure.
+        The stored queries are compared after the replay, all at once (`elicitation.first_mismatch`), straight
+        from their JSON (building `Query` objects for ``expected_queries`` would cost as much as the replay).
+        If the elicitor fails numerically, the slow path (`replay` with ``expected_queries``) decides whether
+        the log diverged first, so a mismatch is never reported as a numerical failure.
         """
         answers = [bool(row.elicitor_answer) for row in self.elicitation]
         try:
@@ -577,30 +577,14 @@ def _check_replayed(log: Sequence[tuple[Query, bool]], rows: Sequence[Any]) -> N
     if not rows:
         return
     try:
-        n = len(rows)
-        regenerated = np.concatenate(
-            [
-                np.stack([query.first for query, _answer in log]).reshape(n, -1),
-                np.stack([query.second for query, _answer in log]).reshape(n, -1),
-            ],
-            axis=1,
-        )
-        stored = np.concatenate(
-            [
-                np.asarray([row.query["first"] for row in rows], dtype=np.float64).reshape(n, -1),
-                np.asarray([row.query["second"] for row in rows], dtype=np.float64).reshape(n, -1),
-            ],
-            axis=1,
+        index = first_mismatch(
+            [query for query, _answer in log],
+            [row.query["first"] for row in rows],
+            [row.query["second"] for row in rows],
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ReplayMismatchError(f"the stored queries do not have the regenerated shape: {exc}") from None
-    if regenerated.shape != stored.shape:
-        raise ReplayMismatchError(
-            f"regenerated queries have shape {regenerated.shape[1:]}, stored ones {stored.shape[1:]}"
-        )
-    differs = np.any(np.abs(regenerated - stored) > REPLAY_ATOL, axis=1)
-    if np.any(differs):
-        index = int(np.argmax(differs))
+    if index is not None:
         raise ReplayMismatchError(
             f"replayed query {index} (log seq {rows[index].seq}) differs from the logged one; the session "
             "was recorded with a different configuration or algorithm version"

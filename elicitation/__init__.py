@@ -1,6 +1,6 @@
 """Elicitation Studio's algorithm core: metric elicitation from pairwise preferences (QPME, UAI 2022)."""
 
-from .driver import REPLAY_ATOL, Done, Pending, replay, run
+from .driver import REPLAY_ATOL, Done, Pending, first_mismatch, replay, run
 from .errors import (
     DegenerateMetricError,
     ElicitationError,
@@ -68,6 +68,7 @@ __all__ = [
     "agreement",
     "elicitation_errors",
     "fair_qpme",
+    "first_mismatch",
     "lpme",
     "qpme",
     "random_fair_metric",

@@ -12,11 +12,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import InvalidAnswerError, InvalidConfigError, ReplayMismatchError
 from .types import Elicitation, Elicitor, FloatArray, Query
 
-__all__ = ["REPLAY_ATOL", "Done", "Pending", "replay", "run"]
+__all__ = ["REPLAY_ATOL", "Done", "Pending", "first_mismatch", "replay", "run"]
 
 #: Largest difference between a logged and a regenerated query rate that still counts as "the same query".
 REPLAY_ATOL = 1e-9
@@ -150,30 +151,51 @@ def replay(
     return Pending(elicitor=elicitor, query=query, n_answered=len(log), log=tuple(log))
 
 
+def first_mismatch(
+    queries: Sequence[Query], first: npt.ArrayLike, second: npt.ArrayLike, atol: float = REPLAY_ATOL
+) -> int | None:
+    """Index of the first of ``queries`` whose rates differ from ``first[i]``/``second[i]`` beyond ``atol``.
+
+    One vectorised comparison for a whole log (comparing query by query costs more than replaying on long
+    logs). Returns None when all match; raises ``ValueError`` when the stored rates have another shape.
+    """
+    if not queries:
+        return None
+    gaps = []
+    for mine, theirs in (([q.first for q in queries], first), ([q.second for q in queries], second)):
+        regenerated = np.stack(mine)
+        stored = np.asarray(theirs, dtype=np.float64)
+        if stored.shape != regenerated.shape:
+            raise ValueError(
+                f"regenerated rates have shape {regenerated.shape[1:]}, stored ones {stored.shape[1:]}"
+            )
+        gaps.append(np.abs(regenerated - stored).reshape(len(queries), -1).max(axis=1))
+    differs = np.maximum(*gaps) > atol
+    return int(np.argmax(differs)) if differs.any() else None
+
+
 def _check_log(
     log: Sequence[tuple[Query, bool]], expected: Sequence[Query] | None, atol: float, name: str
 ) -> None:
-    """Raise `ReplayMismatchError` at the first regenerated query that differs from its stored twin.
-
-    The whole log is compared at once (one vectorised comparison instead of one per answer: on a long
-    log that is most of the check's cost); queries of unequal shapes fall back to one comparison each.
-    """
+    """Raise `ReplayMismatchError` at the first regenerated query that differs from its stored twin."""
     if expected is None or not log:
         return
     regenerated = [query for query, _answer in log]
     stored = expected[: len(regenerated)]
     try:
-        gaps = np.maximum(
-            np.abs(np.stack([q.first for q in regenerated]) - np.stack([q.first for q in stored])),
-            np.abs(np.stack([q.second for q in regenerated]) - np.stack([q.second for q in stored])),
+        index = first_mismatch(
+            regenerated, np.stack([q.first for q in stored]), [q.second for q in stored], atol
         )
-        differs = (gaps.reshape(len(regenerated), -1) > atol).any(axis=1)
     except ValueError:  # shapes differ between queries: compare them one by one
-        differs = np.array(
-            [not query.matches(twin, atol) for query, twin in zip(regenerated, stored, strict=True)]
+        index = next(
+            (
+                i
+                for i, (query, twin) in enumerate(zip(regenerated, stored, strict=True))
+                if not query.matches(twin, atol)
+            ),
+            None,
         )
-    if differs.any():
-        index = int(np.argmax(differs))
+    if index is not None:
         raise ReplayMismatchError(
             f"replayed query {index} ({regenerated[index].search or name}) differs from the logged one; "
             "the session was recorded with a different configuration or algorithm version"
