@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from .errors import InvalidAnswerError, InvalidConfigError, ReplayMismatchError
 from .types import Elicitation, Elicitor, FloatArray, Query
@@ -151,20 +150,35 @@ def replay(
     return Pending(elicitor=elicitor, query=query, n_answered=len(log), log=tuple(log))
 
 
+def _stacked(rates: Sequence[Any]) -> FloatArray:
+    """``rates`` (float64 arrays of one shape, or nested lists) as one ``(n, *shape)`` array.
+
+    Arrays are joined as bytes: about 4x cheaper than ``np.stack`` for thousands of small arrays.
+    """
+    if all(type(r) is np.ndarray and r.dtype == np.float64 for r in rates):
+        shapes = {r.shape for r in rates}
+        if len(shapes) != 1:
+            raise ValueError(f"rates of several shapes: {sorted(shapes)}")
+        joined = np.frombuffer(b"".join([r.tobytes() for r in rates]), dtype=np.float64)
+        return joined.reshape(len(rates), *shapes.pop())
+    return np.asarray(rates, dtype=np.float64)
+
+
 def first_mismatch(
-    queries: Sequence[Query], first: npt.ArrayLike, second: npt.ArrayLike, atol: float = REPLAY_ATOL
+    queries: Sequence[Query], first: Sequence[Any], second: Sequence[Any], atol: float = REPLAY_ATOL
 ) -> int | None:
     """Index of the first of ``queries`` whose rates differ from ``first[i]``/``second[i]`` beyond ``atol``.
 
     One vectorised comparison for a whole log (comparing query by query costs more than replaying on long
-    logs). Returns None when all match; raises ``ValueError`` when the stored rates have another shape.
+    logs); the stored rates may be arrays or the nested lists of a JSON log. Returns None when all match;
+    raises ``ValueError`` when the stored rates have another shape.
     """
     if not queries:
         return None
     gaps = []
     for mine, theirs in (([q.first for q in queries], first), ([q.second for q in queries], second)):
-        regenerated = np.stack(mine)
-        stored = np.asarray(theirs, dtype=np.float64)
+        regenerated = _stacked(mine)
+        stored = _stacked(theirs)
         if stored.shape != regenerated.shape:
             raise ValueError(
                 f"regenerated rates have shape {regenerated.shape[1:]}, stored ones {stored.shape[1:]}"
@@ -183,9 +197,7 @@ def _check_log(
     regenerated = [query for query, _answer in log]
     stored = expected[: len(regenerated)]
     try:
-        index = first_mismatch(
-            regenerated, np.stack([q.first for q in stored]), [q.second for q in stored], atol
-        )
+        index = first_mismatch(regenerated, [q.first for q in stored], [q.second for q in stored], atol)
     except ValueError:  # shapes differ between queries: compare them one by one
         index = next(
             (
