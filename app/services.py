@@ -611,8 +611,12 @@ def create_session(
     participant_code: str | None = None,
     consented: bool = False,
     require_open: bool = True,
+    commit: bool = True,
 ) -> tuple[ElicitationSession, str]:
-    """Create a session of an (open-enrolment) study; returns it and its secret token (shown once)."""
+    """Create a session of an (open-enrolment) study; returns it and its secret token (shown once).
+
+    ``commit=False`` leaves the new row in the caller's transaction (a batch of invitations is one commit).
+    """
     try:
         key = study_id if isinstance(study_id, uuid.UUID) else uuid.UUID(str(study_id))
     except ValueError:
@@ -638,7 +642,8 @@ def create_session(
         consented_at=now if consented else None,
     )
     repo.add(db, session)
-    db.commit()
+    if commit:
+        db.commit()
     return session, token
 
 

@@ -383,16 +383,20 @@ def create_invitations(
     expires_at: datetime | None = None,
     labels: list[str] | None = None,
 ) -> list[tuple[Invitation, str]]:
-    """``count`` personal links (invited sessions: nothing counts until the person consents)."""
+    """``count`` personal links (invited sessions: nothing counts until the person consents), one commit."""
     if not 1 <= count <= MAX_INVITATIONS:
         raise AdminError(f"count must lie between 1 and {MAX_INVITATIONS}", status_code=422, code="invalid")
     if status_of(control) is StudyStatus.CLOSED:
         raise ConflictError("the study is closed; it takes no new participants", code="study_closed")
     if expires_at is not None and expires_at <= utcnow():
         raise AdminError("the expiry must lie in the future", status_code=422, code="invalid")
+    sessions = [
+        services.create_session(db, cache, study.id, consented=False, require_open=False, commit=False)
+        for _ in range(count)
+    ]
+    db.flush()  # the sessions' rows first: the invitations' foreign keys point at them
     created = []
-    for index in range(count):
-        session, token = services.create_session(db, cache, study.id, consented=False, require_open=False)
+    for index, (session, token) in enumerate(sessions):
         label = labels[index] if labels and index < len(labels) else None
         invitation = Invitation(
             study_id=study.id,

@@ -309,3 +309,32 @@ def test_api_cookie_session_needs_csrf_header_for_writes(
     assert refused.status_code == 403 and refused.json()["error"] == "csrf_failed"
     accepted = client.post("/api/v1/studies", json=STUDY_CONFIG, headers={"X-CSRF-Token": csrf})
     assert accepted.status_code == 201
+
+
+def test_a_failed_invitation_batch_stores_no_session(
+    client: TestClient, accounts: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy import func, select
+
+    from app import services
+    from app.models import ElicitationSession
+
+    token = accounts["alice"]["token"]
+    sid = create(client, token)["id"]
+    made = 0
+    original = services.create_session
+
+    def failing_third(*args: Any, **kwargs: Any) -> Any:
+        nonlocal made
+        made += 1
+        if made == 3:
+            raise RuntimeError("the database went away mid-batch")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(services, "create_session", failing_third)
+    with pytest.raises(RuntimeError):
+        client.post(f"/api/v1/studies/{sid}/invitations", json={"count": 5}, headers=bearer(token))
+    monkeypatch.undo()
+    with client.app.state.sessionmaker() as db:  # type: ignore[attr-defined]
+        count = db.scalar(select(func.count()).select_from(ElicitationSession))
+    assert made == 3 and count == 0  # the two sessions made before the failure were never committed
