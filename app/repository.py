@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Row, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from .models import Answer, ElicitationSession, Result, Study
@@ -97,10 +97,11 @@ class LogEntry(NamedTuple):
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> LogEntry:
-        return cls(*(values.get(name) for name in cls._fields))
+        fields: dict[str, Any] = {name: values.get(name) for name in cls._fields}
+        return cls(**fields)
 
 
-def log_entries(db: Session, session_id: uuid.UUID, *, after_seq: int = -1) -> Sequence[Row[Any]]:
+def log_entries(db: Session, session_id: uuid.UUID, *, after_seq: int = -1) -> Sequence[Any]:
     """Light log rows (`LOG_COLUMNS`) with ``seq > after_seq``, in sequence order."""
     statement = (
         select(*LOG_COLUMNS)
@@ -112,7 +113,7 @@ def log_entries(db: Session, session_id: uuid.UUID, *, after_seq: int = -1) -> S
 
 def insert_answer(db: Session, values: dict[str, Any]) -> None:
     """Stage one log row as a Core insert (no unit-of-work bookkeeping; the caller commits)."""
-    db.connection().execute(insert(Answer.__table__), values)
+    db.connection().execute(insert(Answer), values)
 
 
 def mark_undone(db: Session, session_id: uuid.UUID, seq: int, when: datetime) -> None:

@@ -458,7 +458,9 @@ class _Context:
         finished = not isinstance(self.state, Pending)
         n_elicited = len(self.elicitation)
         elicitor_total = self.runtime.expected_queries
-        remaining = getattr(self.state.elicitor, "expected_remaining", None) if not finished else None
+        remaining = None
+        if isinstance(self.state, Pending):
+            remaining = getattr(self.state.elicitor, "expected_remaining", None)
         if remaining is not None:
             # The elicitor's own stopping rule beats the study-wide estimate (active elicitors have one).
             elicitor_total = n_elicited + int(remaining)

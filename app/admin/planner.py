@@ -72,8 +72,8 @@ DEFAULT_PLAN_CACHE_SIZE = 128
 
 
 @dataclass(frozen=True)
-class PlannerResult:
-    """What a study will cost a participant and how precise it will be (simulated)."""
+class _Simulation:
+    """What the simulated participants did: everything of a plan except the time per comparison."""
 
     trials: int
     failed_trials: int
@@ -81,21 +81,27 @@ class PlannerResult:
     queries_p90: float
     queries_max_bound: int
     other_comparisons: int
-    comparisons_mean: float
-    comparisons_p90: float
-    seconds_per_query: float
-    seconds_source: str
-    minutes_mean: float
-    minutes_p90: float
     error_a_mean: float | None
     error_a_p90: float | None
     error_b_mean: float | None
     error_b_p90: float | None
     error_lam_mean: float | None
     #: Perceptibility threshold used (people out of 100 in some confusion cell).
-    min_cell_gap: float = DEFAULT_MIN_CELL_GAP
+    min_cell_gap: float
     #: Share of simulated elicitor queries below that threshold (None when no trial produced queries).
-    imperceptible_share: float | None = None
+    imperceptible_share: float | None
+
+
+@dataclass(frozen=True)
+class PlannerResult(_Simulation):
+    """What a study will cost a participant and how precise it will be (simulated, then priced in time)."""
+
+    comparisons_mean: float
+    comparisons_p90: float
+    seconds_per_query: float
+    seconds_source: str
+    minutes_mean: float
+    minutes_p90: float
 
     @property
     def perceptibility_warning(self) -> bool:
@@ -139,25 +145,6 @@ def _stat(values: list[float], q: float | None = None) -> float | None:
     if not values:
         return None
     return float(np.percentile(values, q)) if q is not None else float(np.mean(values))
-
-
-@dataclass(frozen=True)
-class _Simulation:
-    """What the simulated participants did: everything of a plan except the time per comparison."""
-
-    trials: int
-    failed_trials: int
-    queries_mean: float
-    queries_p90: float
-    queries_max_bound: int
-    other_comparisons: int
-    error_a_mean: float | None
-    error_a_p90: float | None
-    error_b_mean: float | None
-    error_b_p90: float | None
-    error_lam_mean: float | None
-    min_cell_gap: float
-    imperceptible_share: float | None
 
 
 def _simulate(config: StudyConfig, trials: int, seed: int, time_budget_s: float) -> _Simulation:
