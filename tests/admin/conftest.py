@@ -1,30 +1,19 @@
-"""Fixtures for the back-office tests: a migrated SQLite copy per test, accounts, clients and a study."""
+"""Fixtures for the back-office tests: a migrated database per test (root conftest) and accounts."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from admin_support import PASSWORD
 from argon2 import PasswordHasher
-from fastapi.testclient import TestClient
-from sqlalchemy import create_engine, text
+from db_support import DATABASES, isolated_settings
 
 from app.admin import auth
 from app.admin import models as admin_models  # noqa: F401  (tables on Base.metadata)
 from app.admin.auth import create_api_token, create_user
-from app.cli_web import upgrade_database
-from app.db import Base
-from app.main import create_app
 from app.settings import Settings
-
-#: PostgreSQL URL for the parametrised tests (CI sets it); unset means SQLite only.
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 
 
 @pytest.fixture(autouse=True)
@@ -34,49 +23,11 @@ def fast_password_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
     auth._DUMMY.clear()
 
 
-@pytest.fixture(scope="session")
-def admin_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("admin-template") / "template.db"
-    upgrade_database(Settings(database_url=f"sqlite:///{path}"))
-    return path
-
-
-@pytest.fixture(scope="session")
-def admin_postgres_schema() -> Iterator[str]:
-    """A PostgreSQL schema of this worker's own, migrated once (only when TEST_POSTGRES_URL is set)."""
-    schema = f"admin_test_{uuid.uuid4().hex[:12]}"
-    upgrade_database(Settings(database_url=POSTGRES_URL or "", database_schema=schema))
-    yield schema
-    engine = create_engine(POSTGRES_URL or "")
-    with engine.begin() as connection:
-        connection.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-    engine.dispose()
-
-
-@pytest.fixture(
-    params=["sqlite"] + ([pytest.param("postgres", marks=pytest.mark.postgres)] if POSTGRES_URL else [])
-)
-def settings(request: pytest.FixtureRequest, admin_template: Path, tmp_path: Path) -> Settings:
-    """An isolated, migrated database: a SQLite copy, or the emptied PostgreSQL schema."""
-    secret = "test-secret-key-for-signing"
-    if request.param == "postgres":
-        schema = request.getfixturevalue("admin_postgres_schema")
-        engine = create_engine(POSTGRES_URL or "", connect_args={"options": f"-csearch_path={schema}"})
-        with engine.begin() as connection:
-            names = ", ".join(table.name for table in Base.metadata.sorted_tables)
-            connection.execute(text(f"TRUNCATE {names} CASCADE"))
-        engine.dispose()
-        return Settings(database_url=POSTGRES_URL or "", database_schema=schema, secret_key=secret)
-    path = tmp_path / "admin.db"
-    shutil.copy(admin_template, path)
-    return Settings(database_url=f"sqlite:///{path}", secret_key=secret)
-
-
-@pytest.fixture
-def app(settings: Settings) -> Iterator[Any]:
-    application = create_app(settings)
-    yield application
-    application.state.engine.dispose()
+@pytest.fixture(params=DATABASES)
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """An isolated, migrated database (root conftest) with a signing key for the back-office cookies."""
+    result: Settings = isolated_settings(request, tmp_path, secret_key="test-secret-key-for-signing")
+    return result
 
 
 @pytest.fixture
@@ -93,9 +44,3 @@ def accounts(app: Any) -> dict[str, Any]:
             _token, secret = create_api_token(db, user, f"{key} token")
             made[key] = {"user_id": user.id, "email": email, "token": secret}
     return made
-
-
-@pytest.fixture
-def client(app: Any) -> Iterator[TestClient]:
-    with TestClient(app) as test_client:
-        yield test_client

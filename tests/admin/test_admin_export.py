@@ -48,9 +48,9 @@ def _run_study(client: TestClient, token: str) -> str:
 
 
 @pytest.fixture
-def fresh_app(admin_template: Path, tmp_path: Path) -> Any:
+def fresh_app(sqlite_template: Path, tmp_path: Path) -> Any:
     path = tmp_path / "fresh.db"
-    shutil.copy(admin_template, path)
+    shutil.copy(sqlite_template, path)
     application = create_app(Settings(database_url=f"sqlite:///{path}", secret_key="another-secret"))
     yield application
     application.state.engine.dispose()

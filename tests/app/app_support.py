@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import httpx
@@ -10,9 +9,6 @@ import numpy as np
 
 from app.services import create_study
 from elicitation import QuadraticMetric
-
-#: PostgreSQL URL for the parametrised tests (CI sets it); unset means SQLite only.
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 
 #: The known metric of the automated participant (a quadratic with diminishing returns).
 METRIC = QuadraticMetric(np.array([0.3, 0.8]), np.array([[-0.3, 0.0], [0.0, -0.2]]))

@@ -12,7 +12,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from app_support import POSTGRES_URL
+from db_support import POSTGRES_URL
 from sqlalchemy import create_engine, inspect, select, text, type_coerce
 
 from app.cli_web import alembic_config

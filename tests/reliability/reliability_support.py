@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +14,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+from db_support import POSTGRES_URL
 
 from app.db import make_engine, make_sessionmaker
 from app.services import create_study
@@ -22,8 +22,6 @@ from app.settings import Settings
 from benchmarks.servers import ServerProcess
 from benchmarks.servers import postgres_database as fresh_postgres_database
 
-#: PostgreSQL server of the multi-worker tests (CI sets it); unset means those tests are skipped.
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 #: How long a participant keeps retrying one request while servers are killed and restarted.
 RETRY_TIMEOUT_S = 60.0
