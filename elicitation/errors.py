@@ -33,4 +33,12 @@ class NumericalError(ElicitationError):
 
 
 class DegenerateMetricError(NumericalError):
-    """The metric violates an assumption the algorithm relies on (e.g. zero gradient at o)."""
+    """The metric violates an assumption the algorithm relies on (e.g. zero gradient at o).
+
+    ``queries_asked`` counts the queries the elicitor had asked when it found out: they were answered, so a
+    caller that recovers and goes on (fair QPME's ``"anchored"`` design) counts them too.
+    """
+
+    def __init__(self, message: str, *, queries_asked: int = 0) -> None:
+        super().__init__(message)
+        self.queries_asked = queries_asked

@@ -74,6 +74,7 @@ antipodal) for ``k = 5`` against 176 (101) for three full cycles.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Generator
 from typing import Literal
@@ -82,7 +83,18 @@ import numpy as np
 
 from .errors import InvalidConfigError
 from .geometry import angles_to_unit, vector_angles
-from .types import Elicitation, Elicitor, FloatArray, LinearMetric, Query, Sphere, ask, trusted_query
+from .types import (
+    Elicitation,
+    Elicitor,
+    Embedding,
+    FloatArray,
+    LinearMetric,
+    Query,
+    Sphere,
+    ask,
+    plain_rates,
+    trusted_query,
+)
 
 __all__ = [
     "DEFAULT_CYCLES",
@@ -248,6 +260,7 @@ def lpme(
     search: str = "lpme",
     probe: Probe = "boundary",
     robust: Robust = "none",
+    embed: Embedding = plain_rates,
 ) -> Elicitor[Elicitation[LinearMetric]]:
     """Elicit the direction of a linear metric ``<a, r>`` with queries on ``sphere`` (Algorithm 2).
 
@@ -275,13 +288,17 @@ def lpme(
         sides swapped and a third time on disagreement (majority of three). ``"noisy_bisection"``
         (``probe="antipodal"`` only): each angle is searched by probabilistic bisection assuming every
         answer is right with probability `NOISY_ACCURACY`; orthant queries use the majority of three.
+    embed : Embedding
+        Turns each compared point (a list of ``n_classes`` floats) into the query's rate array; default the
+        point itself. Fair QPME passes its fairness-profile lift (Equation 10), so the queries it yields
+        need no second pass.
 
     Yields
     ------
     Query
-        ``first``/``second`` of shape ``(n_classes,)`` on the sphere's boundary; ``kind`` is ``"orthant"``
-        (``coordinate`` = class), ``"shrink"`` or ``"bisect"`` (``coordinate`` = angle); ``step`` counts
-        queries.
+        ``first``/``second``: points of the sphere's boundary (shape ``(n_classes,)``, or as ``embed`` places
+        them); ``kind`` is ``"orthant"`` (``coordinate`` = class), ``"shrink"`` or ``"bisect"``
+        (``coordinate`` = angle); ``step`` counts queries.
 
     Receives
     --------
@@ -313,7 +330,7 @@ def lpme(
     robust = validate_robust(robust, probe)
     n_cycles = _planned_cycles(sphere.n_classes, cycles, bool(early_stop))
     return Elicitor(
-        _lpme_steps(sphere, eps, n_cycles, bool(early_stop), search, probe, robust),
+        _lpme_steps(sphere, eps, n_cycles, bool(early_stop), search, probe, robust, embed),
         name=search,
         max_queries=lpme_max_queries(sphere.n_classes, eps, cycles, bool(early_stop), probe, robust),
     )
@@ -328,6 +345,12 @@ def _unit_list(theta: list[float]) -> list[float]:
         product *= math.sin(angle)
     values.append(product)
     return values
+
+
+@functools.cache
+def _start_angles(n_classes: int) -> tuple[float, ...]:
+    """Angles of ``(1, .., 1) / sqrt(k)``, where every search starts; computed once per ``k``."""
+    return tuple(vector_angles(np.full(n_classes, 1.0 / math.sqrt(n_classes))).tolist())
 
 
 def _tangent(theta: FloatArray, j: int) -> FloatArray:
@@ -395,6 +418,7 @@ def _lpme_steps(
     search: str,
     probe: str = "boundary",
     robust: str = "none",
+    embed: Embedding = plain_rates,
 ) -> Generator[Query, bool, Elicitation[LinearMetric]]:
     # Every query is computed on plain Python floats: for k <= ~10 numpy's per-call overhead on such tiny
     # vectors cost more than the arithmetic (about 3x per answer). The operations, and their order, are
@@ -420,7 +444,7 @@ def _lpme_steps(
             reflected[i] = -reflected[i]
             first = [ci + rho * ui for ci, ui in zip(c, u, strict=True)]
             second = [ci + rho * ri for ci, ri in zip(c, reflected, strict=True)]
-        query = trusted_query(np.array(first), np.array(second), search, "orthant", i, asked)
+        query = trusted_query(embed(first), embed(second), search, "orthant", i, asked)
         # Orthant decisions are single comparisons even under noisy bisection: majority of three there.
         positive, count = yield from robust_ask(query, robust)
         asked += count
@@ -430,7 +454,7 @@ def _lpme_steps(
 
     def point(angles: list[float]) -> FloatArray:
         direction = _unit_list(angles)
-        return np.array([ci + si * di for ci, si, di in zip(c, scaled, direction, strict=True)])
+        return embed([ci + si * di for ci, si, di in zip(c, scaled, direction, strict=True)])
 
     def shrink(j: int, lo: float, hi: float, steps: int) -> Generator[Query, bool, tuple[float, float]]:
         """Halve the bracket ``[lo, hi]`` of angle ``j`` ``steps`` times (other angles fixed at theta)."""
@@ -448,7 +472,7 @@ def _lpme_steps(
                 offsets = [si * wi for si, wi in zip(rest, tangent, strict=True)]
                 first = fixed + [ci + st for ci, st in zip(moving, offsets, strict=True)]
                 second = fixed + [ci - st for ci, st in zip(moving, offsets, strict=True)]
-                return trusted_query(np.array(first), np.array(second), search, "bisect", j, step)
+                return trusted_query(embed(first), embed(second), search, "bisect", j, step)
 
             if robust == "noisy_bisection":
                 left, right, count = yield from _noisy_bisection(
@@ -466,7 +490,7 @@ def _lpme_steps(
                 step = [si * wi for si, wi in zip(rest, tangent, strict=True)]
                 first = fixed + [ci + st for ci, st in zip(moving, step, strict=True)]
                 second = fixed + [ci - st for ci, st in zip(moving, step, strict=True)]
-                query = trusted_query(np.array(first), np.array(second), search, "bisect", j, asked)
+                query = trusted_query(embed(first), embed(second), search, "bisect", j, asked)
                 right_of, count = yield from robust_ask(query, robust)
                 asked += count
                 if right_of:
@@ -494,7 +518,7 @@ def _lpme_steps(
                 lo = middle
         return lo, hi
 
-    theta = np.array(vector_angles(uniform), dtype=np.float64)
+    theta = np.array(_start_angles(k), dtype=np.float64)
     n_steps = search_steps(epsilon)
     cycles_run = 0
     refined = 0

@@ -98,7 +98,18 @@ from .lpme import (
     validate_probe,
     validate_robust,
 )
-from .types import NSD_ATOL, Elicitation, Elicitor, FloatArray, QuadraticMetric, Query, Sphere
+from .types import (
+    NSD_ATOL,
+    Elicitation,
+    Elicitor,
+    Embedding,
+    FloatArray,
+    QuadraticMetric,
+    Query,
+    Sphere,
+    plain_rates,
+    trusted_query,
+)
 
 __all__ = [
     "DEFAULT_INNER_RATIO",
@@ -261,6 +272,7 @@ def shifted_quadratic(
     probe: Probe = DEFAULT_PROBE,
     layout: Layout = "paper",
     robust: Robust = "none",
+    embed: Embedding = plain_rates,
 ) -> Elicitor[Elicitation[ShiftedQuadratic]]:
     """Elicit the oracle's metric around ``o = sphere.center`` as ``(d, B)`` (Algorithm 1, lines 1-5).
 
@@ -285,6 +297,9 @@ def shifted_quadratic(
     robust : {"none", "repeat", "noisy_bisection"}
         Answer robustness (see `elicitation.lpme.lpme`); default ``"none"``, the paper's single asks.
         Passed to every LPME run; the trivial queries use the majority of three in either robust mode.
+    embed : Embedding
+        Turns each compared rate into the query's array (see `elicitation.lpme.lpme`); fair QPME passes
+        its fairness-profile lift.
 
     Yields
     ------
@@ -330,7 +345,17 @@ def shifted_quadratic(
     concrete = qpme_sphere_layout(sphere.n_classes, layout)
     return Elicitor(
         _shifted_steps(
-            sphere, eps, varrho, reconstruction, search, cycles, bool(early_stop), probe, concrete, robust
+            sphere,
+            eps,
+            varrho,
+            reconstruction,
+            search,
+            cycles,
+            bool(early_stop),
+            probe,
+            concrete,
+            robust,
+            embed,
         ),
         name=search,
         max_queries=qpme_max_queries(
@@ -348,13 +373,21 @@ def lpme_slope(
     probe: Probe,
     search: str,
     robust: Robust = "none",
+    embed: Embedding = plain_rates,
 ) -> Generator[Query, bool, tuple[FloatArray, int]]:
     """One LPME run on ``sphere``: the slope it measures (its unit ``a``) and how many queries it asked.
 
     Shared by `shifted_quadratic` and `elicitation.variants.diagonal_qpme`, so both run and count LPME alike.
     """
     result = yield from lpme(
-        sphere, epsilon, cycles=cycles, early_stop=early_stop, probe=probe, search=search, robust=robust
+        sphere,
+        epsilon,
+        cycles=cycles,
+        early_stop=early_stop,
+        probe=probe,
+        search=search,
+        robust=robust,
+        embed=embed,
     )
     return np.array(result.metric.a), int(result.num_queries)
 
@@ -370,18 +403,20 @@ def _shifted_steps(
     probe: Probe,
     layout: str = "paper",
     robust: Robust = "none",
+    embed: Embedding = plain_rates,
 ) -> Generator[Query, bool, Elicitation[ShiftedQuadratic]]:
     k = sphere.n_classes
     o = sphere.center
+    centre = o.tolist()
     asked = 0
 
     # Trivial queries: does moving varrho along some axis change the metric? (Section 3, Appendix C.)
     moving: tuple[int, int] | None = None
     for sign in (1, -1):
         for i in range(k):
-            moved = o.copy()
+            moved = list(centre)
             moved[i] += sign * varrho
-            query = Query(moved, o, search, "pivot", i, asked)
+            query = trusted_query(embed(moved), embed(centre), search, "pivot", i, asked)
             preferred, count = yield from robust_ask(query, robust)
             asked += count
             if preferred:
@@ -393,7 +428,8 @@ def _shifted_steps(
         raise DegenerateMetricError(
             f"the metric's gradient at the sphere centre is zero at resolution inner_radius={varrho:g}: "
             "no rate within that distance along any axis is preferred to the centre, so QPME has no "
-            "direction to start from (Assumption 2)"
+            "direction to start from (Assumption 2)",
+            queries_asked=asked,
         )
 
     spheres = [inner_sphere(sphere, varrho)] + [inner_sphere(sphere, varrho, axis=j) for j in range(k)]
@@ -410,6 +446,7 @@ def _shifted_steps(
             probe=probe,
             search=f"{search}/{label}/lpme",
             robust=robust,
+            embed=embed,
         )
         slopes.append(slope)
         return count

@@ -25,6 +25,7 @@ __all__ = [
     "NSD_ATOL",
     "Elicitation",
     "Elicitor",
+    "Embedding",
     "FairQuadraticMetric",
     "FloatArray",
     "LinearMetric",
@@ -36,10 +37,14 @@ __all__ = [
     "as_rate_array",
     "ask",
     "pair_index",
+    "plain_rates",
     "trusted_query",
 ]
 
 FloatArray = npt.NDArray[np.float64]
+#: Places a point of an elicitor's own rate space (a list of floats) into the space its queries compare,
+#: e.g. fair QPME's fairness profiles; the result must be a fresh float64 array nobody else writes to.
+Embedding = Callable[[list[float]], FloatArray]
 
 #: Largest |B - B^T| entry accepted as "symmetric" (rounding from user input or reconstruction).
 ASYMMETRY_ATOL = 1e-8
@@ -146,9 +151,15 @@ def trusted_query(
     first.setflags(write=False)
     second.setflags(write=False)
     query = object.__new__(Query)
-    fields = {"first": first, "second": second, "search": search, "kind": kind, "coordinate": coordinate}
-    query.__dict__.update(fields, step=step)
+    query.__dict__.update(
+        first=first, second=second, search=search, kind=kind, coordinate=coordinate, step=step
+    )
     return query
+
+
+def plain_rates(values: list[float]) -> FloatArray:
+    """The identity `Embedding`: the point itself, as a float64 array."""
+    return np.array(values, np.float64)
 
 
 def _largest_radius(center: FloatArray) -> float:
@@ -167,9 +178,11 @@ class Sphere:
         if center.shape[0] < 2:
             raise InvalidConfigError(f"center must have at least 2 entries (classes), got {center.shape[0]}")
         radius = float(self.radius)
-        if not np.isfinite(radius) or radius <= 0.0:
+        if not math.isfinite(radius) or radius <= 0.0:
             raise InvalidConfigError(f"radius must be a positive finite number, got {self.radius!r}")
-        if np.any(center - radius < 0.0) or np.any(center + radius > 1.0):
+        # Rounding is monotone, so the extreme entries decide (plain floats: fair QPME builds ~100 spheres).
+        entries = center.tolist()
+        if min(entries) - radius < 0.0 or max(entries) + radius > 1.0:
             raise InvalidConfigError(
                 f"radius {radius:g} around center {np.round(center, 6).tolist()} leaves the unit cube "
                 f"[0, 1]^k; the largest allowed radius here is {_largest_radius(center):g}"

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
+
 import numpy as np
 from hypothesis import strategies as st
 
-from elicitation.types import FloatArray, LinearMetric, QuadraticMetric
+from elicitation.types import FloatArray, LinearMetric, QuadraticMetric, Query
 
 __all__ = [
     "MIN_GRADIENT",
     "WELL_FORMED_ENTRY",
     "answer_sequences",
+    "query_log_digest",
     "random_quadratic_metric",
     "random_unit_vector",
     "unit_vectors",
@@ -20,6 +24,15 @@ __all__ = [
 MIN_GRADIENT = 1e-2
 #: The authors' "well-formed" margin on every entry of the unit gradient (their MIN_GRAD).
 WELL_FORMED_ENTRY = 0.1
+
+
+def query_log_digest(log: Sequence[tuple[Query, bool]]) -> str:
+    """A short sha256 of a query log (rates rounded to 1e-9, answers): pins down an elicitor's queries."""
+    h = hashlib.sha256()
+    for query, answer in log:
+        h.update(np.round(np.concatenate([query.first.ravel(), query.second.ravel()]), 9).tobytes())
+        h.update(bytes([answer]))
+    return h.hexdigest()[:16]
 
 
 def random_unit_vector(rng: np.random.Generator, k: int) -> FloatArray:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import query_log_digest
 
 from elicitation.driver import Done, Pending, replay, run
 from elicitation.errors import DegenerateMetricError, InvalidAnswerError, InvalidConfigError, NumericalError
@@ -18,9 +19,11 @@ from elicitation.fair import (
     lift_rates,
     membership_matrix,
     orient_partitions,
+    profile_embedding,
     reconstruct_fair,
     tradeoff_search,
 )
+from elicitation.oracles import LogisticOracle
 from elicitation.types import Elicitation, Elicitor, FairQuadraticMetric, FloatArray, Sphere, pair_index
 
 #: Exact algebra: recovering (a, B, lam) from exact per-partition (d, B) is exact up to rounding.
@@ -29,6 +32,16 @@ RADIUS = 0.2
 EPSILON = 1e-2
 #: The paper's Table 4 (mean queries of fair QPME, exact oracle, epsilon = 1e-2, radius 0.2).
 PAPER_QUERIES = {(2, 2): 332.10, (3, 2): 796.37, (2, 3): 867.65, (3, 3): 2127.44}
+#: Query-stream digests (k, m, design, lam, metric seed) -> (answers, `query_log_digest`) for a fixed-seed
+#: logistic oracle (beta 200), recorded before fair QPME built its queries through `profile_embedding`
+#: (it lifted finished k-dimensional queries); lam 0.97 with the exact oracle takes the fallback path.
+GOLDEN_FAIR = {
+    (2, 2, "anchored", 0.5, 1): (62, "3be69adf9d6aaa23"),
+    (3, 3, "anchored", 0.5, 2): (728, "d9b0351c24324b04"),
+    (2, 3, "paired", 0.5, 3): (120, "329d1b034b01ed05"),
+    (3, 2, "qpme", 0.5, 4): (150, "821d3fb06e788daf"),
+    (2, 2, "anchored", 0.97, 92): (44, "deff3cbf5b1b6450"),
+}
 
 
 def random_fair_metric(
@@ -106,6 +119,18 @@ def test_lift_rates_assigns_s_to_the_partition_and_o_elsewhere() -> None:
     o = np.array([0.5, 0.5])
     profile = lift_rates([0.6, 0.4], frozenset({0, 2}), o, 3)
     np.testing.assert_array_equal(profile, [[0.6, 0.4], [0.5, 0.5], [0.6, 0.4]])
+
+
+@settings(max_examples=50)
+@given(st.integers(2, 5), st.integers(2, 7), st.data())
+def test_profile_embedding_builds_lift_rates_bit_for_bit(k: int, m: int, data: st.DataObject) -> None:
+    members = data.draw(st.sets(st.integers(0, m - 1), min_size=1, max_size=m - 1))
+    center = np.array(data.draw(st.lists(st.floats(0.1, 0.9), min_size=k, max_size=k)))
+    rates = data.draw(st.lists(st.floats(0.0, 1.0), min_size=k, max_size=k))
+    profile = profile_embedding(center, frozenset(members), m)(rates)
+    expected = lift_rates(rates, frozenset(members), center, m)
+    assert profile.shape == expected.shape and profile.dtype == np.float64
+    assert profile.tobytes() == expected.tobytes()
 
 
 # --- reconstruction algebra ---------------------------------------------------------------------------------
@@ -220,6 +245,15 @@ def test_fair_qpme_boundary_probes_place_slopes_at_the_boundary_optimum(design: 
     result = run(fair_qpme(sphere, groups=2, tau=truth.tau, design=design, probe="boundary"), truth.prefers)
     a_error, B_error, lam_error = errors(truth, result.metric)
     assert a_error < 0.02 and B_error < 0.1 and lam_error < 0.01, (a_error, B_error, lam_error)
+
+
+@pytest.mark.parametrize(("k", "m", "design", "lam", "seed"), sorted(GOLDEN_FAIR))
+def test_fair_qpme_asks_the_recorded_queries(k: int, m: int, design: str, lam: float, seed: int) -> None:
+    # Logged sessions are resumed by replay, so a change to how queries are built must keep them bit for bit.
+    truth = random_fair_metric(np.random.default_rng(seed), k, m, lam=lam)
+    oracle = truth.prefers if lam > 0.9 else LogisticOracle(truth, 200.0, rng=np.random.default_rng(5))
+    result = run(fair_qpme(Sphere.around_uniform(k, RADIUS), groups=m, tau=truth.tau, design=design), oracle)
+    assert (result.num_queries, query_log_digest(result.log)) == GOLDEN_FAIR[(k, m, design, lam, seed)]
 
 
 @pytest.mark.parametrize("design", ["anchored", "paired"])

@@ -271,8 +271,9 @@ def test_qpme_reports_a_zero_gradient_as_degenerate() -> None:
     o = np.full(2, 0.5)
     B = -np.eye(2)
     metric = QuadraticMetric(-B @ o, B)  # maximum exactly at o
-    with pytest.raises(DegenerateMetricError, match="gradient"):
+    with pytest.raises(DegenerateMetricError, match="gradient") as raised:
         run(qpme(Sphere(o, 0.2)), metric.prefers)
+    assert raised.value.queries_asked == 4  # both signs along both axes were asked and answered "no"
 
 
 @settings(max_examples=25)

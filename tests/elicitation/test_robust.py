@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import answer_sequences
+from strategies import answer_sequences, query_log_digest
 
 from elicitation import Done, InvalidConfigError, LinearMetric, NumericalError, Pending, Sphere, replay, run
 from elicitation.evaluation import elicitation_errors
@@ -24,7 +23,6 @@ from elicitation.lpme import (
 )
 from elicitation.oracles import ExactOracle, LogisticOracle, random_quadratic_metric
 from elicitation.qpme import qpme, qpme_max_queries, shifted_quadratic
-from elicitation.types import Query
 
 RADIUS = 0.2
 ROBUST: tuple[Robust, ...] = ("repeat", "noisy_bisection")
@@ -42,14 +40,6 @@ def _sphere(k: int) -> Sphere:
     return Sphere.around_uniform(k, RADIUS)
 
 
-def _digest(log: list[tuple[Query, bool]]) -> str:
-    h = hashlib.sha256()
-    for query, answer in log:
-        h.update(np.round(np.concatenate([query.first, query.second]), 9).tobytes())
-        h.update(bytes([answer]))
-    return h.hexdigest()[:16]
-
-
 @pytest.mark.parametrize(("k", "algorithm"), sorted(GOLDEN_DEFAULTS))
 @pytest.mark.parametrize("explicit", [False, True])
 def test_robust_default_asks_the_same_queries_as_before(k: int, algorithm: str, explicit: bool) -> None:
@@ -59,7 +49,7 @@ def test_robust_default_asks_the_same_queries_as_before(k: int, algorithm: str, 
     kwargs: dict[str, str] = {"robust": "none"} if explicit else {}
     elicitor = qpme(sphere, **kwargs) if algorithm == "qpme" else lpme(sphere, **kwargs)  # type: ignore[arg-type]
     result = run(elicitor, oracle)
-    assert (result.num_queries, _digest(result.log)) == GOLDEN_DEFAULTS[(k, algorithm)]
+    assert (result.num_queries, query_log_digest(result.log)) == GOLDEN_DEFAULTS[(k, algorithm)]
 
 
 @pytest.mark.parametrize("k", [2, 3, 4])
