@@ -77,6 +77,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Generator
+from operator import add, mul, sub
 from typing import Literal
 
 import numpy as np
@@ -453,8 +454,8 @@ def _lpme_steps(
     scaled = (rho * signs).tolist()  # rho * signs_i, the factor of every direction below
 
     def point(angles: list[float]) -> FloatArray:
-        direction = _unit_list(angles)
-        return embed([ci + si * di for ci, si, di in zip(c, scaled, direction, strict=True)])
+        # c_i + scaled_i * direction_i; map with operator functions skips a comprehension's frame.
+        return embed(list(map(add, c, map(mul, scaled, _unit_list(angles)))))
 
     def shrink(j: int, lo: float, hi: float, steps: int) -> Generator[Query, bool, tuple[float, float]]:
         """Halve the bracket ``[lo, hi]`` of angle ``j`` ``steps`` times (other angles fixed at theta)."""
@@ -467,11 +468,11 @@ def _lpme_steps(
             fixed, moving, rest = c[:j], c[j:], scaled[j:]
 
             def antipodal_query(middle: float, step: int) -> Query:
-                cosine = math.cos(middle)
-                tangent = [-math.sin(middle)] + [cosine * t for t in tail]
-                offsets = [si * wi for si, wi in zip(rest, tangent, strict=True)]
-                first = fixed + [ci + st for ci, st in zip(moving, offsets, strict=True)]
-                second = fixed + [ci - st for ci, st in zip(moving, offsets, strict=True)]
+                """Compare the antipodal points ``o +- rho * signs * tangent`` at angle ``middle``."""
+                tangent = [-math.sin(middle), *map(math.cos(middle).__mul__, tail)]
+                offsets = list(map(mul, rest, tangent))
+                first = fixed + list(map(add, moving, offsets))
+                second = fixed + list(map(sub, moving, offsets))
                 return trusted_query(embed(first), embed(second), search, "bisect", j, step)
 
             if robust == "noisy_bisection":
@@ -485,13 +486,7 @@ def _lpme_steps(
                 # The sign of the metric's derivative along theta_j at the midpoint, read off the two
                 # antipodal points of the sphere in the tangent direction.
                 middle = (lo + hi) / 2.0
-                cosine = math.cos(middle)
-                tangent = [-math.sin(middle)] + [cosine * t for t in tail]
-                step = [si * wi for si, wi in zip(rest, tangent, strict=True)]
-                first = fixed + [ci + st for ci, st in zip(moving, step, strict=True)]
-                second = fixed + [ci - st for ci, st in zip(moving, step, strict=True)]
-                query = trusted_query(embed(first), embed(second), search, "bisect", j, asked)
-                right_of, count = yield from robust_ask(query, robust)
+                right_of, count = yield from robust_ask(antipodal_query(middle, asked), robust)
                 asked += count
                 if right_of:
                     lo = middle

@@ -78,11 +78,13 @@ paper's Table 4: 265, 669, 1206, 1880; the ``"paper"`` layout asks 51, 126, 223 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import DegenerateMetricError, InvalidConfigError, NumericalError
 from .geometry import inner_sphere, validate_inner_radius
@@ -517,20 +519,44 @@ def _extra_spheres(sphere: Sphere, varrho: float, layout: str, done: list[int]) 
     return out
 
 
+#: Flat indices into an array.
+Positions = npt.NDArray[np.intp]
+
+
+@functools.cache
+def _map_layout(k: int) -> tuple[int, Positions, Positions, Positions, Positions]:
+    """Where `_gradient_maps` writes in each flattened ``(k, q)`` matrix of ``k`` classes (once per ``k``).
+
+    Returns ``q``, the positions of the ones (``d``), of the offsets (``diag B``), of the scaled pair
+    offsets (``sqrt(2) * upper B``, pairs row by row: ``(0, 1), (0, 2), .., (1, 2), ..``) and which offset
+    entry each of those takes.
+    """
+    rows, cols = np.triu_indices(k, 1)
+    q = 2 * k + rows.shape[0]
+    diagonal = np.arange(k)
+    pair_columns = 2 * k + np.arange(rows.shape[0])
+    # Pair (i, j) contributes offset_j / sqrt(2) to row i and offset_i / sqrt(2) to row j.
+    pair_positions = np.concatenate((rows * q + pair_columns, cols * q + pair_columns))
+    sources = np.concatenate((cols, rows))
+    return q, diagonal * q + diagonal, diagonal * q + k + diagonal, pair_positions, sources
+
+
+def _gradient_maps(offsets: FloatArray) -> FloatArray:
+    """Matrices ``L[n]`` with ``L[n] @ x = d + B offsets[n]`` for ``x = (d, diag B, sqrt(2) * upper B)``."""
+    n, k = offsets.shape
+    q, ones, diagonal, pairs, sources = _map_layout(k)
+    L = np.zeros((n, k * q))
+    L[:, ones] = 1.0
+    L[:, diagonal] = offsets
+    L[:, pairs] = (offsets / np.sqrt(2.0))[:, sources]
+    maps: FloatArray = L.reshape(n, k, q)
+    return maps
+
+
 def _gradient_map(offset: FloatArray) -> FloatArray:
-    """Matrix ``L`` with ``L @ x = d + B offset`` for ``x = (d, diag B, sqrt(2) * upper B)``."""
-    k = offset.shape[0]
-    n_pairs = k * (k - 1) // 2
-    L = np.zeros((k, 2 * k + n_pairs))
-    L[:, :k] = np.eye(k)
-    L[np.arange(k), k + np.arange(k)] = offset
-    column = 2 * k
-    for i in range(k):
-        for j in range(i + 1, k):
-            L[i, column] = offset[j] / np.sqrt(2.0)
-            L[j, column] = offset[i] / np.sqrt(2.0)
-            column += 1
-    return L
+    """`_gradient_maps` of one offset."""
+    single: FloatArray = _gradient_maps(offset[np.newaxis])[0]
+    return single
 
 
 def _unpack(x: FloatArray, k: int) -> tuple[FloatArray, FloatArray]:
@@ -588,12 +614,10 @@ def reconstruct_lstsq(
     """
     f = np.asarray(slopes, dtype=np.float64)
     k = f.shape[1]
-    blocks, maps = [], []
-    for slope, offset in zip(f, np.asarray(offsets, dtype=np.float64), strict=True):
-        L = _gradient_map(offset + inner_radius * slope)
-        maps.append(L)
-        blocks.append((np.eye(k) - np.outer(slope, slope)) @ L)
-    A = np.vstack(blocks)
+    maps = _gradient_maps(np.asarray(offsets, dtype=np.float64) + inner_radius * f)
+    # Each run's equations: the gradient d + B r has no component across its slope, (I - f f^T) L x = 0.
+    projections = np.eye(k) - f[:, :, np.newaxis] * f[:, np.newaxis, :]
+    A = np.matmul(projections, maps).reshape(-1, maps.shape[2])
     if not np.all(np.isfinite(A)):
         raise NumericalError("the LPME slopes are not finite")
     normal = A.T @ A
