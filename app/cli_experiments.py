@@ -700,6 +700,8 @@ def timing_table(report: Mapping[str, Any], *, markdown: bool = False) -> str:
         for label, stats in measured["next_query"].items():
             name = f"next query, {label} ({stats['queries']:.0f} queries)"
             rows.append([clock, name, stats["mean"], stats["median"], stats["p90"], stats["max"], "µs"])
+            if "finish" in stats:  # reports written before the final step was timed apart lack it
+                rows.append([clock, f"final metric, {label}", None, stats["finish"], None, None, "µs"])
         replay_case = measured.get("replay") or {}
         if replay_case:
             runs = replay_case["runs_ms"]

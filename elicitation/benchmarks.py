@@ -958,6 +958,7 @@ def run_noise_benchmark(
 
 
 def _send_times(elicitor: Elicitor[Elicitation[Any]], oracle: ExactOracle, clock: Clock) -> list[float]:
+    """Seconds per step: the first query, the next query after each answer, and last the final result."""
     times: list[float] = []
     start = clock()
     query = next(elicitor)
@@ -988,7 +989,8 @@ def measure_timing(
     """Measure the live cost of the core with ``clock`` (e.g. ``time.perf_counter``).
 
     * Next query: every ``send`` of each case's elicitation (by default QPME with k = 5 and fair QPME with
-      k = 3, m = 3) against an exact oracle, in microseconds (mean, median, p90, max).
+      k = 3, m = 3) against an exact oracle that returns a query, in microseconds (mean, median, p90, max);
+      ``finish`` is the last ``send``, which computes the final metric instead.
     * Replay: `elicitation.replay` of the first ``replay_answers`` answers of a fair QPME log (k = 3, the
       fewest groups whose log is long enough) with every query checked, as the app does on resume; the
       median of ``repeats`` runs (elicitor construction excluded, the simulations' heap frozen as the app
@@ -1012,8 +1014,9 @@ def measure_timing(
     for label, algorithm, k, m in cases:
         sim = simulate(algorithm, n_classes=k, n_groups=m, seed=rng_seed)
         elicitor = build_elicitor(algorithm, sim.params)
-        times = _send_times(elicitor, ExactOracle(sim.metric), clock)
-        stats = summarize([1e6 * t for t in times])
+        *query_times, finish = _send_times(elicitor, ExactOracle(sim.metric), clock)
+        stats = summarize([1e6 * t for t in query_times])
+        stats["finish"] = 1e6 * finish
         stats["queries"] = float(sim.result.num_queries)
         next_query[label] = stats
     for m in range(2, 9):

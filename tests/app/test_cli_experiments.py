@@ -256,4 +256,6 @@ def test_benchmark_all_quick_is_the_ci_subset(tmp_path: Path, capsys: pytest.Cap
     timing = json.loads((tmp_path / "timing.json").read_text())
     assert timing["wall"]["replay"]["answers"] == timing["cpu"]["replay"]["answers"] == 2000
     assert "goal: < 50 ms" in out and "Table 4" in out
+    assert "final metric, fair_qpme k=3 m=3" in out  # the last step, timed apart from the queries
+    assert all(stats["finish"] > 0.0 for stats in timing["wall"]["next_query"].values())
     assert len(list(tmp_path.glob("*.html"))) >= 10
