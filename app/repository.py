@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from .models import Answer, ElicitationSession, Result, Study
@@ -56,9 +56,13 @@ def session_counts(db: Session) -> dict[tuple[uuid.UUID, str], int]:
     return {(study_id, status): count for study_id, status, count in rows}
 
 
+#: Built once: every participant request runs it, and building a statement costs more than its cached SQL.
+_SESSION_BY_TOKEN = select(ElicitationSession).where(ElicitationSession.token_hash == bindparam("token_hash"))
+
+
 def get_session_by_token_hash(db: Session, token_hash: str) -> ElicitationSession | None:
     """The session with this token digest (its study is loaded only if read: the app caches studies)."""
-    return db.scalars(select(ElicitationSession).where(ElicitationSession.token_hash == token_hash)).first()
+    return db.scalars(_SESSION_BY_TOKEN, {"token_hash": token_hash}).first()
 
 
 def log_rows(db: Session, session_id: uuid.UUID) -> Sequence[Answer]:
@@ -101,14 +105,16 @@ class LogEntry(NamedTuple):
         return cls(**fields)
 
 
+_LOG_AFTER = (
+    select(*LOG_COLUMNS)
+    .where(_ANSWER.session_id == bindparam("session_id"), _ANSWER.seq > bindparam("after_seq"))
+    .order_by(_ANSWER.seq)
+)
+
+
 def log_entries(db: Session, session_id: uuid.UUID, *, after_seq: int = -1) -> Sequence[Any]:
     """Light log rows (`LOG_COLUMNS`) with ``seq > after_seq``, in sequence order."""
-    statement = (
-        select(*LOG_COLUMNS)
-        .where(_ANSWER.session_id == session_id, _ANSWER.seq > after_seq)
-        .order_by(_ANSWER.seq)
-    )
-    return db.connection().execute(statement).all()
+    return db.connection().execute(_LOG_AFTER, {"session_id": session_id, "after_seq": after_seq}).all()
 
 
 def insert_answer(db: Session, values: dict[str, Any]) -> None:

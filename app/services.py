@@ -342,10 +342,12 @@ def _load_session(db: Session, token: str) -> ElicitationSession:
 def effective_rows(rows: Sequence[Any]) -> list[Any]:
     """The answers that stand: the log with every undone answer removed."""
     stack: list[Any] = []
+    # The enum values are read once: this runs over the whole log on every request.
+    answer, undo = LogAction.ANSWER.value, LogAction.UNDO.value
     for row in rows:
-        if row.action == LogAction.ANSWER.value:
+        if row.action == answer:
             stack.append(row)
-        elif row.action == LogAction.UNDO.value:
+        elif row.action == undo:
             if not stack or stack[-1].seq != row.undoes_seq:
                 raise ConflictError(
                     f"log row {row.seq} undoes {row.undoes_seq}, which is not the last answer"
@@ -365,7 +367,8 @@ class _Context:
         self.plan = self.runtime.plan(session.seed)
         self.rows = self._load_log()
         self.effective = effective_rows(self.rows)
-        self.elicitation = [row for row in self.effective if row.phase == Phase.ELICITATION.value]
+        elicitation = Phase.ELICITATION.value
+        self.elicitation = [row for row in self.effective if row.phase == elicitation]
         self.state = self._resolve()
         self._step: tuple[Step | None] | None = None
 
