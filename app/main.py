@@ -147,8 +147,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return FileResponse(plotly_js, media_type="text/javascript", headers={"Cache-Control": LONG_CACHE})
 
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR), check_dir=False), name="static")
-    app.include_router(pages.router, max_body_size=MAX_REQUEST_BODY_BYTES)
+    # Routes are matched in order, one by one: the JSON API (every answer of a participant's session) first.
     app.include_router(api.router, max_body_size=MAX_REQUEST_BODY_BYTES)
+    app.include_router(pages.router, max_body_size=MAX_REQUEST_BODY_BYTES)
     admin_web.install(app)
     install_error_handlers(app)
     return app
