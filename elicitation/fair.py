@@ -14,8 +14,9 @@ centre ``o``. On those profiles the cost is, up to a constant,
 tau^g`` and ``W^sigma = sum_{u, v separated by sigma} B^{uv}``. Its negative (the oracle prefers lower cost)
 is the shifted quadratic utility QPME elicits: ``d = c (1 - lam) a * tau^sigma`` and ``B = -c lam W^sigma``
 for an unknown scale ``c > 0``. `fair_qpme` therefore runs QPME's `shifted_quadratic` once per partition
-and *lifts* each of its ``k``-dimensional queries ``s`` to the ``(m, k)`` profile above; answers pass back
-unchanged. The lifted query carries the sub-search label, e.g. ``"fair/sigma=1+3/qpme/z1/lpme"``
+and *lifts* each of its ``k``-dimensional points ``s`` to the ``(m, k)`` profile above: QPME and LPME build
+their queries through the `profile_embedding` they are given, so each query is made once, as a profile;
+answers pass back unchanged. The query carries the sub-search label, e.g. ``"fair/sigma=1+3/qpme/z1/lpme"``
 (1-based groups).
 
 **Recovering the coefficients.** Dividing the estimates of partition ``sigma`` by its scale
