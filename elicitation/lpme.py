@@ -110,6 +110,7 @@ __all__ = [
     "lpme_max_queries",
     "robust_ask",
     "search_steps",
+    "validate_embed",
     "validate_epsilon",
     "validate_probe",
     "validate_robust",
@@ -246,6 +247,13 @@ def validate_epsilon(epsilon: float) -> float:
     return value
 
 
+def validate_embed(embed: object) -> Embedding:
+    """Return ``embed`` if it can be called on a point, else raise `InvalidConfigError`."""
+    if not callable(embed):
+        raise InvalidConfigError(f"embed must be a callable from a list of rates to an array, got {embed!r}")
+    return embed  # callable; its signature is the caller's contract
+
+
 def _validate_sphere(sphere: object) -> Sphere:
     if not isinstance(sphere, Sphere):
         raise InvalidConfigError(f"sphere must be a Sphere, got {type(sphere).__name__}")
@@ -316,7 +324,7 @@ def lpme(
     ------
     InvalidConfigError
         On a non-sphere, ``epsilon`` outside ``(0, pi/2)``, ``cycles < 1``, an unknown ``probe`` or
-        ``robust``, or ``robust="noisy_bisection"`` with boundary probes.
+        ``robust``, ``robust="noisy_bisection"`` with boundary probes, or an ``embed`` that is not callable.
 
     Notes
     -----
@@ -329,6 +337,7 @@ def lpme(
         raise InvalidConfigError(f"cycles must be an integer >= 1, got {cycles!r}")
     probe = validate_probe(probe)
     robust = validate_robust(robust, probe)
+    embed = validate_embed(embed)
     n_cycles = _planned_cycles(sphere.n_classes, cycles, bool(early_stop))
     return Elicitor(
         _lpme_steps(sphere, eps, n_cycles, bool(early_stop), search, probe, robust, embed),

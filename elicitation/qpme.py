@@ -96,6 +96,7 @@ from .lpme import (
     lpme,
     lpme_max_queries,
     robust_ask,
+    validate_embed,
     validate_epsilon,
     validate_probe,
     validate_robust,
@@ -344,6 +345,7 @@ def shifted_quadratic(
         raise InvalidConfigError(f"cycles must be an integer >= 1, got {cycles!r}")
     probe = validate_probe(probe)
     robust = validate_robust(robust, probe)
+    embed = validate_embed(embed)
     concrete = qpme_sphere_layout(sphere.n_classes, layout)
     return Elicitor(
         _shifted_steps(

@@ -210,6 +210,7 @@ def test_lpme_rejects_non_boolean_answers() -> None:
         ({"probe": "sideways"}, "probe"),
         ({"robust": "twice"}, "robust"),
         ({"robust": "noisy_bisection"}, "probe"),
+        ({"embed": [0.5, 0.5, 0.5]}, "embed"),
     ],
 )
 def test_lpme_bad_config_names_the_parameter(kwargs: dict[str, object], name: str) -> None:
