@@ -50,7 +50,7 @@ paper                      code                   meaning
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass
 from itertools import permutations
 from typing import Final, TypeVar
@@ -324,27 +324,6 @@ def _trivial_queries(
 # ----------------------------------------------------------------------------------------------------------
 
 
-def _mapped(
-    sub: Generator[Query, bool, M], embed: Callable[[FloatArray], FloatArray]
-) -> Generator[Query, bool, M]:
-    """Drive ``sub`` (an elicitation in an auxiliary space), asking its queries mapped into rate space."""
-    try:
-        query = next(sub)
-    except StopIteration as stop:
-        result: M = stop.value
-        return result
-    while True:
-        mapped = Query(
-            embed(query.first), embed(query.second), query.search, query.kind, query.coordinate, query.step
-        )
-        answer = yield from ask(mapped)
-        try:
-            query = sub.send(answer)
-        except StopIteration as stop:
-            finished: M = stop.value
-            return finished
-
-
 def diagonal_qpme(
     sphere: Sphere,
     epsilon: float = DEFAULT_TOLERANCE,
@@ -476,19 +455,20 @@ def _diagonal_steps(
             u[(j + 1) % k] = 1.0
         basis = np.column_stack([np.eye(k)[j], u])  # (k, 2), orthonormal
 
-        def embed(point: FloatArray, z: FloatArray = z, basis: FloatArray = basis) -> FloatArray:
-            mapped: FloatArray = z + basis @ (point - plane_center)
+        def embed(point: list[float], z: FloatArray = z, basis: FloatArray = basis) -> FloatArray:
+            """A point of the auxiliary plane as the rates it stands for: ``z + basis (point - centre)``."""
+            mapped: FloatArray = z + basis @ (np.array(point) - plane_center)
             return mapped
 
-        circle = lpme_slope(
+        f2, count = yield from lpme_slope(
             Sphere(plane_center, varrho),
             epsilon,
             cycles=cycles,
             early_stop=early_stop,
             probe=probe,
             search=f"{search}/z{j + 1}/plane",
+            embed=embed,
         )
-        f2, count = yield from _mapped(circle, embed)
         asked += count
         offset = (z - o) + reach * (basis @ f2)
         rows.append((np.eye(2) - np.outer(f2, f2)) @ basis.T @ _diagonal_map(offset))
