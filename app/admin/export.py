@@ -26,6 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from .. import repository as repo
 from ..algorithms import get_algorithm
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, Study
 from ..services import SessionCache
@@ -356,7 +357,7 @@ def study_archive(db: Session, study: Study) -> dict[str, Any]:
         .where(ElicitationSession.study_id == study.id)
         .order_by(ElicitationSession.created_at, ElicitationSession.id)
     ):
-        rows = list(db.scalars(select(Answer).where(Answer.session_id == session.id).order_by(Answer.seq)))
+        rows = list(repo.log_rows(db, session.id))
         result = db.scalars(select(Result).where(Result.session_id == session.id)).first()
         exclusions = db.scalars(select(Exclusion).where(Exclusion.session_id == session.id))
         sessions.append(

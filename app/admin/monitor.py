@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from elicitation import Done, ElicitationError, NumericalError, replay
 
 from .. import charts
+from .. import repository as repo
 from ..codec import decode_query
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
 from ..services import SessionCache, effective_rows
@@ -368,7 +369,7 @@ def _convergence_figure(rows: list[Answer]) -> dict[str, Any]:
 def session_detail(
     db: Session, cache: SessionCache, study: Study, session: ElicitationSession
 ) -> SessionDetail:
-    rows = list(db.scalars(select(Answer).where(Answer.session_id == session.id).order_by(Answer.seq)))
+    rows = list(repo.log_rows(db, session.id))
     result = db.scalars(select(Result).where(Result.session_id == session.id)).first()
     exclusions = list(
         db.scalars(select(Exclusion).where(Exclusion.session_id == session.id).order_by(Exclusion.created_at))

@@ -26,6 +26,7 @@ from pydantic import (
     StrictStr,
 )
 
+from .. import repository as repo
 from ..api_errors import error_responses
 from ..deps import CacheDep, DbSessionDep, SettingsDep
 from ..study_config import StudyConfig
@@ -488,12 +489,8 @@ def import_study(
 )
 def replay_log(study_id: str, session_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """The session's elicitor answers in the format ``elicit replay FILE`` reads."""
-    from sqlalchemy import select
-
-    from ..models import Answer
-
     study, _control, session = studies.visible_session(db, principal, study_id, session_id)
-    rows = list(db.scalars(select(Answer).where(Answer.session_id == session.id).order_by(Answer.seq)))
+    rows = list(repo.log_rows(db, session.id))
     return export.replay_log(study, session, rows)
 
 

@@ -19,6 +19,7 @@ from fastapi.responses import RedirectResponse, Response
 from sqlalchemy import select
 from starlette.datastructures import UploadFile
 
+from .. import repository as repo
 from ..algorithms import REGISTRY
 from ..deps import CacheDep, DbSessionDep, SettingsDep
 from ..errors import ConflictError
@@ -602,10 +603,9 @@ def lift_exclusion(
 
 @router.get("/studies/{study_id}/sessions/{session_id}/replay.json")
 def session_replay_log(study_id: str, session_id: str, principal: UiUserDep, db: DbSessionDep) -> Response:
-    from ..models import Answer
 
     study, _control, session = studies.visible_session(db, principal, study_id, session_id)
-    rows = list(db.scalars(select(Answer).where(Answer.session_id == session.id).order_by(Answer.seq)))
+    rows = list(repo.log_rows(db, session.id))
     return Response(
         json.dumps(export.replay_log(study, session, rows), indent=1),
         media_type="application/json",
