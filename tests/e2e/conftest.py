@@ -41,6 +41,8 @@ CHROMIUM_ARGS = [
 SERVER_START_TIMEOUT_S = 20.0
 #: A laptop viewport: the layout shows the two classifiers side by side.
 LAPTOP = {"width": 1366, "height": 900}
+#: A phone held upright (CSS pixels): touch screen, no hover, no keyboard.
+PHONE = {"width": 390, "height": 844}
 
 #: A small linear study (LPME, k = 2, coarse tolerance): 8 elicitation queries plus every other phase.
 LPME_STUDY: dict[str, Any] = {
@@ -155,9 +157,8 @@ class PageHealth:
         assert self.external_requests == [], f"requests leaving 127.0.0.1: {self.external_requests}"
 
 
-@pytest.fixture
-def health(page: Any) -> Iterator[PageHealth]:
-    """Watch ``page``: record console errors, uncaught exceptions and requests to any other host."""
+def watch(page: Any) -> PageHealth:
+    """Record ``page``'s console errors, uncaught exceptions and requests to any other host."""
     record = PageHealth()
 
     def on_console(message: Any) -> None:
@@ -174,5 +175,25 @@ def health(page: Any) -> Iterator[PageHealth]:
     page.on("pageerror", lambda error: record.console_errors.append(f"uncaught: {error}"))
     # Listening (not routing) keeps the browser cache on, so plotly.js is fetched once per test.
     page.context.on("request", on_request)
+    return record
+
+
+@pytest.fixture
+def health(page: Any) -> Iterator[PageHealth]:
+    """Watch the laptop ``page``; the test fails if it logged errors or reached another host."""
+    record = watch(page)
     yield record
+    record.assert_clean()
+
+
+@pytest.fixture
+def phone(browser: Any) -> Iterator[Any]:
+    """A page on a phone (390 x 844, touch, mobile viewport), watched like ``health`` watches ``page``."""
+    context = browser.new_context(
+        viewport=PHONE, has_touch=True, is_mobile=True, locale="en-GB", service_workers="block"
+    )
+    page = context.new_page()
+    record = watch(page)
+    yield page
+    context.close()
     record.assert_clean()

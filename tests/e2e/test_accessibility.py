@@ -1,0 +1,96 @@
+"""axe-core on every participant page, on a laptop and on a phone: no serious or critical violation.
+
+The pages are reached the way a participant reaches them (join link, consent, instructions, practice,
+questions, a two-group fairness question, the thank-you page) and checked once their charts are drawn,
+so that what axe inspects is what the participant sees, plotly's SVG included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Page, expect
+
+pytestmark = pytest.mark.e2e
+
+#: Impact levels that fail the test (axe-core also reports "moderate" and "minor").
+BLOCKING_IMPACTS = {"serious", "critical"}
+
+AXE = Axe()
+
+
+@pytest.fixture(params=["laptop", "phone"])
+def screen(request: pytest.FixtureRequest) -> Page:
+    """The laptop page (1366 x 900) or the phone page (390 x 844, touch), each watched for errors."""
+    if request.param == "phone":
+        page: Page = request.getfixturevalue("phone")
+        return page
+    request.getfixturevalue("health")
+    laptop: Page = request.getfixturevalue("page")
+    return laptop
+
+
+def _assert_accessible(page: Page, where: str) -> None:
+    if page.locator("[data-figure]").count():
+        expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
+    results = AXE.run(page)
+    blocking = [
+        f"{violation['id']} ({violation['impact']}): {violation['help']} -> "
+        + "; ".join(" ".join(node["target"]) for node in violation["nodes"][:4])
+        for violation in results.response["violations"]
+        if violation["impact"] in BLOCKING_IMPACTS
+    ]
+    assert blocking == [], f"{where} ({page.url}):\n" + "\n".join(blocking)
+
+
+def _submit(page: Page, test_id: str) -> None:
+    with page.expect_navigation():
+        page.get_by_test_id(test_id).click()
+
+
+def test_participant_pages_have_no_serious_axe_violation(screen: Page, live_server: Any) -> None:
+    page = screen
+    study = live_server.create_study(practice_queries=1, checks=False, evaluation_queries=1)
+    page.goto(f"{live_server.url}/studies/{study.id}/join")
+    expect(page.get_by_test_id("consent")).to_be_visible()
+    _assert_accessible(page, "join and consent")
+    page.get_by_test_id("consent-checkbox").check()
+    _submit(page, "consent-submit")
+    expect(page.get_by_test_id("instructions")).to_be_visible()
+    _assert_accessible(page, "instructions")
+    _submit(page, "begin")
+    expect(page.get_by_test_id("practice-banner")).to_be_visible()
+    _assert_accessible(page, "practice question")
+    _submit(page, "choose-left")
+    expect(page.get_by_test_id("comparison")).to_be_visible()
+    _assert_accessible(page, "question")
+    while "/result" not in page.url:
+        _submit(page, "choose-right")
+    expect(page.get_by_test_id("thank-you")).to_be_visible()
+    _assert_accessible(page, "thank-you and result")
+
+
+def test_fairness_question_has_no_serious_axe_violation(screen: Page, live_server: Any) -> None:
+    page = screen
+    fair = live_server.create_study(
+        name="Credit decisions",
+        task="A classifier decides whether a loan applicant will repay.",
+        class_names=["repays", "defaults"],
+        group_names=["women", "men"],
+        population="applicants",
+        algorithm="fair_qpme",
+        algorithm_params={"epsilon": 0.3},
+        query_space={"kind": "synthetic", "radius": 0.2, "priors": [[0.75, 0.25], [0.65, 0.35]]},
+        practice_queries=0,
+        checks=False,
+        evaluation_queries=0,
+    )
+    page.goto(f"{live_server.url}/studies/{fair.id}/join")
+    page.get_by_test_id("consent-checkbox").check()
+    _submit(page, "consent-submit")
+    _assert_accessible(page, "fairness instructions")
+    _submit(page, "begin")
+    expect(page.get_by_test_id("comparison")).to_be_visible()
+    _assert_accessible(page, "fairness question")
