@@ -1,0 +1,330 @@
+"""What a person sees of a query: whole people out of 100 per group, and the rates that picture shows.
+
+Theory of operation
+-------------------
+A participant reads each classifier as a confusion matrix of 100 people (per group). The number of people
+of true class ``i`` is fixed by the priors, ``N_i = 100 P(Y = i)`` apportioned to whole people so that the
+classes add up to 100; the classifier gets ``n_i`` of them right. What the person sees of a rate vector is
+therefore the rate ``n_i / N_i``: the *display grid*. Queries off the grid are rounded by the chart, so an
+elicitor that updates on the exact rates learns from a pair the person never saw, and two exact queries
+that round to the same picture ask the same question twice.
+
+`DisplayGrid` makes the grid explicit: `DisplayGrid.snap` moves rates to the nearest displayable rates
+inside the query sphere, so a query built from snapped rates is exactly what the chart shows
+(`displayed_counts` draws it without further rounding), and `DisplayGrid.counts` gives the people a person
+reads. `shown` wraps any elicitor so that every query it yields is the displayed one, and a step whose
+displayed pair would be identical, or one the person has already answered (in either order), is answered
+from what the person already said instead of being asked again: the search ends at the resolution the
+display can show.
+
+Symbols
+-------
+=================  ==========================================================
+paper              code
+=================  ==========================================================
+``r``, ``r^g``     rates (``(k,)`` or ``(m, k)``)
+``o``, ``rho``     ``sphere.center``, ``sphere.radius``
+``N_i``            ``DisplayGrid.totals`` (people of class ``i`` out of 100)
+=================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import InvalidConfigError
+from .types import Elicitation, Elicitor, FloatArray, Query, Sphere, as_rate_array, ask
+
+__all__ = [
+    "DISPLAY_DECIMALS",
+    "DISPLAY_TOTAL",
+    "DisplayGrid",
+    "DisplayedElicitor",
+    "apportion",
+    "displayed_counts",
+    "shown",
+]
+
+#: People per (group's) confusion matrix shown to a participant.
+DISPLAY_TOTAL = 100
+#: Decimal places a chart may use for counts: whole people first (as in the paper's user study).
+DISPLAY_DECIMALS: tuple[int, ...] = (0, 1, 2)
+#: Float noise tolerated when flooring values to display units, and digits kept when ranking remainders.
+_UNIT_SLACK = 1e-9
+_REMAINDER_DIGITS = 9
+#: Snapped points stay this much (relative to the radius) inside the sphere, so they are strictly feasible.
+_INSIDE = 1.0 - 1e-9
+#: Rounds of pulling a point towards the centre before its snapped image is inside the sphere.
+_SNAP_ROUNDS = 64
+
+
+def apportion(values: npt.ArrayLike, total_units: int) -> FloatArray:
+    """Largest-remainder rounding of non-negative ``values`` to whole units summing to ``total_units``.
+
+    Remainders are compared after rounding away float noise and ties go to the earlier entry (a stable
+    sort), so equal inputs always round the same way.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    floors = np.floor(array + _UNIT_SLACK)
+    remainders = np.round(array - floors, _REMAINDER_DIGITS)
+    shortfall = round(total_units - float(floors.sum()))
+    if shortfall > 0:
+        order = np.argsort(-remainders, kind="stable")
+        floors[order[:shortfall]] += 1
+    elif shortfall < 0:
+        order = np.argsort(remainders, kind="stable")
+        positive = [index for index in order if floors[index] > 0]
+        floors[positive[:-shortfall]] -= 1
+    result: FloatArray = floors
+    return result
+
+
+def displayed_counts(confusion: npt.ArrayLike, decimals: int = 0) -> FloatArray:
+    """Round out-of-100 confusion matrices to ``decimals`` places the way a participant is shown them.
+
+    Each matrix is scaled to 100; the class sizes (row totals) are apportioned to add up to exactly 100,
+    then the correct predictions of each class are rounded to the nearest unit of its size (so the rate a
+    person reads is the nearest displayable one, and rates on the display grid show exactly), and the
+    rest of the row is apportioned over the wrong predictions by largest remainder.
+
+    Parameters
+    ----------
+    confusion : array_like, shape (k, k) or (m, k, k)
+        Non-negative counts (any total), rows true class.
+    decimals : int
+        One of `DISPLAY_DECIMALS`.
+
+    Returns
+    -------
+    numpy.ndarray
+        The input's shape; each matrix sums to `DISPLAY_TOTAL`.
+    """
+    if decimals not in DISPLAY_DECIMALS:
+        raise InvalidConfigError(f"decimals must be one of {DISPLAY_DECIMALS}, got {decimals}")
+    array = np.asarray(confusion, dtype=np.float64)
+    shape = array.shape
+    stack = array[np.newaxis] if array.ndim == 2 else array
+    unit = 10.0**decimals
+    total = round(DISPLAY_TOTAL * unit)
+    result = np.empty_like(stack)
+    k = stack.shape[-1]
+    off = ~np.eye(k, dtype=bool)
+    for index, matrix in enumerate(stack):
+        scaled = matrix * (total / matrix.sum())
+        sizes = apportion(scaled.sum(axis=1), total)
+        for row in range(k):
+            size = float(scaled[row].sum())
+            correct = np.floor(scaled[row, row] / size * sizes[row] + 0.5) if size > 0.0 else 0.0
+            cells = np.zeros(k)
+            cells[row] = correct
+            wrong = scaled[row][off[row]]
+            rest = int(sizes[row] - correct)
+            if rest > 0:
+                weights = wrong if wrong.sum() > 0.0 else np.ones_like(wrong)
+                cells[off[row]] = apportion(weights * (rest / weights.sum()), rest)
+            result[index, row] = cells / unit
+    return result.reshape(shape)
+
+
+@dataclass(frozen=True, eq=False)
+class DisplayGrid:
+    """The rates whole people can show: ``r_i = n_i / N_i`` with ``N_i`` people of class ``i`` of 100.
+
+    Attributes
+    ----------
+    totals : numpy.ndarray, shape (n_groups, n_classes)
+        People of each class out of `DISPLAY_TOTAL` (per group), as the chart shows them.
+    """
+
+    totals: npt.NDArray[np.int64]
+
+    def __post_init__(self) -> None:
+        totals = np.array(self.totals, dtype=np.int64)
+        if totals.ndim != 2 or totals.shape[1] < 2 or np.any(totals < 0):
+            raise InvalidConfigError(f"totals must be (n_groups, n_classes) counts, got {totals.tolist()}")
+        if np.any(totals.sum(axis=1) != DISPLAY_TOTAL):
+            raise InvalidConfigError(f"each group's totals must add up to {DISPLAY_TOTAL}")
+        if np.any(totals == 0):
+            raise InvalidConfigError(
+                f"a class has fewer than one person in {DISPLAY_TOTAL} (priors {totals.tolist()}); "
+                "its rates cannot be shown"
+            )
+        totals.setflags(write=False)
+        object.__setattr__(self, "totals", totals)
+
+    @classmethod
+    def from_priors(cls, priors: npt.ArrayLike) -> DisplayGrid:
+        """The grid of class priors ``(n_classes,)`` or ``(n_groups, n_classes)``."""
+        array = np.atleast_2d(as_rate_array(priors, "priors"))
+        rows = [apportion(row / row.sum() * DISPLAY_TOTAL, DISPLAY_TOTAL) for row in array]
+        return cls(np.array(rows, dtype=np.int64))
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.totals.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.totals.shape[1])
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of one rate array: ``(n_classes,)`` or ``(n_groups, n_classes)``."""
+        return (self.n_classes,) if self.n_groups == 1 else (self.n_groups, self.n_classes)
+
+    def _rows(self, rates: npt.ArrayLike) -> tuple[FloatArray, tuple[int, ...]]:
+        array = np.asarray(rates, dtype=np.float64)
+        if array.shape[-len(self.shape) :] != self.shape:
+            raise InvalidConfigError(f"rates must end with shape {self.shape}, got {array.shape}")
+        return array.reshape((-1, self.n_groups, self.n_classes)), array.shape
+
+    def counts(self, rates: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """People of each class a classifier gets right, as shown (``rates``' shape, any leading axes)."""
+        rows, shape = self._rows(rates)
+        counts = np.floor(rows * self.totals + 0.5).astype(np.int64)
+        result: npt.NDArray[np.int64] = counts.reshape(shape)
+        return result
+
+    def snap(self, rates: npt.ArrayLike, sphere: Sphere) -> FloatArray:
+        """The displayable rates nearest to ``rates`` inside ``sphere`` (any leading axes; each row inside).
+
+        A point whose nearest grid point leaves the sphere is pulled towards the centre until it does not,
+        so snapping never leaves the query region (nor, for a dataset, the feasible set).
+
+        Raises
+        ------
+        InvalidConfigError
+            If the sphere is too small to hold a single displayable point.
+        """
+        rows, shape = self._rows(rates)
+        totals = np.broadcast_to(self.totals, rows.shape)
+        flat = rows.reshape((-1, self.n_classes)).copy()
+        flat_totals = totals.reshape((-1, self.n_classes))
+        center = sphere.center
+        limit = sphere.radius * _INSIDE
+        step = float(np.linalg.norm(1.0 / self.totals.min(axis=0)))
+        snapped = np.floor(flat * flat_totals + 0.5) / flat_totals
+        outside = np.linalg.norm(snapped - center, axis=1) > limit
+        for _ in range(_SNAP_ROUNDS):
+            if not np.any(outside):
+                break
+            offset = flat[outside] - center
+            length = np.linalg.norm(offset, axis=1, keepdims=True)
+            shrink = np.clip(1.0 - 0.5 * step / np.maximum(length, 1e-300), 0.0, None)
+            flat[outside] = center + offset * shrink
+            snapped[outside] = np.floor(flat[outside] * flat_totals[outside] + 0.5) / flat_totals[outside]
+            outside = np.linalg.norm(snapped - center, axis=1) > limit
+        if np.any(outside):
+            raise InvalidConfigError(
+                f"no rate whole people can show lies within radius {sphere.radius:g} of the centre; "
+                "use a larger sphere"
+            )
+        result: FloatArray = snapped.reshape(shape)
+        return result
+
+    def check_sphere(self, sphere: Sphere) -> None:
+        """Raise `InvalidConfigError` unless the sphere holds displayable points (its centre snaps inside)."""
+        self.snap(np.broadcast_to(sphere.center, self.shape), sphere)
+
+    def key(self, first: npt.ArrayLike, second: npt.ArrayLike) -> bytes:
+        """A hashable picture of the ordered pair as displayed (the people each classifier gets right)."""
+        return self.counts(first).tobytes() + b"|" + self.counts(second).tobytes()
+
+    def same(self, first: npt.ArrayLike, second: npt.ArrayLike) -> bool:
+        """True when the two rate arrays display identically."""
+        return bool(np.array_equal(self.counts(first), self.counts(second)))
+
+    def gap(self, first: npt.ArrayLike, second: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """Largest difference in correctly classified people (any class and group) per pair."""
+        difference = np.abs(self.counts(first) - self.counts(second))
+        axes = tuple(range(difference.ndim - len(self.shape), difference.ndim))
+        result: npt.NDArray[np.int64] = np.max(difference, axis=axes)
+        return result
+
+
+class DisplayedElicitor(Elicitor[Elicitation[Any]]):
+    """An elicitor whose queries are the displayed ones; other attributes come from the wrapped elicitor."""
+
+    def __init__(self, inner: Elicitor[Elicitation[Any]], grid: DisplayGrid, sphere: Sphere) -> None:
+        super().__init__(_shown_steps(inner, grid, sphere), name=inner.name, max_queries=inner.max_queries)
+        self.inner = inner
+        self.grid = grid
+
+    def __getattr__(self, name: str) -> Any:
+        # Live progress (expected_remaining, current_metric, ...) is the wrapped elicitor's.
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def _shown_steps(
+    inner: Elicitor[Elicitation[Any]], grid: DisplayGrid, sphere: Sphere
+) -> Generator[Query, bool, Elicitation[Any]]:
+    answered: dict[bytes, bool] = {}
+    skipped = {"identical": 0, "repeated": 0}
+    try:
+        query = next(inner)
+        while True:
+            first, second = grid.snap(query.first, sphere), grid.snap(query.second, sphere)
+            key, reverse = grid.key(first, second), grid.key(second, first)
+            if key == reverse:
+                # Nothing to choose between as displayed: the search is below what the chart can show.
+                skipped["identical"] += 1
+                answer = True
+            elif key in answered or reverse in answered:
+                skipped["repeated"] += 1
+                answer = answered[key] if key in answered else not answered[reverse]
+            else:
+                shown_query = Query(
+                    first,
+                    second,
+                    search=query.search,
+                    kind=query.kind,
+                    coordinate=query.coordinate,
+                    step=query.step,
+                )
+                answer = yield from ask(shown_query)
+                answered[key] = answer
+            query = inner.send(answer)
+    except StopIteration as stop:
+        result: Elicitation[Any] = stop.value
+    details = {**result.details, "display_skipped": dict(skipped), "inner_queries": result.num_queries}
+    return replace(result, num_queries=len(answered), details=details)
+
+
+def shown(elicitor: Elicitor[Elicitation[Any]], grid: DisplayGrid, sphere: Sphere) -> DisplayedElicitor:
+    """Wrap ``elicitor`` so that every yielded query is displayable and perceptibly new.
+
+    Parameters
+    ----------
+    elicitor : Elicitor
+        A fresh elicitor (not started) whose queries lie in ``sphere``.
+    grid : DisplayGrid
+        The study's display grid (`DisplayGrid.from_priors` of the query space's priors).
+    sphere : Sphere
+        The query sphere; snapped queries stay inside it.
+
+    Returns
+    -------
+    DisplayedElicitor
+        Yields each query snapped to the grid. A step whose two sides display identically is answered
+        "first" without asking (the person could not tell them apart); a step displaying a pair already
+        answered, in either order, gets that answer. The result counts only the questions shown
+        (``details["display_skipped"]`` counts the others, ``details["inner_queries"]`` all steps).
+
+    Raises
+    ------
+    InvalidConfigError
+        If the sphere holds no displayable point.
+
+    Notes
+    -----
+    Never asks more questions than the wrapped elicitor; each step costs one snap (``O(k m)``).
+    """
+    grid.check_sphere(sphere)
+    return DisplayedElicitor(elicitor, grid, sphere)
