@@ -187,6 +187,7 @@ class AlgorithmSpec:
     params_model: type[BaseModel]
     factory: Factory
     version: str
+    #: The coordinator's label in the new-study form: plain words, no symbols or paper numbering.
     description: str
     #: True for algorithms that take group rates ``(n_groups, n_classes)`` (fairness studies).
     needs_groups: bool = False
@@ -355,7 +356,7 @@ register(
         params_model=LpmeParams,
         factory=_lpme,
         version="lpme-1",
-        description="Linear performance metric elicitation (LPME, Algorithm 2)",
+        description="Linear (LPME, the paper's searches): one weight per class",
     )
 )
 register(
@@ -364,7 +365,7 @@ register(
         params_model=QpmeParams,
         factory=_qpme,
         version="qpme-2",
-        description="Quadratic performance metric elicitation (QPME, Algorithm 1)",
+        description="Quadratic (QPME, the paper's searches): weights and curvature",
     )
 )
 register(
@@ -373,7 +374,7 @@ register(
         params_model=DiagonalQpmeParams,
         factory=_diagonal_qpme,
         version="diagonal_qpme-1",
-        description="Diagonal QPME: a quadratic metric with diagonal B in O~(k) queries (Section 5)",
+        description="Quadratic without class interactions (diagonal QPME)",
     )
 )
 register(
@@ -382,7 +383,7 @@ register(
         params_model=FairQpmeParams,
         factory=_fair_qpme,
         version="fair_qpme-1",
-        description="Fair quadratic metric elicitation (Fair QPME, Algorithm 4) over group rates",
+        description="Fairness (fair QPME, the paper's searches)",
         needs_groups=True,
     )
 )
@@ -392,7 +393,7 @@ register(
         params_model=TradeoffParams,
         factory=_tradeoff,
         version="tradeoff-1",
-        description="Lambda-only: the fairness trade-off when a and every B^{uv} are known (Algorithm 5)",
+        description="Fairness trade-off only (costs and group-gap penalties known)",
         needs_groups=True,
     )
 )
@@ -402,7 +403,7 @@ register(
         params_model=ActiveParams,
         factory=_active_linear,
         version="active_linear-1",
-        description="Active linear elicitation: perceptible, noise-robust Bayesian queries (issue 7)",
+        description="Active linear: one weight per class, few questions",
         seeded=True,
     )
 )
@@ -412,7 +413,7 @@ register(
         params_model=ActiveParams,
         factory=_active_quadratic,
         version="active_quadratic-2",
-        description="Active quadratic elicitation: perceptible, noise-robust Bayesian queries (issue 7)",
+        description="Active quadratic (recommended): few questions, tolerates slips",
         seeded=True,
     )
 )
@@ -422,7 +423,7 @@ register(
         params_model=ActiveFairParams,
         factory=_active_fair,
         version="active_fair-1",
-        description="Active fair quadratic elicitation over group rates (issue 7)",
+        description="Active fairness (recommended with groups): few questions, tolerates slips",
         needs_groups=True,
         seeded=True,
     )

@@ -27,7 +27,7 @@ from .admin.auth import (
     revoke_api_token,
     set_password,
 )
-from .admin.models import Role, StudyControl, User
+from .admin.models import Role, User
 from .cli_web import _db, _link
 from .errors import AppError
 from .settings import Settings
@@ -168,11 +168,7 @@ def _cmd_study_assign(args: argparse.Namespace) -> int:
             if owner is None:
                 raise AdminError(f"no account {args.owner}")
             study, control = studies.visible_study(db, _cli_principal(db, None), args.study_id)
-            if control is None:
-                control = StudyControl(study_id=study.id, status="open", updated_at=datetime.now(UTC))
-                db.add(control)
-            control.owner_id = owner.id
-            db.commit()
+            studies.give_study(db, study, control, owner)
     except AppError as exc:
         return _fail(exc)
     print(f"study {study.id} now belongs to {owner.email}")

@@ -124,16 +124,38 @@ def _cmd_study_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from .admin.auth import find_user, first_admin
+    from .admin.models import StudyControl, User
+    from .admin.studies import give_study
     from .services import create_study
 
     settings = Settings()
     with _db(settings) as db:
+        owner = find_user(db, args.owner) if args.owner else first_admin(db)
+        if args.owner and owner is None:
+            print(
+                f"error: no back-office account {args.owner}; create it with "
+                f"`elicit admin create --email {args.owner} --role coordinator`",
+                file=sys.stderr,
+            )
+            return 2
         study = repository.find_study_by_name(db, DEMO_STUDY["name"])
         if study is None:
             study = create_study(db, parse_study_config(DEMO_STUDY))
             print(f"created the demo study {study.id}")
         else:
             print(f"the demo study exists: {study.id}")
+        control = db.get(StudyControl, study.id)
+        # Without an owner only administrators see the study; a named owner takes it over.
+        if owner is not None and (args.owner or control is None or control.owner_id is None):
+            control = give_study(db, study, control, owner)
+        if control is not None and control.owner_id is not None:
+            print(f"it belongs to {db.get(User, control.owner_id).email} in the back office")
+        else:
+            print(
+                "no back-office account owns it yet: create one with `elicit admin create`, then run "
+                "`elicit demo` again (or `elicit demo --owner EMAIL`)"
+            )
         print(f"participant link: {_link(settings, f'/studies/{study.id}/join')}")
     return 0
 
@@ -161,5 +183,13 @@ def register(subparsers: Any) -> None:
     listing = study_sub.add_parser("list", help="list studies with their session counts")
     listing.set_defaults(func=_cmd_study_list)
 
-    demo = subparsers.add_parser("demo", help="create the demo study (once) and print its participant link")
+    demo = subparsers.add_parser(
+        "demo",
+        help="create the demo study (once), give it to the first administrator, print its participant link",
+    )
+    demo.add_argument(
+        "--owner",
+        metavar="EMAIL",
+        help="the account that owns the demo (default: the first admin)",
+    )
     demo.set_defaults(func=_cmd_demo)

@@ -32,6 +32,8 @@ class AppError(Exception):
     status_code = 500
     code = "error"
     title = "Something went wrong"
+    #: False when going back to the session cannot help (the study does not take the person now).
+    resumable = True
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -58,10 +60,21 @@ class ConflictError(AppError):
     code = "conflict"
     title = "This question has moved on"
 
-    def __init__(self, message: str, view: SessionView | None = None, *, code: str = "conflict") -> None:
+    def __init__(
+        self,
+        message: str,
+        view: SessionView | None = None,
+        *,
+        code: str = "conflict",
+        title: str | None = None,
+        resumable: bool = True,
+    ) -> None:
         super().__init__(message)
         self.view = view
         self.code = code
+        self.resumable = resumable
+        if title is not None:
+            self.title = title
 
 
 def validation_messages(exc: RequestValidationError) -> list[dict[str, str]]:
@@ -90,7 +103,8 @@ def _page(request: Request, status: int, context: dict[str, Any]) -> Response:
     templates = request.app.state.templates
     template = f"errors/{status}.html" if status in (404, 409, 422) else "errors/500.html"
     token = request.path_params.get("token")
-    continue_url = f"/sessions/{token}" if token and status != 404 else None
+    resumable = context.pop("resumable", True)
+    continue_url = f"/sessions/{token}" if token and status != 404 and resumable else None
     base = {"status": status, "fields": [], "continue_url": continue_url}
     response: Response = templates.TemplateResponse(
         request, template, {**base, **context}, status_code=status
@@ -109,7 +123,8 @@ def install_error_handlers(app: FastAPI) -> None:
             if view is not None:
                 body["state"] = view.to_api()
             return JSONResponse(body, status_code=exc.status_code)
-        return _page(request, exc.status_code, {"title": exc.title, "message": exc.message, "view": view})
+        context = {"title": exc.title, "message": exc.message, "view": view, "resumable": exc.resumable}
+        return _page(request, exc.status_code, context)
 
     @app.exception_handler(ReplayMismatchError)
     def _replay_mismatch(request: Request, exc: ReplayMismatchError) -> Response:

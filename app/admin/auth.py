@@ -49,6 +49,8 @@ __all__ = [
     "check_csrf",
     "create_api_token",
     "create_user",
+    "find_user",
+    "first_admin",
     "hash_password",
     "issue_session_cookie",
     "login_csrf_token",
@@ -175,6 +177,11 @@ def set_password(db: Session, user: User, password: str) -> None:
 
 def find_user(db: Session, email: str) -> User | None:
     return db.scalars(select(User).where(User.email == email.strip().lower())).first()
+
+
+def first_admin(db: Session) -> User | None:
+    """The earliest administrator account (the one who set the installation up), or None."""
+    return db.scalars(select(User).where(User.role == Role.ADMIN.value).order_by(User.id)).first()
 
 
 # -- login with rate limit -----------------------------------------------------------------------------------

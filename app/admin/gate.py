@@ -18,10 +18,20 @@ from .models import Invitation, StudyControl, StudyStatus
 
 __all__ = ["check_enrolment"]
 
+#: What a person sees when the study does not take them now: (page title, message), by study status.
 _MESSAGES = {
-    StudyStatus.DRAFT: "This study has not started yet. Please try again later.",
-    StudyStatus.PAUSED: "This study is paused at the moment. Please try again later.",
-    StudyStatus.CLOSED: "This study has closed and takes no new participants. Thank you for your interest.",
+    StudyStatus.DRAFT: (
+        "This study has not started yet",
+        "The study team has not opened this study yet. Please try this link again later.",
+    ),
+    StudyStatus.PAUSED: (
+        "This study is paused",
+        "This study is paused at the moment: nobody can start. Please try this link again later.",
+    ),
+    StudyStatus.CLOSED: (
+        "This study has closed",
+        "This study has closed and takes no new participants. Thank you for your interest.",
+    ),
 }
 
 
@@ -36,12 +46,23 @@ def check_enrolment(db: Session, study: Study, session: ElicitationSession | Non
         return
     status = StudyStatus(control.status)
     if status is not StudyStatus.OPEN:
-        raise ConflictError(_MESSAGES[status], code=f"study_{status.value}")
+        title, message = _MESSAGES[status]
+        raise ConflictError(message, code=f"study_{status.value}", title=title, resumable=False)
     now = utcnow()
     if session is None:
         if control.enrolment_expires_at is not None and _aware(control.enrolment_expires_at) <= now:
-            raise ConflictError("This link has expired. Thank you for your interest.", code="link_expired")
+            raise ConflictError(
+                "This link has expired. Thank you for your interest.",
+                code="link_expired",
+                title="This link has expired",
+                resumable=False,
+            )
         return
     invitation = db.scalars(select(Invitation).where(Invitation.session_id == session.id)).first()
     if invitation is not None and invitation.expires_at is not None and _aware(invitation.expires_at) <= now:
-        raise ConflictError("This invitation has expired. Thank you for your interest.", code="link_expired")
+        raise ConflictError(
+            "This invitation has expired. Thank you for your interest.",
+            code="link_expired",
+            title="This invitation has expired",
+            resumable=False,
+        )

@@ -212,7 +212,7 @@ def _priced(
     elif measured_seconds is not None:
         seconds, source = float(measured_seconds), "median measured in this study's sessions"
     else:
-        seconds, source = DEFAULT_SECONDS_PER_QUERY, "default (nothing measured yet)"
+        seconds, source = DEFAULT_SECONDS_PER_QUERY, "the default; nothing measured yet"
     comparisons_mean = simulation.queries_mean + simulation.other_comparisons
     comparisons_p90 = simulation.queries_p90 + simulation.other_comparisons
     return PlannerResult(

@@ -28,7 +28,7 @@ from ..models import Answer, ElicitationSession, LogAction, SessionStatus, Study
 from ..services import SessionCache
 from ..study_config import StudyConfig, StudyConfigError, build_space, parse_study_config
 from .auth import AdminError, Principal
-from .models import Exclusion, Invitation, StudyControl, StudySnapshot, StudyStatus
+from .models import Exclusion, Invitation, StudyControl, StudySnapshot, StudyStatus, User
 
 __all__ = [
     "MAX_CSV_BYTES",
@@ -42,6 +42,7 @@ __all__ = [
     "duplicate_study",
     "edit_study",
     "exclude_session",
+    "give_study",
     "lift_exclusion",
     "list_visible_studies",
     "set_status",
@@ -52,6 +53,8 @@ __all__ = [
 
 #: Personal links created in one request (a CSV of this many rows is still small).
 MAX_INVITATIONS = 5000
+#: Page title of a back-office action the study's state refuses (the message says why).
+REFUSED_TITLE = "This cannot be done now"
 #: Largest uploaded dataset CSV (bytes).
 MAX_CSV_BYTES = 10_000_000
 _DATASET_NAME = re.compile(r"[^A-Za-z0-9_-]+")
@@ -177,8 +180,6 @@ def _counts(db: Session) -> dict[tuple[uuid.UUID, str], int]:
 
 
 def list_visible_studies(db: Session, principal: Principal) -> list[StudyEntry]:
-    from .models import User
-
     controls = {control.study_id: control for control in db.scalars(select(StudyControl))}
     emails = dict(db.execute(select(User.id, User.email)).all())
     counts = _counts(db)
@@ -273,6 +274,15 @@ def _ensure_control(db: Session, study: Study, control: StudyControl | None) -> 
     return control
 
 
+def give_study(db: Session, study: Study, control: StudyControl | None, owner: User) -> StudyControl:
+    """Make ``owner`` the study's owner, so a coordinator sees it (commits; status unchanged)."""
+    control = _ensure_control(db, study, control)
+    control.owner_id = owner.id
+    control.updated_at = utcnow()
+    db.commit()
+    return control
+
+
 def edit_study(
     db: Session,
     cache: SessionCache,
@@ -292,6 +302,7 @@ def edit_study(
                 "This study has answers already, so its configuration can no longer change. "
                 "Duplicate it to run a changed version.",
                 code="has_answers",
+                title=REFUSED_TITLE,
             )
         _fill(study, parsed)
         version = get_algorithm(parsed.algorithm).version
@@ -334,7 +345,11 @@ def set_status(
     if wanted == current:
         return _ensure_control(db, study, control)
     if wanted not in TRANSITIONS[current]:
-        raise ConflictError(f"a {current.value} study cannot become {wanted.value}", code="bad_transition")
+        raise ConflictError(
+            f"a {current.value} study cannot become {wanted.value}",
+            code="bad_transition",
+            title=REFUSED_TITLE,
+        )
     if wanted is StudyStatus.CLOSED and not confirm:
         raise AdminError(
             "Closing a study stops all enrolment for good; confirm to close it. Its data stays and can "
@@ -383,11 +398,25 @@ def create_invitations(
     expires_at: datetime | None = None,
     labels: list[str] | None = None,
 ) -> list[tuple[Invitation, str]]:
-    """``count`` personal links (invited sessions: nothing counts until the person consents), one commit."""
+    """``count`` personal links (invited sessions: nothing counts until the person consents), one commit.
+
+    Refused for a draft or closed study: nobody could take part through the link.
+    """
     if not 1 <= count <= MAX_INVITATIONS:
         raise AdminError(f"count must lie between 1 and {MAX_INVITATIONS}", status_code=422, code="invalid")
-    if status_of(control) is StudyStatus.CLOSED:
-        raise ConflictError("the study is closed; it takes no new participants", code="study_closed")
+    status = status_of(control)
+    if status is StudyStatus.CLOSED:
+        raise ConflictError(
+            "the study is closed; it takes no new participants", code="study_closed", title=REFUSED_TITLE
+        )
+    if status is StudyStatus.DRAFT:
+        # A link made now would greet its person with "not started yet": refuse rather than let it go out.
+        raise ConflictError(
+            "the study is still a draft: open it first, then create personal links "
+            "(until it opens, a link only tells its person that the study has not started)",
+            code="study_draft",
+            title="Open the study first",
+        )
     if expires_at is not None and expires_at <= utcnow():
         raise AdminError("the expiry must lie in the future", status_code=422, code="invalid")
     sessions = [
@@ -418,7 +447,7 @@ def exclude_session(db: Session, principal: Principal, session: ElicitationSessi
     if not reason or len(reason) > 2000:
         raise AdminError("give a reason of 1 to 2000 characters", status_code=422, code="invalid")
     if active_exclusion(db, session.id) is not None:
-        raise ConflictError("this session is excluded already", code="already_excluded")
+        raise ConflictError("this session is excluded already", code="already_excluded", title=REFUSED_TITLE)
     exclusion = Exclusion(
         session_id=session.id, reason=reason, created_by=principal.user.id, created_at=utcnow()
     )
@@ -431,7 +460,7 @@ def lift_exclusion(db: Session, principal: Principal, session: ElicitationSessio
     """Take a session back into the analysis; the exclusion row stays, marked as lifted."""
     exclusion = active_exclusion(db, session.id)
     if exclusion is None:
-        raise ConflictError("this session is not excluded", code="not_excluded")
+        raise ConflictError("this session is not excluded", code="not_excluded", title=REFUSED_TITLE)
     exclusion.lifted_at = utcnow()
     exclusion.lifted_by = principal.user.id
     db.commit()

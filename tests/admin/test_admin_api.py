@@ -197,13 +197,24 @@ def test_api_invitations_expire_and_consent_respects_status(
 ) -> None:
     token = accounts["alice"]["token"]
     sid = create(client, token)["id"]
+    # Draft: no personal link may go out yet (its person could only be told the study has not started).
+    refused = client.post(f"/api/v1/studies/{sid}/invitations", json={"count": 3}, headers=bearer(token))
+    assert refused.status_code == 409 and refused.json()["error"] == "study_draft"
+    assert client.get(f"/api/v1/studies/{sid}/dashboard", headers=bearer(token)).json()["by_status"] == {
+        "invited": 0,
+        "active": 0,
+        "done": 0,
+    }
+    open_study(client, token, sid)
     made = client.post(f"/api/v1/studies/{sid}/invitations", json={"count": 3}, headers=bearer(token))
     assert made.status_code == 201
     links = made.json()["invitations"]
     assert len(links) == 3 and len({item["token"] for item in links}) == 3
-    # Draft: the invited person cannot consent yet.
+    # Paused: the invited person cannot consent until the study opens again.
     first = links[0]["token"]
-    assert client.post(f"/api/v1/sessions/{first}/consent").status_code == 409
+    client.patch(f"/api/v1/studies/{sid}", json={"status": "paused"}, headers=bearer(token))
+    paused = client.post(f"/api/v1/sessions/{first}/consent")
+    assert paused.status_code == 409 and paused.json()["error"] == "study_paused"
     open_study(client, token, sid)
     assert client.post(f"/api/v1/sessions/{first}/consent").json()["status"] == "active"
     past = client.post(
@@ -321,6 +332,7 @@ def test_a_failed_invitation_batch_stores_no_session(
 
     token = accounts["alice"]["token"]
     sid = create(client, token)["id"]
+    open_study(client, token, sid)
     made = 0
     original = services.create_session
 

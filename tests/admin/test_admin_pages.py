@@ -338,3 +338,34 @@ def test_replayed_csrf_tokens_are_refused(app: Any, client: TestClient, accounts
     )
     assert accepted.status_code == 201
     assert "fresh" in client.get("/admin/tokens").text
+
+
+def test_draft_study_refuses_invitations_and_an_invitee_of_a_paused_study_is_told_so(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    token = accounts["alice"]["token"]
+    sid = client.post("/api/v1/studies", json=STUDY_CONFIG, headers=bearer(token)).json()["id"]
+    csrf = login(client, "alice@example.org")
+    draft_page = client.get(f"/admin/studies/{sid}")
+    assert 'data-testid="invitations-draft"' in draft_page.text
+    assert 'data-testid="create-invitations"' not in draft_page.text
+    refused = client.post(f"/admin/studies/{sid}/invitations", data={"count": "2", "csrf_token": csrf})
+    assert refused.status_code == 409
+    assert "Open the study first" in refused.text and "moved on" not in refused.text
+    assert client.get(f"/api/v1/studies/{sid}/dashboard", headers=bearer(token)).json()["by_status"][
+        "invited"
+    ] == 0
+    client.post(f"/admin/studies/{sid}/status", data={"status": "open", "csrf_token": csrf})
+    made = client.post(f"/admin/studies/{sid}/invitations", data={"count": "1", "csrf_token": csrf})
+    assert made.status_code == 200
+    link = next(csv.DictReader(io.StringIO(made.text)))["url"]
+    person = link.rsplit("/", 1)[1]
+    client.post(f"/admin/studies/{sid}/status", data={"status": "paused", "csrf_token": csrf})
+    assert 'data-testid="invitations-paused"' in client.get(f"/admin/studies/{sid}").text
+    # The invited person reads the consent page, agrees, and learns the study is paused: no dead-end
+    # "continue" button back to the same refusal.
+    assert client.get(f"/sessions/{person}").status_code == 200
+    answer = client.post(f"/sessions/{person}/consent", data={"consent": "yes"})
+    assert answer.status_code == 409
+    assert "This study is paused" in answer.text and "try this link again later" in answer.text
+    assert "moved on" not in answer.text and 'data-testid="continue"' not in answer.text

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from admin_support import PASSWORD, STUDY_CONFIG
+from admin_support import PASSWORD, STUDY_CONFIG, login
 
 from app.admin.auth import verify_password
 from app.admin.models import StudyControl, User
@@ -112,3 +112,51 @@ def test_cli_study_actions_status_invite_plan_export_import(
     assert main(["study", "close", study_id, "--yes"]) == 0
     assert main(["study", "duplicate", study_id]) == 0
     assert "created draft" in capsys.readouterr().out
+
+
+def _demo_owner(app: Any) -> str | None:
+    from sqlalchemy import select
+
+    from app.models import Study
+
+    with app.state.sessionmaker() as db:
+        study = db.scalars(select(Study).where(Study.name == "Demo: breast cancer screening")).one()
+        control = db.get(StudyControl, study.id)
+        if control is None or control.owner_id is None:
+            return None
+        return db.get(User, control.owner_id).email  # type: ignore[union-attr]
+
+
+def test_cli_demo_goes_to_the_first_admin_or_the_named_owner_who_then_sees_it(
+    cli_env: Settings, app: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    from fastapi.testclient import TestClient
+
+    # Before any account exists the demo is made anyway, and the command says how to give it an owner.
+    assert main(["demo"]) == 0
+    assert "no back-office account owns it yet" in capsys.readouterr().out
+    assert _demo_owner(app) is None
+    monkeypatch.setenv("ELICIT_ADMIN_PASSWORD", PASSWORD)
+    main(["admin", "create", "--email", "first@example.org", "--role", "admin"])
+    main(["admin", "create", "--email", "second@example.org", "--role", "admin"])
+    main(["admin", "create", "--email", "coord@example.org", "--role", "coordinator"])
+    capsys.readouterr()
+    assert main(["demo"]) == 0
+    assert "belongs to first@example.org" in capsys.readouterr().out
+    assert _demo_owner(app) == "first@example.org"
+    with TestClient(app) as client:
+        login(client, "coord@example.org")
+        assert "Demo: breast cancer screening" not in client.get("/admin").text
+    # A named owner takes the demo over; an unknown name is refused and changes nothing.
+    assert main(["demo", "--owner", "nobody@example.org"]) == 2
+    assert "no back-office account nobody@example.org" in capsys.readouterr().err
+    assert main(["demo", "--owner", "Coord@Example.org"]) == 0
+    assert "belongs to coord@example.org" in capsys.readouterr().out
+    assert _demo_owner(app) == "coord@example.org"
+    # Running it again without --owner keeps the owner it has.
+    assert main(["demo"]) == 0
+    assert _demo_owner(app) == "coord@example.org"
+    with TestClient(app) as client:
+        login(client, "coord@example.org")
+        listing = client.get("/admin")
+        assert listing.status_code == 200 and "Demo: breast cancer screening" in listing.text
