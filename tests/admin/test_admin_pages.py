@@ -352,9 +352,10 @@ def test_draft_study_refuses_invitations_and_an_invitee_of_a_paused_study_is_tol
     refused = client.post(f"/admin/studies/{sid}/invitations", data={"count": "2", "csrf_token": csrf})
     assert refused.status_code == 409
     assert "Open the study first" in refused.text and "moved on" not in refused.text
-    assert client.get(f"/api/v1/studies/{sid}/dashboard", headers=bearer(token)).json()["by_status"][
-        "invited"
-    ] == 0
+    assert (
+        client.get(f"/api/v1/studies/{sid}/dashboard", headers=bearer(token)).json()["by_status"]["invited"]
+        == 0
+    )
     client.post(f"/admin/studies/{sid}/status", data={"status": "open", "csrf_token": csrf})
     made = client.post(f"/admin/studies/{sid}/invitations", data={"count": "1", "csrf_token": csrf})
     assert made.status_code == 200
