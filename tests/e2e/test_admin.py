@@ -67,7 +67,7 @@ def test_coordinator_plans_invites_watches_and_downloads(
     with page.expect_navigation():
         page.get_by_test_id("run-planner").click()
     expect(page.get_by_test_id("planner")).to_be_visible()
-    expect(page.get_by_test_id("plan-minutes")).to_contain_text("mean")
+    expect(page.get_by_test_id("plan-minutes")).to_contain_text("on average")
     with page.expect_navigation():
         page.get_by_test_id("save-study").click()
     expect(page.get_by_test_id("study-status")).to_have_text("draft")
