@@ -14,14 +14,14 @@ from sqlalchemy.pool import QueuePool
 from .services import SessionCache
 from .settings import Settings
 
-__all__ = ["CacheDep", "DbSessionDep", "SettingsDep"]
+__all__ = ["CacheDep", "DbSessionDep", "SettingsDep", "connection_slots"]
 
 
 #: Threads of their own for closing DB sessions (closing returns the connection to the pool).
 _CLOSE_LIMITER = anyio.CapacityLimiter(8)
 
 
-def _connection_slots(app: Any) -> anyio.Semaphore | None:
+def connection_slots(app: Any) -> anyio.Semaphore | None:
     """One slot per connection the engine's pool can hand out (None: the pool never makes callers wait).
 
     A request takes a slot in the event loop before its handler runs. Without this, under load every
@@ -53,7 +53,7 @@ async def get_db(request: Request) -> AsyncIterator[Session]:
     pool) does, so that runs in a worker thread, on threads of its own (`_CLOSE_LIMITER`). A session whose
     last use was its commit holds no connection and closes in the event loop (most answers end so).
     """
-    slots = _connection_slots(request.app)
+    slots = connection_slots(request.app)
     async with slots if slots is not None else contextlib.nullcontext():
         db: Session = request.app.state.sessionmaker()
         try:

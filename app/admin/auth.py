@@ -5,7 +5,7 @@ carrying the user id, the user's ``session_epoch`` (bumped at logout, so a copie
 a per-session CSRF token that every form must echo. Before login a separate signed cookie carries the
 login form's CSRF token (double submit). API clients send ``Authorization: Bearer <token>``; only the
 SHA-256 digest of a token is stored and a revoked token stops working at once. Failed logins are logged
-and rate limited per e-mail address and per client address.
+and rate limited per account and address (see `_over_limit` for the policy).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import logging
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from argon2 import PasswordHasher
@@ -36,6 +36,7 @@ __all__ = [
     "LOGIN_CSRF_COOKIE",
     "MAX_FAILED_LOGINS",
     "MIN_PASSWORD_LENGTH",
+    "NO_CREDENTIALS",
     "SESSION_COOKIE",
     "SESSION_MAX_AGE_S",
     "AdminError",
@@ -45,15 +46,18 @@ __all__ = [
     "Principal",
     "TooManyAttemptsError",
     "UiUserDep",
+    "admitted_principal",
     "authenticate",
     "check_csrf",
     "create_api_token",
     "create_user",
     "find_user",
     "first_admin",
+    "has_credentials",
     "hash_password",
     "issue_session_cookie",
     "login_csrf_token",
+    "login_required",
     "revoke_api_token",
     "set_password",
     "verify_password",
@@ -67,11 +71,16 @@ LOGIN_CSRF_COOKIE = "elicit_login_csrf"
 SESSION_MAX_AGE_S = 12 * 3600
 MIN_PASSWORD_LENGTH = 12
 MAX_PASSWORD_LENGTH = 1024
-#: Failed logins allowed per e-mail address (and, times `CLIENT_FACTOR`, per client) in `FAILURE_WINDOW`.
+#: Failed logins allowed per account and client address in `FAILURE_WINDOW`; times `CLIENT_FACTOR` per
+#: client address, times `ACCOUNT_FACTOR` per account from addresses it never logged in from.
 MAX_FAILED_LOGINS = 5
 CLIENT_FACTOR = 4
+ACCOUNT_FACTOR = 10
 FAILURE_WINDOW = timedelta(minutes=15)
+#: An address the account logged in from within this many days is trusted for that account.
+KNOWN_ADDRESS_DAYS = 90
 API_TOKEN_PREFIX = "elk_"
+NO_CREDENTIALS = "log in or send Authorization: Bearer <token>"
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _HASHER = PasswordHasher()  # argon2id with the library's current recommended parameters
 
@@ -191,38 +200,63 @@ def _client(request: Request) -> str:
     return (request.client.host if request.client else "unknown")[:100]
 
 
+def _failures(db: Session, since: datetime, *conditions: Any) -> int:
+    statement = select(func.count()).where(
+        LoginAttempt.succeeded.is_(False), LoginAttempt.created_at >= since, *conditions
+    )
+    return int(db.scalar(statement) or 0)
+
+
+def _over_limit(db: Session, email: str, client: str) -> bool:
+    """Whether the attempt just recorded exceeds one of the three buckets of the login policy.
+
+    1. this account from this address: `MAX_FAILED_LOGINS` (a guesser is stopped; the coordinator at
+       another address is not);
+    2. this address, any account: `MAX_FAILED_LOGINS` x `CLIENT_FACTOR` (one client trying many accounts);
+    3. this account from addresses it has never logged in from (within `KNOWN_ADDRESS_DAYS`):
+       `MAX_FAILED_LOGINS` x `ACCOUNT_FACTOR` (a guesser spread over many addresses). Addresses the
+       account logged in from before are exempt, so nobody can lock a coordinator out by e-mail alone.
+    """
+    since = utcnow() - FAILURE_WINDOW
+    if _failures(db, since, LoginAttempt.email == email, LoginAttempt.client == client) > MAX_FAILED_LOGINS:
+        return True
+    if _failures(db, since, LoginAttempt.client == client) > MAX_FAILED_LOGINS * CLIENT_FACTOR:
+        return True
+    known = select(LoginAttempt.client).where(
+        LoginAttempt.email == email,
+        LoginAttempt.succeeded.is_(True),
+        LoginAttempt.created_at >= utcnow() - timedelta(days=KNOWN_ADDRESS_DAYS),
+    )
+    if db.scalar(known.where(LoginAttempt.client == client).limit(1)) is not None:
+        return False
+    unknown = _failures(db, since, LoginAttempt.email == email, LoginAttempt.client.not_in(known))
+    return unknown > MAX_FAILED_LOGINS * ACCOUNT_FACTOR
+
+
 def authenticate(db: Session, request: Request, email: str, password: str) -> User:
-    """Check a password login; every attempt is recorded, failures are logged and rate limited."""
+    """Check a password login; every attempt is recorded, failures are logged and rate limited.
+
+    The attempt is committed (as a failure) before the limits are counted, so simultaneous attempts
+    see each other: of any number sent at once, at most the limit's worth reach the password check.
+    """
     email_key = email.strip().lower()[:254]
     client = _client(request)
-    since = utcnow() - FAILURE_WINDOW
-    failures_email = db.scalar(
-        select(func.count()).where(
-            LoginAttempt.email == email_key,
-            LoginAttempt.succeeded.is_(False),
-            LoginAttempt.created_at >= since,
-        )
-    )
-    failures_client = db.scalar(
-        select(func.count()).where(
-            LoginAttempt.client == client, LoginAttempt.succeeded.is_(False), LoginAttempt.created_at >= since
-        )
-    )
-    if (failures_email or 0) >= MAX_FAILED_LOGINS or (
-        failures_client or 0
-    ) >= MAX_FAILED_LOGINS * CLIENT_FACTOR:
+    attempt = LoginAttempt(email=email_key, client=client, succeeded=False, created_at=utcnow())
+    db.add(attempt)
+    db.commit()
+    if _over_limit(db, email_key, client):
         logger.warning("login refused (rate limit) for %r from %s", email_key, client)
         raise TooManyAttemptsError()
     user = find_user(db, email_key) if email_key else None
     # Verify against a dummy hash for unknown users, so timing does not reveal which addresses exist.
     ok = verify_password(user.password_hash if user else _dummy_hash(), password)
-    db.add(LoginAttempt(email=email_key, client=client, succeeded=bool(ok and user), created_at=utcnow()))
-    if user is not None and ok and _HASHER.check_needs_rehash(user.password_hash):
-        user.password_hash = _HASHER.hash(password)
-    db.commit()
     if user is None or not ok:
         logger.warning("failed login for %r from %s", email_key, client)
         raise AuthError("The e-mail address or the password is not correct.")
+    attempt.succeeded = True
+    if _HASHER.check_needs_rehash(user.password_hash):
+        user.password_hash = _HASHER.hash(password)
+    db.commit()
     logger.info("login of %s from %s", user.email, client)
     return user
 
@@ -380,26 +414,55 @@ def _bearer_principal(request: Request, db: Session) -> Principal | None:
 # -- dependencies ------------------------------------------------------------------------------------------
 
 
-def ui_user(request: Request, db: DbSessionDep) -> Principal:
-    """The logged-in user of a back-office page; anyone else is sent to the login page."""
+def has_credentials(request: Request) -> bool:
+    """Whether the request carries a bearer token or a session cookie at all (checked without the DB)."""
+    return bool(request.headers.get("authorization") or request.cookies.get(SESSION_COOKIE))
+
+
+def login_required(request: Request) -> LoginRequiredError:
+    """The redirect to the login page that comes back to this page afterwards."""
+    return LoginRequiredError(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
+
+
+def _ui_principal(request: Request, db: Session) -> Principal:
     principal = _cookie_principal(request, db)
     if principal is None:
-        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        raise LoginRequiredError(target)
+        raise login_required(request)
     return principal
 
 
-def api_user(request: Request, db: DbSessionDep) -> Principal:
-    """Bearer token, or the browser session (then unsafe methods need the ``X-CSRF-Token`` header)."""
+def _api_principal(request: Request, db: Session) -> Principal:
     principal = _bearer_principal(request, db)
     if principal is not None:
         return principal
     principal = _cookie_principal(request, db)
     if principal is None:
-        raise AuthError("log in or send Authorization: Bearer <token>")
+        raise AuthError(NO_CREDENTIALS)
     if request.method not in ("GET", "HEAD", "OPTIONS"):
         check_csrf(principal, request.headers.get("x-csrf-token"))
     return principal
+
+
+def admitted_principal(request: Request, kind: str) -> Principal:
+    """The caller of a back-office request (``kind`` ``"api"`` or ``"ui"``), checked before its body is
+    read, on a database session of its own that is closed before the body arrives."""
+    with request.app.state.sessionmaker() as db:
+        return _api_principal(request, db) if kind == "api" else _ui_principal(request, db)
+
+
+def _admitted(request: Request) -> Principal | None:
+    principal: Principal | None = getattr(request.state, "principal", None)
+    return principal
+
+
+def ui_user(request: Request, db: DbSessionDep) -> Principal:
+    """The logged-in user of a back-office page; anyone else is sent to the login page."""
+    return _admitted(request) or _ui_principal(request, db)
+
+
+def api_user(request: Request, db: DbSessionDep) -> Principal:
+    """Bearer token, or the browser session (then unsafe methods need the ``X-CSRF-Token`` header)."""
+    return _admitted(request) or _api_principal(request, db)
 
 
 UiUserDep = Annotated[Principal, Depends(ui_user)]

@@ -31,6 +31,7 @@ from ..api_errors import error_responses
 from ..deps import CacheDep, DbSessionDep, SettingsDep
 from ..study_config import StudyConfig
 from . import export, monitor, studies
+from .admission import AdmittedRoute
 from .auth import AdminError, ApiUserDep, Principal, create_api_token, revoke_api_token
 from .models import ApiToken, StudyControl
 from .planner import PlanCache
@@ -55,6 +56,13 @@ from .schemas import (
 
 __all__ = ["plan_cache", "router", "study_out"]
 
+#: Largest body of a back-office request without a configuration, dataset or archive in it.
+MAX_BODY_BYTES = 1_000_000
+#: Largest body carrying a study configuration or a dataset CSV (room for the form around the file).
+MAX_STUDY_BODY_BYTES = 2 * studies.MAX_CSV_BYTES
+#: Largest uploaded study archive (the body that carries it may have a little form overhead more).
+MAX_ARCHIVE_BYTES = 50_000_000
+MAX_ARCHIVE_BODY_BYTES = MAX_ARCHIVE_BYTES + 1_000_000
 #: Declares bearer authentication in OpenAPI (Swagger UI's "Authorize"); `api_user` does the checking.
 BEARER_SCHEME = HTTPBearer(auto_error=False, description="a back-office API token (`elk_…`)")
 #: Every operation needs credentials (401 without them); the rest is listed per operation.
@@ -63,6 +71,8 @@ router = APIRouter(
     tags=["back office"],
     responses=error_responses(401),
     dependencies=[Depends(BEARER_SCHEME)],
+    route_class=AdmittedRoute,
+    max_body_size=MAX_BODY_BYTES,
 )
 
 #: Errors of any state-changing request with a body: unreadable body (400), a browser session without
@@ -163,6 +173,7 @@ def list_studies(
 
 @router.post(
     "/studies",
+    max_body_size=MAX_STUDY_BODY_BYTES,
     status_code=status.HTTP_201_CREATED,
     response_model=StudyOut,
     responses=error_responses(*WRITE_ERRORS),
@@ -181,6 +192,7 @@ def create_study(
 
 @router.post(
     "/studies/from-csv",
+    max_body_size=MAX_STUDY_BODY_BYTES,
     status_code=status.HTTP_201_CREATED,
     response_model=StudyOut,
     responses=error_responses(*WRITE_ERRORS),
@@ -226,6 +238,7 @@ def show_study(
 
 @router.patch(
     "/studies/{study_id}",
+    max_body_size=MAX_STUDY_BODY_BYTES,
     response_model=StudyOut,
     responses=error_responses(
         *WRITE_ERRORS,
@@ -460,6 +473,7 @@ def _snapshot_out(snapshot: Any) -> dict[str, Any]:
 
 @router.post(
     "/studies/import",
+    max_body_size=MAX_ARCHIVE_BODY_BYTES,
     status_code=status.HTTP_201_CREATED,
     response_model=StudyImportedOut,
     responses=error_responses(

@@ -31,6 +31,7 @@ from ..study_config import (
     parse_study_config,
 )
 from . import export, monitor, studies
+from .admission import AdmittedRoute
 from .auth import (
     AdminError,
     AuthError,
@@ -47,6 +48,10 @@ from .auth import (
 )
 from .models import ApiToken
 from .routes_api import (
+    MAX_ARCHIVE_BODY_BYTES,
+    MAX_ARCHIVE_BYTES,
+    MAX_BODY_BYTES,
+    MAX_STUDY_BODY_BYTES,
     RowIdPath,
     answers_csv_response,
     parse_json_upload,
@@ -57,10 +62,9 @@ from .routes_api import (
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/admin", include_in_schema=False)
-
-#: Largest uploaded study configuration or archive.
-MAX_UPLOAD_BYTES = 50_000_000
+router = APIRouter(
+    prefix="/admin", include_in_schema=False, route_class=AdmittedRoute, max_body_size=MAX_BODY_BYTES
+)
 CsrfField = Annotated[str, Form()]
 
 
@@ -325,7 +329,7 @@ class CsvUpload:
 _FORM_SLACK_BYTES = 1_000_000
 
 
-@router.post("/studies/new")
+@router.post("/studies/new", max_body_size=MAX_STUDY_BODY_BYTES)
 async def create_study(request: Request, principal: UiUserDep) -> Response:
     form, upload = await _form_dict(request)
     if not form and upload is not None:
@@ -444,7 +448,7 @@ def edit_study(study_id: str, request: Request, principal: UiUserDep, db: DbSess
     return _study_form(request, principal, form, study=study, errors=errors, plan=None)
 
 
-@router.post("/studies/{study_id}/edit")
+@router.post("/studies/{study_id}/edit", max_body_size=MAX_STUDY_BODY_BYTES)
 async def save_study(study_id: str, request: Request, principal: UiUserDep) -> Response:
     form, upload = await _form_dict(request)
     if not form and upload is not None:
@@ -676,19 +680,19 @@ def show_import(request: Request, principal: UiUserDep) -> Response:
     return _page(request, principal, "import.html", error=None)
 
 
-@router.post("/import")
+@router.post("/import", max_body_size=MAX_ARCHIVE_BODY_BYTES)
 async def import_study(request: Request, principal: UiUserDep) -> Response:
     form = await request.form()
     check_csrf(principal, str(form.get("csrf_token", "")))
     upload = form.get("archive")
     if not isinstance(upload, UploadFile):
         return _page(request, principal, "import.html", status_code=422, error="choose an archive file")
-    raw = await upload.read(MAX_UPLOAD_BYTES + 1)
+    raw = await upload.read(MAX_ARCHIVE_BYTES + 1)
     from starlette.concurrency import run_in_threadpool
 
     def work() -> Response:
         try:
-            archive = parse_json_upload(raw, MAX_UPLOAD_BYTES)
+            archive = parse_json_upload(raw, MAX_ARCHIVE_BYTES)
             with request.app.state.sessionmaker() as db:
                 study, _verified = export.import_archive(
                     db, request.app.state.session_cache, archive, owner_id=principal.user.id
