@@ -471,13 +471,14 @@ def _build_for_replay(algorithm: str, document: Mapping[str, Any]) -> Any:
         spec = get_algorithm(algorithm)
     except UnknownAlgorithmError as exc:
         raise InvalidConfigError(str(exc.args[0])) from None
-    version = document.get("algorithm_version")
-    if version is not None and version != spec.version:
-        raise ReplayMismatchError(
-            f"the log was recorded with {algorithm} version {version!r} but this code has {spec.version!r}"
-        )
-    return spec.build(
-        space_from_dict(document["space"]), document.get("params"), seed=int(document.get("seed") or 0)
+    from .displayed import build_session_elicitor
+
+    return build_session_elicitor(
+        spec,
+        space_from_dict(document["space"]),
+        document.get("params"),
+        seed=int(document.get("seed") or 0),
+        version=document.get("algorithm_version"),
     )
 
 

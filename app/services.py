@@ -42,6 +42,7 @@ from . import repository as repo
 from .admin.gate import check_enrolment
 from .algorithms import AlgorithmSpec, get_algorithm
 from .codec import decode_metric, decode_query, encode_metric, encode_query, to_jsonable
+from .displayed import build_session_elicitor, session_version
 from .errors import ConflictError, NotFoundError
 from .models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
 from .outcome import check_summary, evaluation_summary, plain_summary
@@ -241,7 +242,7 @@ def _typical_queries(spec: AlgorithmSpec, space: Any, params: BaseModel) -> int:
     if spec.seeded:
         # Seeded (active) elicitors cost seconds to simulate and report their own expected_remaining live.
         return int(spec.build(space, params).max_queries)
-    elicitor = spec.build(space, params)
+    elicitor = build_session_elicitor(spec, space, params, seed=0)
     try:
         result = run(elicitor, lambda first, second: bool(np.sum(first) >= np.sum(second)))
     except ElicitationError:
@@ -427,7 +428,14 @@ class _Context:
         return outcome
 
     def _fresh_elicitor(self) -> Any:
-        return self.runtime.spec.build(self.runtime.space, self.runtime.params, seed=self.session.seed)
+        runtime = self.runtime
+        return build_session_elicitor(
+            runtime.spec,
+            runtime.space,
+            runtime.params,
+            seed=self.session.seed,
+            version=self.session.algorithm_version,
+        )
 
     def advance(self, row: repo.LogEntry) -> None:
         """Feed a just-committed elicitation answer to the live elicitor (or rebuild by replay)."""
@@ -641,7 +649,7 @@ def create_session(
         participant_code=participant_code,
         seed=secrets.randbits(63),
         algorithm=study.algorithm,
-        algorithm_version=runtime.spec.version,
+        algorithm_version=session_version(runtime.spec),
         status=(SessionStatus.ACTIVE if consented else SessionStatus.INVITED).value,
         created_at=now,
         consented_at=now if consented else None,

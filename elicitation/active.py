@@ -53,6 +53,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from .display import DisplayGrid
 from .errors import InvalidConfigError, NumericalError
 from .posterior import Block, Family, ParticlePosterior, check_betas, sym_from_vec, vec_from_sym
 from .types import (
@@ -243,6 +244,9 @@ class _Geometry:
     shape: tuple[int, ...]
     #: The query space's own ``confusion`` (None for a plain sphere), used to confirm the pair shown.
     confusion: Callable[[FloatArray], FloatArray] | None = None
+    #: When set, every candidate is snapped to what whole people out of 100 can show, and perceptibility
+    #: is measured in displayed people: the posterior then updates on exactly the pair a person saw.
+    grid: DisplayGrid | None = None
 
     def sample(self, rng: np.random.Generator, count: int) -> FloatArray:
         """``count`` rate arrays inside the sphere (each group row inside it), ``(count, *shape)``."""
@@ -269,16 +273,23 @@ class _Geometry:
         limit = self.sphere.radius * (1.0 - 1e-9)
         flat = np.where(length > limit, flat * (limit / np.maximum(length, 1e-300)), flat)
         result: FloatArray = np.clip(flat + self.sphere.center, 0.0, 1.0).reshape(points.shape)
+        if self.grid is not None:
+            result = self.grid.snap(result, self.sphere)
         return result
 
     def cell_gap(self, first: FloatArray, second: FloatArray) -> FloatArray:
-        """Largest diagonal confusion-cell difference (people out of 100) per pair, ``(n,)``."""
+        """Largest diagonal confusion-cell difference (people out of 100, as displayed) per pair, ``(n,)``."""
+        if self.grid is not None:
+            gap: FloatArray = self.grid.gap(first, second).astype(np.float64)
+            return gap
         diff = np.abs(first - second).reshape((first.shape[0], self.priors.shape[0], -1))
         result: FloatArray = np.max(100.0 * self.priors[None, :, :] * diff, axis=(1, 2))
         return result
 
 
-def _resolve_space(space: object, priors: npt.ArrayLike | None, n_groups: int) -> _Geometry:
+def _resolve_space(
+    space: object, priors: npt.ArrayLike | None, n_groups: int, display: DisplayGrid | None = None
+) -> _Geometry:
     if isinstance(space, Sphere):
         sphere = space
         space_priors: npt.ArrayLike | None = priors
@@ -311,7 +322,16 @@ def _resolve_space(space: object, priors: npt.ArrayLike | None, n_groups: int) -
             raise InvalidConfigError("priors must be positive and sum to one (per group)")
     shape = (k,) if n_groups == 1 else (n_groups, k)
     confusion = None if isinstance(space, Sphere) else space.confusion  # type: ignore[attr-defined]
-    return _Geometry(sphere, array, shape, confusion)
+    if display is None and not isinstance(space, Sphere):
+        # A query space may come with the grid its charts show (`elicitation.display.DisplayedSpace`).
+        display = getattr(space, "display", None)
+    if display is not None:
+        if display.shape != shape:
+            raise InvalidConfigError(
+                f"display must be a grid for rates of shape {shape}, got {display.shape}"
+            )
+        display.check_sphere(sphere)
+    return _Geometry(sphere, array, shape, confusion, display)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -385,6 +405,11 @@ class ActiveElicitor(Elicitor[Elicitation[M]], Generic[M]):
     def expected_remaining(self) -> int:
         """Estimated further answers before the stopping rule fires (``<= max_queries - n_answered``)."""
         return self._state.expected_remaining()
+
+    @property
+    def display(self) -> DisplayGrid | None:
+        """The display grid every query is snapped to (None: exact rates)."""
+        return self._state.config.geometry.grid
 
     @property
     def posterior_spread(self) -> float | None:
@@ -611,14 +636,21 @@ def _tie_pairs(
         & (np.linalg.norm(r2 - sphere.center, axis=1) <= sphere.radius * (1.0 - 1e-9))
         & np.all((r2 >= 0.0) & (r2 <= 1.0), axis=1)
     )
-    keep = inside & _perceptible(config, r1, r2)
+    r1, r2 = r1[inside], r2[inside]
+    if geometry.grid is not None:
+        r1, r2 = geometry.grid.snap(r1, sphere), geometry.grid.snap(r2, sphere)
+    keep = _perceptible(config, r1, r2)
     return r1[keep], r2[keep]
 
 
 def _choose_query(
-    config: _Config, posterior: ParticlePosterior, rng: np.random.Generator
+    config: _Config, posterior: ParticlePosterior, rng: np.random.Generator, asked: set[bytes]
 ) -> tuple[FloatArray, FloatArray, FloatArray, float]:
-    """Pick the most informative perceptible pair: (first, second, feature, information gain)."""
+    """Pick the most informative perceptible pair not asked before: (first, second, feature, gain).
+
+    ``asked`` holds the displayed pictures (`DisplayGrid.key`) of the pairs already asked, in both orders;
+    it is only used with a display grid (without one, exact pairs never repeat).
+    """
     geometry, spec = config.geometry, config.spec
     first = second = np.empty((0, *geometry.shape))
     for _ in range(_MAX_CANDIDATE_ROUNDS):
@@ -678,17 +710,21 @@ def _choose_query(
         features = np.concatenate([features, new_features])
         scores = np.concatenate([scores, new_scores])
     order = np.argsort(-scores, kind="stable")
-    best = int(order[0])
-    if geometry.confusion is not None:
-        # The diagonal-cell filter is sufficient for any space honouring the contract; the space's own
-        # confusion matrices have the last word (a pair failing it is skipped, never shown).
-        for index in order:
+    grid = geometry.grid
+    for index in order:
+        if grid is not None and grid.key(first[index], second[index]) in asked:
+            continue
+        if geometry.confusion is not None and grid is None:
+            # The diagonal-cell filter is sufficient for any space honouring the contract; the space's own
+            # confusion matrices have the last word (a pair failing it is skipped, never shown). With a
+            # display grid the displayed diagonals already differ by whole people.
             gap = np.max(np.abs(geometry.confusion(first[index]) - geometry.confusion(second[index])))
-            if float(gap) >= config.min_cell_gap:
-                best = int(index)
-                break
-        else:
-            raise NumericalError("no candidate pair passed the query space's own perceptibility check")
+            if float(gap) < config.min_cell_gap:
+                continue
+        best = int(index)
+        break
+    else:
+        raise NumericalError("no perceptible candidate pair is left that was not asked before")
     r1, r2, feature = first[best], second[best], features[best]
     if rng.random() < 0.5:
         # Which option is shown first carries no information; randomising it avoids a position bias.
@@ -708,13 +744,16 @@ def _active_steps(state: _State) -> Generator[Query, bool, Elicitation[Any]]:
     state.posterior = posterior
     state.spreads.append(_estimate(config.spec, posterior)[2])
     gains: list[float] = []
+    asked: set[bytes] = set()
     stopped_by = "budget"
     while posterior.n_answers < config.max_queries:
         if posterior.n_answers >= config.min_queries and state.spreads[-1] <= config.tolerance:
             stopped_by = "tolerance"
             break
-        first, second, feature, gain = _choose_query(config, posterior, rng)
+        first, second, feature, gain = _choose_query(config, posterior, rng, asked)
         gains.append(gain)
+        if config.geometry.grid is not None:
+            asked.update((config.geometry.grid.key(first, second), config.geometry.grid.key(second, first)))
         query = Query(first, second, search=config.name, kind="active", step=posterior.n_answers)
         answer = yield from ask(query)
         posterior.update(feature if answer else -feature)
@@ -851,6 +890,10 @@ _COMMON_DOC = """
     criterion : {"auto", "variance", "information"}
         How candidate pairs are scored: expected reduction of the posterior's total variance or expected
         information gain; ``"auto"`` uses variance for ``beta=None`` and information gain otherwise.
+    display : DisplayGrid, optional
+        What the participant's charts can show (`elicitation.display`): every candidate is snapped to it,
+        so the posterior updates on exactly the displayed pair, perceptibility counts displayed people,
+        and no displayed pair is asked twice (in either order). Without it, queries are exact rates.
 """
 
 
@@ -867,6 +910,7 @@ def active_linear(
     n_particles: int | None = None,
     credible_level: float = DEFAULT_CREDIBLE_LEVEL,
     criterion: str = "auto",
+    display: DisplayGrid | None = None,
 ) -> ActiveElicitor[LinearMetric]:
     """Elicit a linear metric ``phi(r) = <a, r>`` with active, noise-robust Bayesian queries.
 
@@ -878,7 +922,7 @@ def active_linear(
     priors : array_like, optional
         Class priors ``(n_classes,)``, only with a plain `Sphere`.
     """
-    geometry = _resolve_space(space, priors, 1)
+    geometry = _resolve_space(space, priors, 1, display)
     return _build(
         _FamilySpec("linear", geometry.sphere.n_classes),
         geometry,
@@ -908,6 +952,7 @@ def active_quadratic(
     n_particles: int | None = None,
     credible_level: float = DEFAULT_CREDIBLE_LEVEL,
     criterion: str = "auto",
+    display: DisplayGrid | None = None,
 ) -> ActiveElicitor[QuadraticMetric]:
     """Elicit a quadratic metric ``<a, r> + 1/2 r^T B r`` (``B`` NSD, Definition 2) with active queries.
 
@@ -919,7 +964,7 @@ def active_quadratic(
     priors : array_like, optional
         Class priors ``(n_classes,)``, only with a plain `Sphere`.
     """
-    geometry = _resolve_space(space, priors, 1)
+    geometry = _resolve_space(space, priors, 1, display)
     return _build(
         _FamilySpec("quadratic", geometry.sphere.n_classes),
         geometry,
@@ -950,6 +995,7 @@ def active_fair(
     n_particles: int | None = None,
     credible_level: float = DEFAULT_CREDIBLE_LEVEL,
     criterion: str = "auto",
+    display: DisplayGrid | None = None,
 ) -> ActiveElicitor[FairQuadraticMetric]:
     """Elicit a fair quadratic cost (Definition 3: ``a``, ``B^{uv}``, ``lam``) with active queries.
 
@@ -974,7 +1020,7 @@ def active_fair(
     if np.any(tau_array < 0.0) or not np.allclose(tau_array.sum(axis=0), 1.0, atol=1e-8):
         raise InvalidConfigError("tau must be non-negative with every column (class) summing to one")
     tau_array.setflags(write=False)
-    geometry = _resolve_space(space, priors, m)
+    geometry = _resolve_space(space, priors, m, display)
     return _build(
         _FamilySpec("fair", k, tau_array),
         geometry,

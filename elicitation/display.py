@@ -30,7 +30,7 @@ paper              code
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -45,7 +45,9 @@ __all__ = [
     "DISPLAY_TOTAL",
     "DisplayGrid",
     "DisplayedElicitor",
+    "DisplayedSpace",
     "apportion",
+    "displayed",
     "displayed_counts",
     "shown",
 ]
@@ -328,3 +330,34 @@ def shown(elicitor: Elicitor[Elicitation[Any]], grid: DisplayGrid, sphere: Spher
     """
     grid.check_sphere(sphere)
     return DisplayedElicitor(elicitor, grid, sphere)
+
+
+@dataclass(frozen=True, eq=False)
+class DisplayedSpace:
+    """A query space together with the grid its charts show; everything else is the wrapped space's.
+
+    Elicitors that choose their own queries (the active ones) read ``display`` and snap their candidates
+    to it; others ignore it and are wrapped by `shown`.
+    """
+
+    space: Any
+    display: DisplayGrid
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("space", "display"):
+            raise AttributeError(name)
+        return getattr(self.space, name)
+
+
+def displayed(build: Callable[[Any], Elicitor[Elicitation[Any]]], space: Any) -> Elicitor[Elicitation[Any]]:
+    """Build an elicitor whose every query is displayed as asked and perceptibly new.
+
+    ``build(space)`` makes the elicitor from a query space (``sphere``, ``priors``, ...); it receives a
+    `DisplayedSpace`. An elicitor that adopted the grid (its ``display`` attribute is that grid) already
+    asks displayed queries; any other is wrapped by `shown`.
+    """
+    grid = DisplayGrid.from_priors(space.priors)
+    elicitor = build(DisplayedSpace(space, grid))
+    if getattr(elicitor, "display", None) is grid:
+        return elicitor
+    return shown(elicitor, grid, space.sphere)

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from .. import repository as repo
 from ..algorithms import get_algorithm
+from ..displayed import session_version
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, Study
 from ..services import SessionCache
 from ..study_config import StudyConfigError, parse_study_config
@@ -228,7 +229,7 @@ def json_lines(study: Study, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
         "id": str(study.id),
         "name": study.name,
         "algorithm": study.algorithm,
-        "algorithm_version": get_algorithm(study.algorithm).version,
+        "algorithm_version": session_version(get_algorithm(study.algorithm)),
         "config_hash": config_hash(study.config),
     }
     yield '{"study": ' + json.dumps(header) + ', "results": ['
@@ -408,7 +409,7 @@ def study_archive(db: Session, study: Study) -> dict[str, Any]:
             "config": study.config,
             "config_hash": config_hash(study.config),
             "algorithm": study.algorithm,
-            "algorithm_version": get_algorithm(study.algorithm).version,
+            "algorithm_version": session_version(get_algorithm(study.algorithm)),
             "expected_queries": study.expected_queries,
             "open_enrolment": study.open_enrolment,
             "created_at": iso_utc(study.created_at),
@@ -512,7 +513,9 @@ def import_archive(
                     )
                 )
             if result is not None:
-                check = verify_replay(cache, study, rows, result, seed=session.seed)
+                check = verify_replay(
+                    cache, study, rows, result, seed=session.seed, version=session.algorithm_version
+                )
                 if not check["ok"]:
                     raise AdminError(
                         f"session {session.id}: {check['message']}", status_code=422, code="replay"

@@ -23,6 +23,7 @@ from elicitation import Done, ElicitationError, NumericalError, replay
 from .. import charts
 from .. import repository as repo
 from ..codec import decode_query
+from ..displayed import build_session_elicitor
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
 from ..services import SessionCache, effective_rows
 from .models import Exclusion
@@ -278,20 +279,28 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
 
 
 def verify_replay(
-    cache: SessionCache, study: Study, rows: list[Any], result: Result | None, *, seed: int
+    cache: SessionCache,
+    study: Study,
+    rows: list[Any],
+    result: Result | None,
+    *,
+    seed: int,
+    version: str | None = None,
 ) -> dict[str, Any]:
     """Replay the session's elicitor answers offline-style and compare with the committed metric.
 
-    ``seed`` is the session's: seeded algorithms (the active elicitors) ask different queries without it.
+    ``seed`` and ``version`` are the session's: the active elicitors ask different queries without the
+    seed, and sessions recorded before display snapping replay their exact queries.
     """
     runtime = cache.runtime(study)
     elicitation = [row for row in effective_rows(rows) if row.phase == Phase.ELICITATION.value]
     expected = [decode_query(row.query) for row in elicitation if row.query is not None]
     answers = [bool(row.elicitor_answer) for row in elicitation]
     try:
-        outcome = replay(
-            runtime.spec.build(runtime.space, runtime.params, seed=seed), answers, expected_queries=expected
+        elicitor = build_session_elicitor(
+            runtime.spec, runtime.space, runtime.params, seed=seed, version=version
         )
+        outcome = replay(elicitor, answers, expected_queries=expected)
     except NumericalError as exc:
         # The answers did not determine a metric: consistent only if that is what was committed.
         recorded_failure = result is not None and result.metric.get("type") == "failed"
@@ -443,7 +452,9 @@ def session_detail(
                     ),
                 }
             )
-    replay_check = verify_replay(cache, study, rows, result, seed=session.seed)
+    replay_check = verify_replay(
+        cache, study, rows, result, seed=session.seed, version=session.algorithm_version
+    )
     return SessionDetail(
         session=session,
         rows=rows,

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.admin.planner import IMPERCEPTIBLE_WARNING_SHARE, imperceptible, plan_study
 from app.algorithms import REGISTRY, ActiveParams
+from app.displayed import DISPLAY_MARK, build_session_elicitor
 from app.study_config import StudyConfigError, build_space, parse_study_config
 from elicitation import Pending, QuadraticMetric, replay
 
@@ -62,6 +63,8 @@ def test_progress_uses_the_active_elicitors_expected_remaining(
     token = started.json()["token"]
     archive = client.get(f"/api/v1/studies/{study_id}/archive", headers=headers).json()
     seed = int(archive["sessions"][0]["seed"])
+    version = archive["sessions"][0]["algorithm_version"]
+    assert version.endswith(DISPLAY_MARK)
     config = parse_study_config(ACTIVE_STUDY)
     spec = REGISTRY["active_quadratic"]
     space, params = build_space(config), spec.parse_params(config.algorithm_params)
@@ -69,7 +72,7 @@ def test_progress_uses_the_active_elicitors_expected_remaining(
     state = client.get(f"/api/v1/sessions/{token}").json()
     answers: list[bool] = []
     while state["query"] is not None:
-        outcome = replay(spec.build(space, params, seed=seed), answers)
+        outcome = replay(build_session_elicitor(spec, space, params, seed=seed, version=version), answers)
         assert isinstance(outcome, Pending)
         remaining = outcome.elicitor.expected_remaining  # type: ignore[attr-defined]
         assert state["progress"]["estimated_total"] == max(len(answers) + remaining, len(answers) + 1)
@@ -90,7 +93,9 @@ def test_progress_uses_the_active_elicitors_expected_remaining(
     replay_log = client.get(
         f"/api/v1/studies/{study_id}/sessions/{archive['sessions'][0]['id']}/replay-log", headers=headers
     ).json()
-    assert replay_log["seed"] == seed and replay_log["algorithm_version"] == "active_quadratic-2"
+    assert (
+        replay_log["seed"] == seed and replay_log["algorithm_version"] == "active_quadratic-2" + DISPLAY_MARK
+    )
     # the back office replays the session with its own seed, so the check passes
     login(client, "alice@example.org")
     session_page = client.get(f"/admin/studies/{study_id}/sessions/{archive['sessions'][0]['id']}").text

@@ -1,0 +1,62 @@
+"""Which elicitor a session runs: displayed, never-repeated questions, or exact rates for old sessions.
+
+The active elicitors choose among candidate pairs snapped to what the charts show (`elicitation.display`),
+so they update on exactly the pair a person saw and never show one twice. Their new sessions record
+``<version>+shown-<n>``; sessions recorded before keep the version they were recorded with and replay
+their exact queries unchanged.
+
+The bisection algorithms (LPME, QPME and their variants) keep asking exact rates: their searches run on
+spheres far smaller than a chart's whole people (QPME's inner spheres), and answering their steps from the
+displayed pair (`elicitation.display.shown`) measured worse agreement than the exact search (see
+``docs/realistic-queries.md``), so they are not switched until their searches stop at the display's
+resolution themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from elicitation import Elicitor, ReplayMismatchError
+from elicitation.display import displayed
+
+from .algorithms import AlgorithmSpec
+
+__all__ = ["DISPLAYED_ALGORITHMS", "DISPLAY_MARK", "build_session_elicitor", "session_version"]
+
+#: Appended to an algorithm's version for sessions whose questions are the displayed ones.
+DISPLAY_MARK = "+shown-1"
+#: Algorithms that choose displayed queries themselves (their elicitors adopt the display grid).
+DISPLAYED_ALGORITHMS = frozenset({"active_linear", "active_quadratic", "active_fair"})
+
+
+def session_version(spec: AlgorithmSpec) -> str:
+    """The version a new session of ``spec`` records."""
+    return spec.version + DISPLAY_MARK if spec.name in DISPLAYED_ALGORITHMS else spec.version
+
+
+def build_session_elicitor(
+    spec: AlgorithmSpec,
+    space: Any,
+    params: BaseModel | dict[str, Any] | None,
+    *,
+    seed: int,
+    version: str | None = None,
+) -> Elicitor[Any]:
+    """A fresh elicitor for a session recorded with ``version`` (default: what a new session records).
+
+    Raises
+    ------
+    ReplayMismatchError
+        If ``version`` is neither this code's version of the algorithm nor the one before display snapping.
+    """
+    current = session_version(spec)
+    if version == spec.version or (version is None and current == spec.version):
+        return spec.build(space, params, seed=seed)
+    if version is None or version == current:
+        return displayed(lambda shown_space: spec.build(shown_space, params, seed=seed), space)
+    raise ReplayMismatchError(
+        f"the session was recorded with {spec.name} version {version!r}; this server runs "
+        f"{session_version(spec)!r} (and replays {spec.version!r})"
+    )
