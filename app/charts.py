@@ -64,6 +64,9 @@ TOTAL_ATOL = 1e-6
 #: Differences between the two classifiers' exact counts below this are "the same" (out-of-100 units).
 SAME_COUNT_ATOL = 1e-9
 
+#: Side margin (px) of a flow chart, where its box labels go ("malignant", "54 in total").
+SANKEY_LABEL_MARGIN = 92
+
 #: Float noise allowed when flooring counts to display units, and digits kept when ranking remainders.
 _UNIT_SLACK = 1e-9
 _REMAINDER_DIGITS = 9
@@ -246,13 +249,22 @@ def sankey_figure(
             )
     layout: dict[str, Any] = {
         "font": {**_FONT, "size": 13, "color": _INK},
-        "margin": {"l": 8, "r": 8, "t": 36 if title else 8, "b": 8},
-        "height": 260 if k <= 3 else 80 * k + 20,
+        # Wide side margins hold the box labels (static/js/charts.js writes them there), so that no label
+        # is drawn over a flow; charts.js narrows them on small screens, where only the totals fit.
+        "margin": {"l": SANKEY_LABEL_MARGIN, "r": SANKEY_LABEL_MARGIN, "t": 36 if title else 8, "b": 8},
+        "height": 185 if k <= 3 else 60 * k + 20,
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
     }
     _set_title(layout, title)
     return {
+        # For static/js/charts.js: the box labels it draws beside the boxes, outside the flows.
+        "boxes": {
+            "names": names + names,
+            "totals": [_fmt(total, decimals) for total in [*true_totals, *predicted_totals]],
+        },
+        # Narrow screens: only the totals beside the boxes (the page's legend names the class colours).
+        "compact": {"layout": {"height": 125, "margin": {"l": 30, "r": 30, "t": 4, "b": 4}}},
         "data": [
             {
                 "type": "sankey",
@@ -292,6 +304,7 @@ def bar_figure(
     decimals: int = 0,
     y_max: float | None = None,
     title: str | None = None,
+    show_legend: bool = True,
 ) -> Figure:
     """Grouped bars: for each true class, how many were predicted as each class (out of 100).
 
@@ -354,18 +367,21 @@ def bar_figure(
                 "hovertemplate": "%{customdata}<extra></extra>",
             }
         )
-    for j, name in enumerate(names):
-        traces.append(
-            _legend_entry(f"Predicted {name} ({_fmt(predicted_totals[j], decimals)})", class_color(j), "", j)
-        )
-    traces.append(_legend_entry("Wrong prediction (hatched)", _LEGEND_GREY, _WRONG_PATTERN, k))
+    if show_legend:
+        for j, name in enumerate(names):
+            traces.append(
+                _legend_entry(
+                    f"Predicted {name} ({_fmt(predicted_totals[j], decimals)})", class_color(j), "", j
+                )
+            )
+        traces.append(_legend_entry("Wrong prediction (hatched)", _LEGEND_GREY, _WRONG_PATTERN, k))
     layout: dict[str, Any] = {
         "barmode": "group",
         "bargap": 0.25,
         "bargroupgap": 0.08,
         "font": {**_FONT, "size": 13, "color": _INK},
         "margin": {"l": 56, "r": 8, "t": 36 if title else 12, "b": 8},
-        "height": 330,
+        "height": 300 if show_legend else 215,
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "yaxis": {
@@ -376,7 +392,7 @@ def bar_figure(
             "zerolinecolor": _MUTED,
             "fixedrange": True,
         },
-        "xaxis": {"fixedrange": True, "tickfont": {"size": 13}},
+        "xaxis": {"fixedrange": True, "tickfont": {"size": 13}, "automargin": True},
         "xaxis2": {"overlaying": "x", "visible": False, "fixedrange": True},
         "yaxis2": {"overlaying": "y", "visible": False, "fixedrange": True},
         "legend": {
@@ -390,7 +406,24 @@ def bar_figure(
         },
     }
     _set_title(layout, title)
-    return {"data": traces, "layout": layout}
+    # For static/js/charts.js on small screens: shorter category labels, no per-chart legend (the page
+    # shows one legend above both classifiers) and smaller text, so that A and B fit side by side.
+    compact = {
+        "categories": {
+            full: f"{name}<br>({_fmt(true_totals[i], decimals)})"
+            for i, (full, name) in enumerate(zip(categories, names, strict=True))
+        },
+        "layout": {
+            "height": 175,
+            "showlegend": False,
+            "margin": {"l": 26, "r": 2, "t": 8, "b": 8},
+            "font": {"size": 11},
+            "yaxis": {"title": {"text": ""}, "tickfont": {"size": 10}},
+            "xaxis": {"tickfont": {"size": 10}},
+        },
+        "textfont_size": 10,
+    }
+    return {"data": traces, "layout": layout, "compact": compact}
 
 
 def _legend_entry(name: str, color: str, pattern: str, rank: int) -> dict[str, Any]:
@@ -482,6 +515,7 @@ def comparison_view(comparison: Mapping[str, Any]) -> dict[str, Any]:
     shown = {"left": rounded_counts(left_exact, decimals), "right": rounded_counts(right_exact, decimals)}
     y_max = _nice_ceiling(max(float(shown["left"].max()), float(shown["right"].max())))
     seq = comparison.get("seq", 0)
+    differs = [not np.array_equal(shown["left"][group], shown["right"][group]) for group in range(n_groups)]
     sides = []
     for key, label in _SIDES:
         panels = []
@@ -493,10 +527,16 @@ def comparison_view(comparison: Mapping[str, Any]) -> dict[str, Any]:
                 {
                     "id": panel_id,
                     "group": group_name,
+                    "differs": differs[group],
                     "heading": f"{label}: {group_name}" if group_name else label,
                     "sankey": sankey_figure(matrix, class_names, population=population, decimals=decimals),
                     "bar": bar_figure(
-                        matrix, class_names, population=population, decimals=decimals, y_max=y_max
+                        matrix,
+                        class_names,
+                        population=population,
+                        decimals=decimals,
+                        y_max=y_max,
+                        show_legend=False,
                     ),
                     "table": counts_table(matrix, class_names, decimals=decimals),
                     "summary": _panel_summary(matrix, class_names, population, decimals),
@@ -511,6 +551,10 @@ def comparison_view(comparison: Mapping[str, Any]) -> dict[str, Any]:
         "group_names": group_names,
         "decimals": decimals,
         "sides": sides,
+        "legend": [{"name": name, "color": class_color(index)} for index, name in enumerate(class_names)],
+        "same_groups": [name for name, changed in zip(group_names, differs, strict=True) if not changed]
+        if group_names
+        else [],
     }
 
 

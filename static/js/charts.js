@@ -19,6 +19,12 @@
     showTips: false,
   };
 
+  // Below these plot widths (px) a chart takes its compact form (figure.compact from app.charts): the
+  // flow chart's box labels then show totals only, the bar chart drops its legend and axis title.
+  var COMPACT_BELOW_PX = { sankey: 400, bar: 300 };
+  // Gap (px) between a flow chart's box and its label.
+  var BOX_LABEL_GAP = 6;
+
   function readFigure(id) {
     var source = document.getElementById(id);
     if (!source) {
@@ -85,6 +91,120 @@
     });
   }
 
+  function chartKind(figure) {
+    return hasSankey(figure) ? "sankey" : "bar";
+  }
+
+  function wantsCompact(el, figure) {
+    return Boolean(figure.compact) && el.clientWidth < COMPACT_BELOW_PX[chartKind(figure)];
+  }
+
+  function merged(base, extra) {
+    var out = Object.assign({}, base);
+    Object.keys(extra || {}).forEach(function (key) {
+      var value = extra[key];
+      var isObject = value && typeof value === "object" && !Array.isArray(value);
+      out[key] = isObject && base[key] && typeof base[key] === "object" ? merged(base[key], value) : value;
+    });
+    return out;
+  }
+
+  // The figure as drawn at this width: the full form, or its compact form (shorter category names,
+  // smaller text, narrower margins).
+  function formFor(figure, compact) {
+    var layout = Object.assign({ autosize: true }, figure.layout || {});
+    var data = figure.data || [];
+    if (!compact) {
+      return { data: data, layout: layout };
+    }
+    var spec = figure.compact;
+    var names = spec.categories || {};
+    data = data.map(function (trace) {
+      var copy = Object.assign({}, trace);
+      if (Array.isArray(copy.x)) {
+        copy.x = copy.x.map(function (x) {
+          return Object.prototype.hasOwnProperty.call(names, x) ? names[x] : x;
+        });
+      }
+      if (spec.textfont_size && copy.textfont) {
+        copy.textfont = Object.assign({}, copy.textfont, { size: spec.textfont_size });
+      }
+      return copy;
+    });
+    return { data: data, layout: merged(layout, spec.layout) };
+  }
+
+  function svgText(className, x, y, anchor) {
+    var text = document.createElementNS(SVG_NS, "text");
+    text.setAttribute("class", className);
+    text.setAttribute("x", x.toFixed(1));
+    text.setAttribute("y", y.toFixed(1));
+    text.setAttribute("text-anchor", anchor);
+    text.setAttribute("pointer-events", "none");
+    return text;
+  }
+
+  // Writes each box's class and total beside it, in the chart's side margins: never over a flow.
+  // Compact charts get the totals only (the page's legend names the class colours).
+  function labelBoxes(gd, boxes, compact) {
+    gd.querySelectorAll(".sankey-box-label").forEach(function (label) {
+      label.remove();
+    });
+    var classes = boxes.names.length / 2;
+    gd.querySelectorAll(".sankey-node").forEach(function (group) {
+      var datum = group.__data__;
+      var node = datum && datum.node;
+      if (!node || typeof node.pointNumber !== "number") {
+        return;
+      }
+      var index = node.pointNumber;
+      var onLeft = index < classes;
+      var x = onLeft ? node.x0 - BOX_LABEL_GAP : node.x1 + BOX_LABEL_GAP;
+      var middle = (node.y0 + node.y1) / 2;
+      var text = svgText("sankey-box-label", x, middle, onLeft ? "end" : "start");
+      if (compact) {
+        text.setAttribute("dominant-baseline", "central");
+        text.textContent = boxes.totals[index];
+      } else {
+        var name = document.createElementNS(SVG_NS, "tspan");
+        name.setAttribute("x", x.toFixed(1));
+        name.setAttribute("dy", "-0.2em");
+        name.setAttribute("font-weight", "600");
+        name.textContent = boxes.names[index];
+        var total = document.createElementNS(SVG_NS, "tspan");
+        total.setAttribute("class", "sankey-box-label__total");
+        total.setAttribute("x", x.toFixed(1));
+        total.setAttribute("dy", "1.2em");
+        total.textContent = boxes.totals[index] + " in total";
+        text.appendChild(name);
+        text.appendChild(total);
+      }
+      group.parentNode.appendChild(text);
+    });
+  }
+
+  function draw(el, figure) {
+    var compact = wantsCompact(el, figure);
+    var form = formFor(figure, compact);
+    el.setAttribute("data-chart-form", compact ? "compact" : "full");
+    if (figure.boxes) {
+      el.setAttribute("data-box-labels", "");
+    }
+    return window.Plotly.react(el, form.data, form.layout, PLOT_CONFIG);
+  }
+
+  // A window resized across a chart's compact threshold (a phone turned sideways) redraws it in the
+  // other form.
+  function redrawChangedForms() {
+    document.querySelectorAll("[data-figure][data-chart-state='drawn']").forEach(function (el) {
+      var figure = readFigure(el.getAttribute("data-figure"));
+      var form = wantsCompact(el, figure) ? "compact" : "full";
+      if (el.getAttribute("data-chart-form") !== form) {
+        draw(el, figure);
+      }
+    });
+  }
+
   function drawAll(root) {
     var containers = (root || document).querySelectorAll("[data-figure]");
     if (!containers.length) {
@@ -103,15 +223,18 @@
         return;
       }
       var figure = readFigure(el.getAttribute("data-figure"));
-      var layout = Object.assign({ autosize: true }, figure.layout || {});
       drawings.push(
-        window.Plotly.newPlot(el, figure.data || [], layout, PLOT_CONFIG).then(function (gd) {
+        draw(el, figure).then(function (gd) {
           if (hasSankey(figure)) {
-            labelFlows(gd);
-            // Plotly redraws on resize; the labels must follow the new geometry.
-            gd.on("plotly_afterplot", function () {
+            var relabel = function () {
               labelFlows(gd);
-            });
+              if (figure.boxes) {
+                labelBoxes(gd, figure.boxes, gd.getAttribute("data-chart-form") === "compact");
+              }
+            };
+            relabel();
+            // Plotly redraws on resize; the labels must follow the new geometry.
+            gd.on("plotly_afterplot", relabel);
           }
           el.setAttribute("data-chart-state", "drawn");
         })
@@ -141,8 +264,14 @@
     });
   }
 
+  var resizeTimer = null;
+
   function start() {
     wireTableToggles();
+    window.addEventListener("resize", function () {
+      window.clearTimeout(resizeTimer);
+      resizeTimer = window.setTimeout(redrawChangedForms, 150);
+    });
     drawAll(document).catch(function (error) {
       document.documentElement.setAttribute("data-charts", "failed");
       if (window.console) {

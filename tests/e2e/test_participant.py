@@ -41,6 +41,12 @@ def _displayed_confusion(page: Page, side: str) -> np.ndarray:
     return np.array(values).reshape(k, k)
 
 
+def _displayed_group(page: Page, side: str, group: int) -> np.ndarray:
+    """One group's counts as shown in its table on ``side``."""
+    cells = page.get_by_test_id(f"counts-{side}-{group}").locator("td[data-true][data-predicted]")
+    return np.array([float(text.split()[0]) for text in cells.all_inner_texts()])
+
+
 def _displayed_rates(page: Page, side: str) -> np.ndarray:
     confusion = _displayed_confusion(page, side)
     rates: np.ndarray = np.diag(confusion) / confusion.sum(axis=1)
@@ -320,7 +326,7 @@ def test_open_enrolment_link_starts_a_session_after_consent(
     assert _api_state(live_server, token)["progress"]["answered"] == 0
 
 
-def test_classifiers_sit_side_by_side_on_a_laptop_and_stack_on_a_portrait_tablet(
+def test_classifiers_sit_side_by_side_on_a_laptop_and_on_a_portrait_tablet(
     page: Page, live_server: Any, study: Any, health: Any
 ) -> None:
     _start_consented(page, live_server, study)
@@ -330,23 +336,25 @@ def test_classifiers_sit_side_by_side_on_a_laptop_and_stack_on_a_portrait_tablet
     expect(right.get_by_role("heading", name="Classifier B")).to_be_visible()
     a, b = _boxes(page)
     assert a["right"] <= b["left"] and abs(a["top"] - b["top"]) < 1
-    # Counts written on the flows are the table's numbers.
+    # Counts written on the flows are the table's numbers; the boxes carry class names and totals.
     flow_labels = left.locator(".flow-label")
     labels = sorted(float(text) for text in flow_labels.all_text_contents())
     assert labels and set(labels) <= set(_displayed_confusion(page, "left").ravel().tolist())
+    expect(left.locator(".sankey-box-label").first).to_contain_text("benign")
     page.set_viewport_size({"width": 768, "height": 1024})
     page.wait_for_timeout(RESIZE_SETTLE_MS)
     # Redrawn for the new width, the flows keep their counts (one set, not stale copies).
     assert sorted(float(text) for text in flow_labels.all_text_contents()) == labels
     a, b = _boxes(page)
-    assert b["top"] >= a["bottom"] and abs(a["left"] - b["left"]) < 1
+    assert a["right"] <= b["left"] and abs(a["top"] - b["top"]) < 1
     # Charts follow their container's width instead of overflowing it.
-    plot = left.locator("[data-figure] svg.main-svg").first
+    plot = right.locator("[data-figure] svg.main-svg").first
     expect(plot).to_have_attribute("width", re.compile(r"^\d+"))
     width = float(plot.get_attribute("width") or 0)
     assert 0 < width <= b["right"] - b["left"]
-    # The answer buttons stay reachable without scrolling (sticky bar).
+    # The whole question fits the screen: both classifiers and the answer buttons, without scrolling.
     expect(page.get_by_test_id("choose-right")).to_be_in_viewport()
+    expect(right).to_be_in_viewport(ratio=1)
 
 
 def test_table_view_is_read_by_screen_readers_and_shown_on_request(
@@ -412,10 +420,25 @@ def test_fairness_question_shows_one_panel_per_group_on_each_side(
     _expect_charts_drawn(page)
     for side, label in (("left", "Classifier A"), ("right", "Classifier B")):
         card = page.get_by_test_id(f"classifier-{side}")
-        expect(card.locator(".panel__group")).to_have_text(["Group: women", "Group: men"])
+        expect(card.locator(".panel__group")).to_have_text(
+            [re.compile(r"^Group: women\b"), re.compile(r"^Group: men\b")]
+        )
         expect(card.locator("[data-figure]")).to_have_count(4)  # flow chart + bar chart per group
         for group in (0, 1):
             expect(page.get_by_test_id(f"counts-{side}-{group}")).to_contain_text(label)
+    # Each group says whether A and B differ in it, and says it truly (the tables are what is shown).
+    for group in (0, 1):
+        same = np.array_equal(_displayed_group(page, "left", group), _displayed_group(page, "right", group))
+        for side in ("left", "right"):
+            marker = page.get_by_test_id(f"panel-{side}-{group}").get_by_test_id(
+                "same" if same else "differs"
+            )
+            expect(marker).to_be_visible()
+    expect(page.get_by_test_id("comparison")).to_contain_text("100 applicants in each group")
+    expect(page.get_by_test_id("legend")).to_contain_text("repays")
+    # Groups sit side by side within each classifier: both on the first screen.
+    for panel in ("panel-left-1", "panel-right-1"):
+        expect(page.get_by_test_id(panel)).to_be_in_viewport(ratio=1)
     state = _api_state(live_server, token)
     shown = state["query"]["first"]["confusion"]
     assert np.asarray(shown).shape == (2, 2, 2)

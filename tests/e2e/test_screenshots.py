@@ -27,6 +27,21 @@ pytestmark = [
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
 #: A common laptop viewport; device scale 1 keeps the PNG small.
 VIEWPORT = {"width": 1440, "height": 1000}
+#: The participant steps are shown as the issue's reviewers saw them: a laptop and a phone.
+LAPTOP_STEPS = {"width": 1366, "height": 900}
+FAIRNESS_STUDY: dict[str, Any] = {
+    "name": "Credit decisions",
+    "task": "A classifier decides whether a loan applicant will repay.",
+    "class_names": ["repays", "defaults"],
+    "group_names": ["women", "men"],
+    "population": "applicants",
+    "algorithm": "fair_qpme",
+    "algorithm_params": {"epsilon": 0.3},
+    "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [[0.75, 0.25], [0.65, 0.35]]},
+    "practice_queries": 0,
+    "checks": False,
+    "evaluation_queries": 0,
+}
 #: Only for the throw-away database of this test.
 ADMIN_PASSWORD = "screenshot password for a throw-away database"
 
@@ -48,6 +63,52 @@ def test_screenshot_participant_comparison_page(page: Page, live_server: Any, he
     expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
     IMAGES.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(IMAGES / "participant.png"), full_page=False)
+
+
+def _shoot(page: Page, name: str) -> None:
+    """The viewport as the participant sees it on arrival (charts drawn), saved as docs/img/<name>.png."""
+    if page.locator("[data-figure]").count():
+        expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(IMAGES / f"{name}.png"), full_page=False)
+
+
+def _click_through(page: Page, test_id: str) -> None:
+    with page.expect_navigation():
+        page.get_by_test_id(test_id).click()
+
+
+def _participant_steps(page: Page, live_server: Any, device: str) -> None:
+    study = live_server.create_study(practice_queries=1)
+    page.goto(f"{live_server.url}/studies/{study.id}/join")
+    _shoot(page, f"participant-1-consent-{device}")
+    page.get_by_test_id("consent-checkbox").check()
+    _click_through(page, "consent-submit")
+    _shoot(page, f"participant-2-instructions-{device}")
+    _click_through(page, "begin")
+    _shoot(page, f"participant-3-practice-{device}")
+    for _ in range(3):
+        _click_through(page, "choose-right")
+    _shoot(page, f"participant-4-question-{device}")
+    while "/result" not in page.url:
+        _click_through(page, "choose-left")
+    _shoot(page, f"participant-6-thank-you-{device}")
+    fair = live_server.create_study(**FAIRNESS_STUDY)
+    page.goto(f"{live_server.url}/studies/{fair.id}/join")
+    page.get_by_test_id("consent-checkbox").check()
+    _click_through(page, "consent-submit")
+    _click_through(page, "begin")
+    _click_through(page, "choose-right")
+    _shoot(page, f"participant-5-fairness-{device}")
+
+
+def test_screenshot_participant_steps_on_a_laptop(page: Page, live_server: Any, health: Any) -> None:
+    page.set_viewport_size(LAPTOP_STEPS)
+    _participant_steps(page, live_server, "laptop")
+
+
+def test_screenshot_participant_steps_on_a_phone(phone: Page, live_server: Any) -> None:
+    _participant_steps(phone, live_server, "phone")
 
 
 def _finish_over_api(base_url: str, study_id: Any, weights: np.ndarray, answers: int | None = None) -> None:
