@@ -31,7 +31,7 @@ from ..algorithms import get_algorithm
 from ..displayed import session_version
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, Study
 from ..services import SessionCache
-from ..study_config import StudyConfigError, parse_study_config
+from .archive import ARCHIVE_FORMAT, ARCHIVE_VERSION, parse_archive
 from .auth import AdminError
 from .models import Exclusion, StudyControl, StudyStatus
 from .monitor import verify_replay
@@ -49,8 +49,6 @@ __all__ = [
     "study_archive",
 ]
 
-ARCHIVE_FORMAT = "elicitation-study-archive"
-ARCHIVE_VERSION = 1
 #: Sessions fetched per round trip while streaming.
 BATCH = 200
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -70,12 +68,6 @@ def iso_utc(moment: datetime | None) -> str | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.isoformat()
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if value is None:
-        return None
-    return datetime.fromisoformat(str(value))
 
 
 def result_columns(study: Study) -> list[str]:
@@ -423,37 +415,36 @@ def study_archive(db: Session, study: Study) -> dict[str, Any]:
 def import_archive(
     db: Session, cache: SessionCache, archive: Any, *, owner_id: int | None = None
 ) -> tuple[Study, int]:
-    """Load a study archive into this database; every finished session must replay to its metric.
+    """Load a study archive into this database; every session must replay, finished ones to their metric.
 
-    Returns the study and the number of sessions verified by replay. Nothing is written unless the
-    whole archive is valid (one transaction).
+    Every field is validated first (`app.admin.archive`); returns the study and the number of sessions
+    verified against a committed result. Nothing is written unless the whole archive is valid (one
+    transaction): a refused archive leaves no trace.
     """
-    if not isinstance(archive, dict) or archive.get("format") != ARCHIVE_FORMAT:
-        raise AdminError(f"not a study archive (format must be {ARCHIVE_FORMAT!r})", status_code=422)
-    if archive.get("version") != ARCHIVE_VERSION:
-        raise AdminError(f"unsupported archive version {archive.get('version')!r}", status_code=422)
-    try:
-        data = archive["study"]
-        config = parse_study_config(data["config"])
-        study_id = uuid.UUID(data["id"])
-    except (KeyError, TypeError, ValueError, StudyConfigError) as exc:
-        raise AdminError(f"invalid archive study: {exc}", status_code=422) from None
-    if config.model_dump(mode="json") != data["config"] or config_hash(data["config"]) != data.get(
-        "config_hash"
-    ):
+    parsed, config = parse_archive(archive)
+    data = parsed.study
+    if config.model_dump(mode="json") != data.config or config_hash(data.config) != data.config_hash:
         raise AdminError("the archive's configuration does not match its hash", status_code=422)
-    if db.get(Study, study_id) is not None:
+    if db.get(Study, data.id) is not None:
         raise AdminError(
             "a study with this id exists in this database already", status_code=409, code="exists"
         )
+    session_ids = [item.id for item in parsed.sessions]
+    token_hashes = [item.token_hash for item in parsed.sessions]
+    if len(set(session_ids)) != len(session_ids) or len(set(token_hashes)) != len(token_hashes):
+        raise AdminError("the archive lists a session twice", status_code=422)
+    if _existing_sessions(db, session_ids, token_hashes):
+        raise AdminError(
+            "sessions of this archive exist in this database already", status_code=409, code="exists"
+        )
     study = Study(
-        id=study_id,
-        name=data["name"],
-        config=data["config"],
-        algorithm=data["algorithm"],
-        expected_queries=int(data["expected_queries"]),
-        open_enrolment=bool(data["open_enrolment"]),
-        created_at=_parse_time(data["created_at"]),
+        id=data.id,
+        name=data.name,
+        config=data.config,
+        algorithm=data.algorithm,
+        expected_queries=data.expected_queries,
+        open_enrolment=data.open_enrolment,
+        created_at=data.created_at,
     )
     db.add(study)
     db.flush()
@@ -461,81 +452,69 @@ def import_archive(
         StudyControl(
             study_id=study.id,
             owner_id=owner_id,
-            status=data.get("status", StudyStatus.OPEN.value),
-            seconds_per_query=data.get("seconds_per_query"),
+            status=data.status.value,
+            seconds_per_query=data.seconds_per_query,
             updated_at=datetime.now(UTC),
         )
     )
     verified = 0
     try:
-        for item in archive["sessions"]:
+        for item in parsed.sessions:
             session = ElicitationSession(
-                id=uuid.UUID(item["id"]),
+                id=item.id,
                 study_id=study.id,
-                token_hash=item["token_hash"],
-                participant_code=item["participant_code"],
-                seed=int(item["seed"]),
-                algorithm=item["algorithm"],
-                algorithm_version=item["algorithm_version"],
-                status=item["status"],
-                completion_code=item["completion_code"],
-                created_at=_parse_time(item["created_at"]),
-                consented_at=_parse_time(item["consented_at"]),
-                finished_at=_parse_time(item["finished_at"]),
+                token_hash=item.token_hash,
+                participant_code=item.participant_code,
+                seed=item.seed,
+                algorithm=item.algorithm,
+                algorithm_version=item.algorithm_version,
+                status=item.status.value,
+                completion_code=item.completion_code,
+                created_at=item.created_at,
+                consented_at=item.consented_at,
+                finished_at=item.finished_at,
             )
             db.add(session)
             db.flush()
             rows = []
-            for entry in item["answers"]:
-                row = Answer(
-                    session_id=session.id,
-                    **{name: entry[name] for name in _ANSWER_FIELDS},
-                    undone_at=_parse_time(entry["undone_at"]),
-                    created_at=_parse_time(entry["created_at"]),
-                )
+            for entry in item.answers:
+                row = Answer(session_id=session.id, **entry.model_dump(mode="python"))
                 db.add(row)
                 rows.append(row)
             result = None
-            if item["result"] is not None:
-                result = Result(
-                    session_id=session.id,
-                    **{name: item["result"][name] for name in _RESULT_FIELDS},
-                    created_at=_parse_time(item["result"]["created_at"]),
-                )
+            if item.result is not None:
+                result = Result(session_id=session.id, **item.result.model_dump(mode="python"))
                 db.add(result)
-            for exclusion in item["exclusions"]:
-                db.add(
-                    Exclusion(
-                        session_id=session.id,
-                        reason=exclusion["reason"],
-                        created_at=_parse_time(exclusion["created_at"]),
-                        lifted_at=_parse_time(exclusion["lifted_at"]),
-                    )
-                )
-            if result is not None:
-                check = verify_replay(
-                    cache, study, rows, result, seed=session.seed, version=session.algorithm_version
-                )
-                if not check["ok"]:
-                    raise AdminError(
-                        f"session {session.id}: {check['message']}", status_code=422, code="replay"
-                    )
-                verified += 1
+            for exclusion in item.exclusions:
+                db.add(Exclusion(session_id=session.id, **exclusion.model_dump(mode="python")))
+            check = verify_replay(
+                cache, study, rows, result, seed=session.seed, version=session.algorithm_version
+            )
+            if not check["ok"]:
+                raise AdminError(f"session {session.id}: {check['message']}", status_code=422, code="replay")
+            verified += result is not None
         db.commit()
-    except (KeyError, TypeError, ValueError) as exc:
+    except IntegrityError as exc:
         db.rollback()
-        raise AdminError(f"invalid archive session: {exc!r}", status_code=422) from None
-    except IntegrityError:
-        db.rollback()
-        raise AdminError(
-            "sessions of this archive exist in this database already", status_code=409, code="exists"
-        ) from None
-    except AdminError:
+        raise AdminError(f"the archive does not fit this database: {exc.orig}", status_code=422) from None
+    except BaseException:
         db.rollback()
         raise
     finally:
         cache.clear()
     return study, verified
+
+
+def _existing_sessions(db: Session, session_ids: list[uuid.UUID], token_hashes: list[str]) -> bool:
+    for start in range(0, len(session_ids), BATCH):
+        ids = session_ids[start : start + BATCH]
+        hashes = token_hashes[start : start + BATCH]
+        clash = select(ElicitationSession.id).where(
+            ElicitationSession.id.in_(ids) | ElicitationSession.token_hash.in_(hashes)
+        )
+        if db.scalars(clash.limit(1)).first() is not None:
+            return True
+    return False
 
 
 def metric_snippet(study: Study, rows: list[dict[str, Any]]) -> str:

@@ -1,0 +1,219 @@
+"""The study archive as it is read back: every field typed, bounded and checked before anything is stored.
+
+An archive comes from a file a coordinator uploads, so nothing in it is trusted: statuses must be known
+values, numbers must fit their columns, texts their lengths, logged queries and displayed options must
+have the study's shape and finite rates. `parse_archive` turns any problem into one `AdminError` (422)
+whose message names the field (``sessions.3.answers.12.query.first``).
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from ..models import LogAction, Phase, SessionStatus
+from ..study_config import StudyConfig, StudyConfigError, parse_study_config
+from .auth import AdminError
+from .models import StudyStatus
+
+__all__ = ["ARCHIVE_FORMAT", "ARCHIVE_VERSION", "ArchiveIn", "parse_archive"]
+
+ARCHIVE_FORMAT = "elicitation-study-archive"
+ARCHIVE_VERSION = 1
+#: Columns are 32-bit integers on PostgreSQL (the seed a 64-bit one).
+INT32 = 2**31 - 1
+INT64 = 2**63 - 1
+
+Int32 = Annotated[StrictInt, Field(ge=0, le=INT32)]
+Text200 = Annotated[StrictStr, Field(max_length=200)]
+Text50 = Annotated[StrictStr, Field(min_length=1, max_length=50)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+def _finite_array(value: Any, shape: tuple[int, ...], field: str) -> None:
+    """``value`` is a nested list of finite numbers of exactly ``shape``."""
+    if not shape:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError(f"{field}: must be a finite number")
+        return
+    if not isinstance(value, list) or len(value) != shape[0]:
+        raise ValueError(f"{field}: must be a list of {shape[0]}")
+    for item in value:
+        _finite_array(item, shape[1:], field)
+
+
+class AnswerRowIn(_Strict):
+    seq: Int32
+    action: LogAction
+    phase: Phase | None = None
+    phase_index: Int32 | None = None
+    query: dict[str, Any] | None = None
+    shown: dict[str, Any] | None = None
+    swapped: StrictBool | None = None
+    preferred: Literal["first", "second", "tie"] | None = None
+    elicitor_answer: StrictBool | None = None
+    tie_break: StrictBool | None = None
+    check: dict[str, Any] | None = None
+    time_on_page_ms: Int32 | None = None
+    hidden_ms: Int32 | None = None
+    server_elapsed_ms: Int32 | None = None
+    undoes_seq: Int32 | None = None
+    undone_at: AwareDatetime | None = None
+    created_at: AwareDatetime
+
+    @field_validator("query")
+    @classmethod
+    def _query_shape(cls, value: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        if value is not None:
+            shape = _context_shape(info)
+            for side in ("first", "second"):
+                _finite_array(value.get(side), shape, f"query.{side}")
+            for name in ("search", "kind"):
+                if not isinstance(value.get(name, ""), str):
+                    raise ValueError(f"query.{name}: must be text")
+            if not isinstance(value.get("step", 0), int) or isinstance(value.get("step", 0), bool):
+                raise ValueError("query.step: must be an integer")
+        return value
+
+    @field_validator("shown")
+    @classmethod
+    def _shown_shape(cls, value: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        if value is not None:
+            shape = _context_shape(info)
+            k = shape[-1]
+            for side in ("left", "right"):
+                option = value.get(side)
+                if not isinstance(option, dict):
+                    raise ValueError(f"shown.{side}: must be an object with rates and confusion")
+                _finite_array(option.get("rates"), shape, f"shown.{side}.rates")
+                _finite_array(option.get("confusion"), (*shape[:-1], k, k), f"shown.{side}.confusion")
+        return value
+
+
+class ResultIn(_Strict):
+    metric: dict[str, Any]
+    num_queries: Int32
+    details: dict[str, Any]
+    evaluation: dict[str, Any]
+    checks: dict[str, Any]
+    summary: Annotated[StrictStr, Field(max_length=100_000)]
+    created_at: AwareDatetime
+
+    @field_validator("metric")
+    @classmethod
+    def _metric(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from ..codec import CodecError, decode_metric
+
+        if value.get("type") == "failed":
+            return value
+        try:
+            decode_metric(value)
+        except CodecError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+
+class ExclusionIn(_Strict):
+    reason: Annotated[StrictStr, Field(min_length=1, max_length=2000)]
+    created_at: AwareDatetime
+    lifted_at: AwareDatetime | None = None
+
+
+class SessionIn(_Strict):
+    id: uuid.UUID
+    token_hash: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
+    participant_code: Text200 | None = None
+    seed: Annotated[StrictInt, Field(ge=0, le=INT64)]
+    algorithm: Text50
+    algorithm_version: Text50
+    status: SessionStatus
+    completion_code: Annotated[StrictStr, Field(max_length=32)] | None = None
+    created_at: AwareDatetime
+    consented_at: AwareDatetime | None = None
+    finished_at: AwareDatetime | None = None
+    answers: list[AnswerRowIn] = Field(max_length=100_000)
+    result: ResultIn | None = None
+    exclusions: list[ExclusionIn] = Field(default_factory=list, max_length=1000)
+
+    @field_validator("answers")
+    @classmethod
+    def _sequence(cls, value: list[AnswerRowIn]) -> list[AnswerRowIn]:
+        if [row.seq for row in value] != list(range(len(value))):
+            raise ValueError("log rows must be numbered 0, 1, 2, ... without gaps or repeats")
+        return value
+
+
+class StudyIn(_Strict):
+    id: uuid.UUID
+    name: Annotated[StrictStr, Field(min_length=1, max_length=200)]
+    config: dict[str, Any]
+    config_hash: Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{64}$")]
+    algorithm: Text50
+    expected_queries: Annotated[StrictInt, Field(ge=1, le=INT32)]
+    open_enrolment: StrictBool
+    created_at: AwareDatetime
+    status: StudyStatus = StudyStatus.OPEN
+    seconds_per_query: Annotated[float, Field(ge=0.5, le=600, allow_inf_nan=False, strict=True)] | None = None
+
+
+class ArchiveIn(_Strict):
+    format: Literal["elicitation-study-archive"]
+    version: Literal[1]
+    study: StudyIn
+    sessions: list[SessionIn] = Field(max_length=1_000_000)
+
+
+def _context_shape(info: ValidationInfo) -> tuple[int, ...]:
+    shape: tuple[int, ...] = (info.context or {})["rates_shape"]
+    return shape
+
+
+def rates_shape(config: StudyConfig) -> tuple[int, ...]:
+    """The shape of one option's rates in a study: ``(k,)``, or ``(m, k)`` with groups."""
+    k = len(config.class_names)
+    return (len(config.group_names), k) if config.group_names else (k,)
+
+
+def _message(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(part) for part in error["loc"])
+        parts.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
+    return "invalid archive: " + "; ".join(parts)
+
+
+def parse_archive(data: Any) -> tuple[ArchiveIn, StudyConfig]:
+    """The validated archive and its study configuration, or `AdminError` (422) naming the first problems."""
+    if not isinstance(data, dict) or data.get("format") != ARCHIVE_FORMAT:
+        raise AdminError(f"not a study archive (format must be {ARCHIVE_FORMAT!r})", status_code=422)
+    if data.get("version") != ARCHIVE_VERSION:
+        raise AdminError(f"unsupported archive version {data.get('version')!r}", status_code=422)
+    study = data.get("study")
+    try:
+        config = parse_study_config(study.get("config") if isinstance(study, dict) else None)
+    except StudyConfigError as exc:
+        raise AdminError(f"invalid archive: study.config: {exc}", status_code=422) from None
+    try:
+        archive = ArchiveIn.model_validate(data, context={"rates_shape": rates_shape(config)})
+    except ValidationError as exc:
+        raise AdminError(_message(exc), status_code=422) from None
+    if archive.study.algorithm != config.algorithm:
+        raise AdminError("invalid archive: study.algorithm differs from its configuration", status_code=422)
+    return archive, config
