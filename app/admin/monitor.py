@@ -26,9 +26,12 @@ from ..codec import decode_query
 from ..displayed import build_session_elicitor
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
 from ..services import SessionCache, effective_rows
+from ..study_config import StudyConfig
 from .models import Exclusion
 
 __all__ = [
+    "IDLE_ALERT_MIN",
+    "LIVE_SESSIONS",
     "UNDO_ALERT",
     "SessionDetail",
     "StudyDashboard",
@@ -40,6 +43,18 @@ __all__ = [
 
 #: A session with at least this many undos is listed as possibly inconsistent.
 UNDO_ALERT = 3
+#: An answering session quiet for this long is marked as possibly abandoned on the dashboard.
+IDLE_ALERT_MIN = 10
+#: The dashboard lists this many of the latest sessions.
+LIVE_SESSIONS = 200
+#: What the coordinator reads for the stage of the last recorded answer (checks count as questions:
+#: participants are not told which pairs are checks, and the coordinator's list should not single them out).
+_STAGES = {
+    Phase.PRACTICE.value: "practice",
+    Phase.ELICITATION.value: "questions",
+    Phase.CHECK.value: "questions",
+    Phase.EVALUATION.value: "evaluation pairs",
+}
 #: Answers-per-minute chart window.
 RATE_WINDOW_MIN = 60
 _INK = "#1f2933"
@@ -78,9 +93,20 @@ def _time_ms(row: Any) -> int | None:
     return None if row.server_elapsed_ms is None else int(row.server_elapsed_ms)
 
 
+def _ago(minutes: float) -> str:
+    """A time span as a coordinator glances at it: "just now", "4 min ago", "2 h ago", "3 days ago"."""
+    if minutes < 1:
+        return "just now"
+    if minutes < 60:
+        return f"{int(minutes)} min ago"
+    if minutes < 48 * 60:
+        return f"{int(minutes // 60)} h ago"
+    return f"{int(minutes // (24 * 60))} days ago"
+
+
 @dataclass
 class StudyDashboard:
-    """Numbers and figures of the live dashboard."""
+    """Numbers, the latest sessions' progress and the figures of the live dashboard."""
 
     by_status: dict[str, int]
     excluded: int
@@ -89,7 +115,9 @@ class StudyDashboard:
     median_seconds_per_query: float | None
     inconsistent: list[dict[str, Any]]
     dropoff: dict[int, int]
+    sessions: list[dict[str, Any]] = field(default_factory=list)
     figures: list[dict[str, Any]] = field(default_factory=list)
+    generated_at: datetime | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +128,16 @@ class StudyDashboard:
             "median_seconds_per_query": self.median_seconds_per_query,
             "inconsistent": self.inconsistent,
             "dropoff": {str(key): value for key, value in sorted(self.dropoff.items())},
+            "sessions": self.sessions,
+        }
+
+    def live(self) -> dict[str, Any]:
+        """What the dashboard page polls: `to_dict` plus the figures and when it was computed."""
+        moment = _aware(self.generated_at)
+        return {
+            **self.to_dict(),
+            "generated_at": moment.isoformat() if moment else None,
+            "figures": [{"id": item["id"], "figure": item["figure"]} for item in self.figures],
         }
 
 
@@ -208,6 +246,12 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
                 }
             )
     median_s = statistics.median(times) / 1000.0 if times else None
+    latest = sorted(sessions, key=lambda item: _aware(item.created_at) or now, reverse=True)[:LIVE_SESSIONS]
+    planned = _planned_comparisons(study)
+    session_rows = [
+        _session_progress(session, logs[session.id], planned, session.id in excluded, now)
+        for session in latest
+    ]
     per_minute = [minute_counts.get(RATE_WINDOW_MIN - 1 - i, 0) for i in range(RATE_WINDOW_MIN)]
     statuses = [status.value for status in SessionStatus]
     figures = [
@@ -274,8 +318,61 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
         median_seconds_per_query=median_s,
         inconsistent=inconsistent,
         dropoff=dict(dropoff),
+        sessions=session_rows,
         figures=figures,
+        generated_at=now,
     )
+
+
+def _planned_comparisons(study: Study) -> int:
+    """Comparisons a session is expected to take: practice, the typical elicitor run, checks, evaluation."""
+    config = StudyConfig.model_validate(study.config)
+    return config.practice_queries + study.expected_queries + config.total_checks + config.evaluation_queries
+
+
+def _session_progress(
+    session: ElicitationSession, rows: list[Any], planned: int, excluded: bool, now: datetime
+) -> dict[str, Any]:
+    """One row of the dashboard's session list: answers given of about how many, stage, last activity.
+
+    The total is the study's typical one (an active elicitor may stop earlier or later): "about".
+    """
+    answered = len(effective_rows(rows))
+    status = session.status
+    moments = [_aware(row.created_at) for row in rows]
+    last = max(
+        [moment for moment in [*moments, _aware(session.consented_at), _aware(session.created_at)] if moment]
+    )
+    idle_min = max(0.0, (now - last).total_seconds() / 60.0)
+    finished = _aware(session.finished_at)
+    if status == SessionStatus.DONE.value:
+        total = answered
+    elif status == SessionStatus.ACTIVE.value:
+        total = max(planned, answered + 1)
+    else:
+        total = planned
+    stage = {
+        SessionStatus.INVITED.value: "not started",
+        SessionStatus.DONE.value: "finished",
+    }.get(status)
+    if stage is None:
+        phases = [row.phase for row in effective_rows(rows)]
+        stage = _STAGES.get(phases[-1], "questions") if phases else "consented"
+    return {
+        "session_id": str(session.id),
+        "participant_code": session.participant_code,
+        "status": status,
+        "excluded": excluded,
+        "answered": answered,
+        "estimated_total": total,
+        "percent": round(100.0 * answered / total) if total else 0,
+        "stage": stage,
+        "created_at": (_aware(session.created_at) or now).isoformat(),
+        "last_activity_at": last.isoformat(),
+        "last_activity": _ago(idle_min),
+        "idle": status == SessionStatus.ACTIVE.value and idle_min >= IDLE_ALERT_MIN,
+        "finished_at": finished.isoformat() if finished else None,
+    }
 
 
 def verify_replay(

@@ -65,6 +65,8 @@ __all__ = ["router"]
 router = APIRouter(
     prefix="/admin", include_in_schema=False, route_class=AdmittedRoute, max_body_size=MAX_BODY_BYTES
 )
+#: Seconds between two refreshes of an open dashboard (it pauses while the tab is hidden).
+MONITOR_POLL_S = 5
 CsrfField = Annotated[str, Form()]
 
 
@@ -550,16 +552,6 @@ def create_invitations(
 @router.get("/studies/{study_id}/monitor")
 def monitor_study(study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
     study, control = studies.visible_study(db, principal, study_id)
-    from ..models import ElicitationSession
-
-    sessions = list(
-        db.scalars(
-            select(ElicitationSession)
-            .where(ElicitationSession.study_id == study.id)
-            .order_by(ElicitationSession.created_at.desc())
-            .limit(200)
-        )
-    )
     return _page(
         request,
         principal,
@@ -567,8 +559,23 @@ def monitor_study(study_id: str, request: Request, principal: UiUserDep, db: DbS
         study=study,
         status=studies.status_of(control).value,
         dashboard=monitor.study_dashboard(db, study),
-        sessions=sessions,
+        poll_seconds=MONITOR_POLL_S,
     )
+
+
+@router.get("/studies/{study_id}/monitor.json")
+def monitor_numbers(study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+    """What the open dashboard polls: its numbers, session list and figures as JSON, with the changing
+    parts of the page rendered by the same template macros as the page itself."""
+    study, control = studies.visible_study(db, principal, study_id)
+    dashboard = monitor.study_dashboard(db, study)
+    live = request.app.state.templates.env.get_template("admin/_monitor_live.html").module
+    body = {
+        "status": studies.status_of(control).value,
+        **dashboard.live(),
+        "html": {"numbers": str(live.numbers(dashboard)), "sessions": str(live.sessions(study, dashboard))},
+    }
+    return Response(json.dumps(body), media_type="application/json", headers={"Cache-Control": "no-store"})
 
 
 @router.get("/studies/{study_id}/sessions/{session_id}")

@@ -116,6 +116,22 @@ class InconsistentOut(_Out):
     reasons: list[str]
 
 
+class SessionProgressOut(_Out):
+    session_id: uuid.UUID
+    participant_code: str | None
+    status: str
+    excluded: bool
+    answered: int = Field(description="answers given (undone ones not counted)")
+    estimated_total: int = Field(description="comparisons the session takes: actual when done, else about")
+    percent: int
+    stage: str = Field(description="not started, consented, practice, questions, evaluation pairs, finished")
+    created_at: Timestamp
+    last_activity_at: Timestamp = Field(description="the latest answer, undo, consent or creation")
+    last_activity: str = Field(description="the same in words (just now, 4 min ago, ...)")
+    idle: bool = Field(description="answering but quiet for 10 minutes or more")
+    finished_at: Timestamp | None
+
+
 class DashboardOut(_Out):
     by_status: dict[str, int]
     excluded: int
@@ -124,6 +140,7 @@ class DashboardOut(_Out):
     median_seconds_per_query: float | None
     inconsistent: list[InconsistentOut]
     dropoff: dict[str, int] = Field(description="unfinished sessions by number of answers given")
+    sessions: list[SessionProgressOut] = Field(description="the latest 200 sessions, newest first")
 
 
 class ResultsStudyOut(_Out):

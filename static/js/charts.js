@@ -280,7 +280,13 @@
     });
   }
 
-  window.ElicitationCharts = { drawAll: drawAll };
+  // Replaces a drawn chart's figure in place (the live dashboard's new numbers), same look as drawAll.
+  function redraw(el, figure) {
+    var layout = Object.assign({ autosize: true }, figure.layout || {});
+    return window.Plotly.react(el, figure.data || [], layout, PLOT_CONFIG);
+  }
+
+  window.ElicitationCharts = { drawAll: drawAll, redraw: redraw };
 
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", start);

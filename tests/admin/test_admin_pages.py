@@ -189,7 +189,8 @@ def test_invitations_csv_monitor_session_and_results_pages(
     assert re.search(r'data-testid="count-invited">1<', monitor.text)
     assert 'type="application/json" id="fig-dropoff"' in monitor.text
     done_row = re.search(
-        rf'data-status="done"><td><a href="/admin/studies/{sid}/sessions/([0-9a-f-]{{36}})', monitor.text
+        rf'data-status="done"[^>]*>\s*<td><a href="/admin/studies/{sid}/sessions/([0-9a-f-]{{36}})',
+        monitor.text,
     )
     assert done_row is not None
     session_id = done_row.group(1)
@@ -370,3 +371,84 @@ def test_draft_study_refuses_invitations_and_an_invitee_of_a_paused_study_is_tol
     assert answer.status_code == 409
     assert "This study is paused" in answer.text and "try this link again later" in answer.text
     assert "moved on" not in answer.text and 'data-testid="continue"' not in answer.text
+
+
+def test_dashboard_numbers_poll_shows_each_sessions_progress_and_last_activity(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    token = accounts["alice"]["token"]
+    sid = client.post("/api/v1/studies", json=STUDY_CONFIG, headers=bearer(token)).json()["id"]
+    csrf = login(client, "alice@example.org")
+    client.post(f"/admin/studies/{sid}/status", data={"status": "open", "csrf_token": csrf})
+    planned = (
+        client.get(f"/api/v1/studies/{sid}", headers=bearer(token)).json()["expected_queries"] + 1 + 2 + 3
+    )
+    first = client.post(
+        f"/api/v1/studies/{sid}/sessions", json={"consent": True, "participant_code": "<b>P-1</b>"}
+    ).json()["token"]
+    participant = Participant(METRIC)
+    state = client.get(f"/api/v1/sessions/{first}").json()
+    for _ in range(3):
+        state = participant.answer(client, first, state)
+    second = client.post(f"/api/v1/studies/{sid}/sessions", json={"consent": True}).json()["token"]
+    participant.finish(client, second)
+
+    live = client.get(f"/admin/studies/{sid}/monitor.json")
+    assert live.status_code == 200 and live.headers["content-type"].startswith("application/json")
+    assert live.headers["cache-control"] == "no-store"
+    body = live.json()
+    assert body["status"] == "open" and body["by_status"] == {"invited": 0, "active": 1, "done": 1}
+    rows = {row["participant_code"]: row for row in body["sessions"]}
+    answering, finished = rows["<b>P-1</b>"], rows[None]
+    assert (answering["answered"], answering["estimated_total"], answering["stage"]) == (
+        3,
+        planned,
+        "questions",
+    )
+    assert answering["last_activity"] == "just now" and not answering["idle"]
+    assert finished["answered"] == finished["estimated_total"] > 3 and finished["stage"] == "finished"
+    assert finished["finished_at"] is not None and body["sessions"][0]["session_id"] == finished["session_id"]
+    assert {item["id"] for item in body["figures"]} == {"fig-status", "fig-rate", "fig-dropoff"}
+    # The page's changing parts, rendered by the page's own macros: escaped, with the same hooks.
+    html = body["html"]["sessions"]
+    assert "&lt;b&gt;P-1&lt;/b&gt;" in html and "<b>P-1</b>" not in html
+    assert f"3 of about {planned} · questions" in html and 'data-status="done"' in html
+    assert 'data-testid="count-done">1<' in body["html"]["numbers"]
+    # The dashboard page shows the same list and says it updates itself; the JSON API carries it too.
+    page = client.get(f"/admin/studies/{sid}/monitor").text
+    assert f'data-live-url="/admin/studies/{sid}/monitor.json"' in page and "/static/js/monitor.js" in page
+    assert f"3 of about {planned} · questions" in page
+    api = client.get(f"/api/v1/studies/{sid}/dashboard", headers=bearer(token)).json()
+    assert [row["answered"] for row in api["sessions"]] == [finished["answered"], 3]
+    # Nobody else's numbers: another coordinator gets a 404, a logged-out browser the login page.
+    login(client, "bob@example.org")
+    assert client.get(f"/admin/studies/{sid}/monitor.json").status_code == 404
+    client.post("/admin/logout", data={"csrf_token": hidden(client.get("/admin").text, "csrf_token")})
+    assert client.get(f"/admin/studies/{sid}/monitor.json", follow_redirects=False).status_code == 303
+
+
+def test_dashboard_marks_a_session_quiet_after_ten_minutes(
+    client: TestClient, accounts: dict[str, Any], app: Any
+) -> None:
+    from datetime import timedelta
+
+    from app.admin import monitor
+    from app.models import Study, utcnow
+
+    token = accounts["alice"]["token"]
+    sid = client.post("/api/v1/studies", json=STUDY_CONFIG, headers=bearer(token)).json()["id"]
+    client.patch(f"/api/v1/studies/{sid}", json={"status": "open"}, headers=bearer(token))
+    person = client.post(f"/api/v1/studies/{sid}/sessions", json={"consent": True}).json()["token"]
+    Participant(METRIC).answer(client, person, client.get(f"/api/v1/sessions/{person}").json())
+    with app.state.sessionmaker() as db:
+        study = db.get(Study, __import__("uuid").UUID(sid))
+        soon = monitor.study_dashboard(
+            db, study, now=utcnow() + timedelta(minutes=monitor.IDLE_ALERT_MIN - 1)
+        )
+        later = monitor.study_dashboard(
+            db, study, now=utcnow() + timedelta(minutes=monitor.IDLE_ALERT_MIN + 1)
+        )
+        days = monitor.study_dashboard(db, study, now=utcnow() + timedelta(days=3, minutes=1))
+    assert not soon.sessions[0]["idle"] and soon.sessions[0]["last_activity"] == "9 min ago"
+    assert later.sessions[0]["idle"] and later.sessions[0]["last_activity"] == "11 min ago"
+    assert days.sessions[0]["last_activity"] == "3 days ago"

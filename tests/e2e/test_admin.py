@@ -18,6 +18,7 @@ from playwright.sync_api import Page, expect
 
 from app.admin.auth import create_user
 from app.admin.models import Role
+from app.admin.routes_ui import MONITOR_POLL_S
 
 pytestmark = pytest.mark.e2e
 
@@ -26,11 +27,15 @@ PASSWORD = "browser test password for a throw-away database"
 WEIGHTS = np.array([0.35, 0.94])
 
 
-def _answer_over_api(base_url: str, token: str) -> None:
+def _answer_over_api(base_url: str, token: str, count: int | None = None) -> dict[str, Any]:
+    """Answer ``count`` questions (all when None) as the automated participant; returns the last state."""
     with httpx.Client(base_url=base_url, timeout=10) as client:
-        assert client.post(f"/api/v1/sessions/{token}/consent").status_code == 200
         state = client.get(f"/api/v1/sessions/{token}").json()
-        while state["query"] is not None:
+        if state["status"] == "invited":
+            assert client.post(f"/api/v1/sessions/{token}/consent").status_code == 200
+            state = client.get(f"/api/v1/sessions/{token}").json()
+        answered = 0
+        while state["query"] is not None and (count is None or answered < count):
             query = state["query"]
             first, second = np.asarray(query["first"]["rates"]), np.asarray(query["second"]["rates"])
             preferred = "first" if WEIGHTS @ first >= WEIGHTS @ second else "second"
@@ -40,7 +45,9 @@ def _answer_over_api(base_url: str, token: str) -> None:
             )
             assert response.status_code == 200, response.text
             state = response.json()
-        assert state["status"] == "done"
+            answered += 1
+        result: dict[str, Any] = state
+        return result
 
 
 def test_coordinator_plans_invites_watches_and_downloads(
@@ -86,12 +93,27 @@ def test_coordinator_plans_invites_watches_and_downloads(
         page.get_by_test_id("open-monitor").click()
     expect(page.get_by_test_id("count-invited")).to_have_text("2")
     expect(page.get_by_test_id("count-done")).to_have_text("0")
-    _answer_over_api(base, token)
-    with page.expect_navigation():
-        page.get_by_test_id("refresh").click()
-    expect(page.get_by_test_id("count-done")).to_have_text("1")
+    expect(page.get_by_test_id("monitor")).to_have_attribute("data-live", "on")
+    expect(page.get_by_test_id("live-status")).to_contain_text("updates by itself")
+    # The dashboard updates by itself: answers given elsewhere appear without a reload (the marker set on
+    # this very document survives, and no navigation happens).
+    page.evaluate("window.__sameDocument = true")
+    _answer_over_api(base, token, count=2)
+    live = 3 * MONITOR_POLL_S * 1000
+    expect(page.get_by_test_id("count-active")).to_have_text("1", timeout=live)
+    expect(page.locator('[data-testid="session-row"][data-status="active"]')).to_contain_text(
+        "2 of about", timeout=live
+    )
+    expect(page.locator('[data-testid="session-row"][data-status="active"]')).to_contain_text("just now")
+    assert _answer_over_api(base, token)["status"] == "done"
+    expect(page.get_by_test_id("count-done")).to_have_text("1", timeout=live)
     expect(page.get_by_test_id("count-invited")).to_have_text("1")
+    expect(page.locator('[data-testid="session-row"][data-status="done"]')).to_contain_text("finished")
+    assert page.evaluate("window.__sameDocument") is True
     expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
+    # The chart was redrawn with the new numbers too: invited, answering, done, excluded.
+    drawn = "document.querySelector('[data-figure=\"fig-status\"]').data[0].y"
+    assert page.evaluate(drawn) == [1, 0, 1, 0]
 
     monitor_url = page.url
     with page.expect_navigation():
