@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from elicitation import FairQuadraticMetric, LinearMetric, Metric, QuadraticMetric, Query
-from elicitation.variants import CubicMetric
+from elicitation import InvalidConfigError, Metric, Query
 
 __all__ = [
     "CodecError",
@@ -87,62 +86,16 @@ def decode_query(data: Mapping[str, Any]) -> Query:
 
 
 def encode_metric(metric: Metric) -> dict[str, Any]:
-    """A metric as a tagged dict: ``linear`` (a), ``quadratic`` (a, B) or ``fair_quadratic``."""
-    if isinstance(metric, LinearMetric):
-        return {"type": "linear", "a": metric.a.tolist()}
-    if isinstance(metric, QuadraticMetric):
-        return {
-            "type": "quadratic",
-            "a": metric.a.tolist(),
-            "B": metric.B.tolist(),
-            "require_nsd": metric.require_nsd,
-        }
-    if isinstance(metric, CubicMetric):
-        return {"type": "cubic", "a": metric.a.tolist(), "B": metric.B.tolist(), "C": metric.C.tolist()}
-    if isinstance(metric, FairQuadraticMetric):
-        return {
-            "type": "fair_quadratic",
-            "a": metric.a.tolist(),
-            "B_pairs": [{"u": u, "v": v, "B": B.tolist()} for (u, v), B in metric.B_pairs.items()],
-            "lam": metric.lam,
-            "tau": metric.tau.tolist(),
-        }
-    raise CodecError(f"cannot encode metric of type {type(metric).__name__}")
+    """A metric as a tagged dict (`Metric.to_dict`, the core's one metric codec)."""
+    try:
+        return metric.to_dict()
+    except NotImplementedError:
+        raise CodecError(f"cannot encode metric of type {type(metric).__name__}") from None
 
 
 def decode_metric(data: Any) -> Metric:
-    """Inverse of `encode_metric`; the `CodecError` names the missing or bad field."""
-    if not isinstance(data, Mapping):
-        raise CodecError("a metric must be a JSON object with a 'type' field")
-    kind = data.get("type")
+    """Inverse of `encode_metric` (`Metric.from_dict`); the `CodecError` names the missing or bad field."""
     try:
-        if kind == "linear":
-            return LinearMetric(np.asarray(data["a"], dtype=np.float64))
-        if kind == "quadratic":
-            return QuadraticMetric(
-                np.asarray(data["a"], dtype=np.float64),
-                np.asarray(data["B"], dtype=np.float64),
-                require_nsd=bool(data.get("require_nsd", True)),
-            )
-        if kind == "cubic":
-            return CubicMetric(
-                np.asarray(data["a"], dtype=np.float64),
-                np.asarray(data["B"], dtype=np.float64),
-                np.asarray(data["C"], dtype=np.float64),
-            )
-        if kind == "fair_quadratic":
-            pairs = {
-                (int(item["u"]), int(item["v"])): np.asarray(item["B"], dtype=np.float64)
-                for item in data["B_pairs"]
-            }
-            return FairQuadraticMetric(
-                a=np.asarray(data["a"], dtype=np.float64),
-                B_pairs=pairs,
-                lam=float(data["lam"]),
-                tau=np.asarray(data["tau"], dtype=np.float64),
-            )
-    except KeyError as exc:
-        raise CodecError(f"a {kind} metric needs the field {exc.args[0]!r}") from None
-    except (TypeError, ValueError) as exc:
-        raise CodecError(f"bad {kind} metric: {exc}") from None
-    raise CodecError(f"metric type must be 'linear', 'quadratic', 'cubic' or 'fair_quadratic', got {kind!r}")
+        return Metric.from_dict(data)
+    except InvalidConfigError as exc:
+        raise CodecError(str(exc)) from None

@@ -44,7 +44,9 @@ import numpy.typing as npt
 from scipy import stats  # type: ignore[import-untyped]
 
 from .errors import InvalidConfigError, NumericalError
-from .types import FairQuadraticMetric, FloatArray, LinearMetric, Metric, Sphere
+from .families import family_of
+from .families.base import finite
+from .types import FloatArray, Metric, Sphere
 
 __all__ = [
     "DEFAULT_AGREEMENT_PAIRS",
@@ -94,29 +96,19 @@ class ElicitationErrors:
     C: float | None = None
 
 
-def _same_shape(true: FloatArray, estimate: FloatArray, name: str) -> None:
-    if true.shape != estimate.shape:
-        raise InvalidConfigError(f"{name} shapes differ: true {true.shape}, estimate {estimate.shape}")
-
-
-def _finite(value: float, name: str) -> float:
-    if not math.isfinite(value):
-        raise NumericalError(f"{name} is not finite")
-    return value
-
-
 def elicitation_errors(true: Metric, estimate: Metric) -> ElicitationErrors:
     """Compare an elicited metric with the true one, coefficient by coefficient.
 
     Parameters
     ----------
     true, estimate : Metric
-        Two metrics of the same class (`LinearMetric`, `QuadraticMetric`, `FairQuadraticMetric`, or a
-        metric with ``a``, ``B`` and a cubic tensor ``C``) and the same dimensions.
+        Two metrics of the same family (`LinearMetric`, `QuadraticMetric`, `FairQuadraticMetric`,
+        `elicitation.variants.CubicMetric`) and the same dimensions.
 
     Returns
     -------
     ElicitationErrors
+        The family's errors (`elicitation.families.MetricFamily.errors`); the others are None.
 
     Raises
     ------
@@ -128,38 +120,7 @@ def elicitation_errors(true: Metric, estimate: Metric) -> ElicitationErrors:
             f"cannot compare a {type(true).__name__} with a {type(estimate).__name__}; "
             "both metrics must be of the same family"
         )
-    if isinstance(true, FairQuadraticMetric) and isinstance(estimate, FairQuadraticMetric):
-        _same_shape(true.a, estimate.a, "a")
-        if set(true.B_pairs) != set(estimate.B_pairs):
-            raise InvalidConfigError("the two fair metrics have different group pairs")
-        pairs = sum(float(np.linalg.norm(true.B_pairs[key] - estimate.B_pairs[key])) for key in true.B_pairs)
-        return ElicitationErrors(
-            a=_finite(float(np.linalg.norm(true.a - estimate.a)), "a error"),
-            B_pairs=_finite(pairs, "B_pairs error"),
-            lam=_finite(abs(true.lam - estimate.lam), "lam error"),
-        )
-    if isinstance(true, LinearMetric) and isinstance(estimate, LinearMetric):
-        _same_shape(true.a, estimate.a, "a")
-        return ElicitationErrors(a=_finite(float(np.linalg.norm(true.a - estimate.a)), "a error"))
-    true_a, est_a = getattr(true, "a", None), getattr(estimate, "a", None)
-    true_B, est_B = getattr(true, "B", None), getattr(estimate, "B", None)
-    if not all(isinstance(x, np.ndarray) for x in (true_a, est_a, true_B, est_B)):
-        raise InvalidConfigError(f"do not know how to compare metrics of type {type(true).__name__}")
-    assert isinstance(true_a, np.ndarray) and isinstance(est_a, np.ndarray)
-    assert isinstance(true_B, np.ndarray) and isinstance(est_B, np.ndarray)
-    _same_shape(true_a, est_a, "a")
-    _same_shape(true_B, est_B, "B")
-    errors = ElicitationErrors(
-        a=_finite(float(np.linalg.norm(true_a - est_a)), "a error"),
-        B=_finite(float(np.linalg.norm(true_B - est_B)), "B error"),
-    )
-    true_C, est_C = getattr(true, "C", None), getattr(estimate, "C", None)
-    if isinstance(true_C, np.ndarray) and isinstance(est_C, np.ndarray):
-        _same_shape(true_C, est_C, "C")
-        errors = ElicitationErrors(
-            a=errors.a, B=errors.B, C=_finite(float(np.sqrt(np.sum((true_C - est_C) ** 2))), "C error")
-        )
-    return errors
+    return ElicitationErrors(**family_of(true).errors(true, estimate))
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -250,7 +211,7 @@ def agreement(
     float
         In ``[0, 1]``; 1 means the elicited metric answers every sampled query like the oracle.
     """
-    groups = true.n_groups if isinstance(true, FairQuadraticMetric) else None
+    groups = family_of(true).n_groups(true)
     first, second = sample_query_pairs(sphere, n_pairs, rng, n_groups=groups)
     same = sum(true.prefers(r1, r2) == other.prefers(r1, r2) for r1, r2 in zip(first, second, strict=True))
     return same / len(first)
@@ -336,7 +297,7 @@ def kendall_tau(true_scores: npt.ArrayLike, scores: npt.ArrayLike) -> float:
         raise InvalidConfigError(f"score vectors must have the same shape, got {x.shape} and {y.shape}")
     if np.all(x == x[0]) or np.all(y == y[0]):
         raise NumericalError("Kendall's tau is undefined when one ranking has all items tied")
-    return _finite(float(stats.kendalltau(x, y).statistic), "Kendall's tau")
+    return finite(float(stats.kendalltau(x, y).statistic), "Kendall's tau")
 
 
 def _utilities(metric: Metric, rates: FloatArray) -> FloatArray:

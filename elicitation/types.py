@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +52,8 @@ ASYMMETRY_ATOL = 1e-8
 NSD_ATOL = 1e-9
 #: Coefficient norms below this are treated as zero (no direction to normalise).
 _ZERO_NORM = 1e-12
+#: Largest change by re-normalisation that `Metric.from_dict` treats as rounding of a stored metric.
+_ROUNDING_ATOL = 1e-12
 #: Arrays up to this size are checked on plain floats: a ufunc + reduce costs more than the arithmetic.
 _SMALL_ARRAY = 64
 
@@ -226,10 +228,23 @@ def _check_symmetric(matrix: FloatArray, name: str) -> FloatArray:
 
 
 class Metric:
-    """Common interface of the metric classes: evaluate rates and answer a query as an exact oracle."""
+    """Common interface of the metric classes: evaluate rates, answer a query as an exact oracle, and
+    round-trip through a JSON-safe dict (`to_dict` / `from_dict`, the one metric codec).
+
+    A subclass names its wire tag with ``kind`` (the dict's ``"type"``); defining the class registers the
+    tag, so `Metric.from_dict` decodes every metric family of this package.
+    """
 
     #: Fair metrics are costs (lower is better); the others are utilities.
     higher_is_better: bool = True
+    #: The ``"type"`` tag of `to_dict`; empty on the abstract base.
+    kind: ClassVar[str] = ""
+    _by_kind: ClassVar[dict[str, type[Metric]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.kind and cls.kind not in Metric._by_kind:
+            Metric._by_kind[cls.kind] = cls
 
     def __call__(self, rates: npt.ArrayLike) -> float:
         raise NotImplementedError
@@ -243,15 +258,75 @@ class Metric:
         """``|phi(first) - phi(second)|``, the quantity Definition 4's noise threshold acts on."""
         return abs(self(first) - self(second))
 
+    def to_dict(self) -> dict[str, Any]:
+        """The metric as a JSON-safe dict tagged with ``"type"`` (coefficients as nested float lists).
+
+        Floats survive a JSON round trip exactly, so ``from_dict(to_dict())`` gives the same coefficients.
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls, data: object) -> Metric:
+        """Inverse of `to_dict` for every metric family; called on a subclass, only that family is accepted.
+
+        Raises
+        ------
+        InvalidConfigError
+            Naming the missing or bad field, or the unknown ``"type"``.
+        """
+        if not isinstance(data, Mapping):
+            raise InvalidConfigError("a metric must be a JSON object with a 'type' field")
+        kind = data.get("type")
+        family = Metric._by_kind.get(kind) if isinstance(kind, str) else None
+        if family is None or not issubclass(family, cls):
+            tags = [repr(tag) for tag, known in Metric._by_kind.items() if issubclass(known, cls)]
+            listed = " or ".join([", ".join(tags[:-1]), tags[-1]] if len(tags) > 1 else tags)
+            raise InvalidConfigError(f"metric type must be {listed}, got {kind!r}")
+        try:
+            return family._from_fields(data)
+        except KeyError as exc:
+            raise InvalidConfigError(f"a {kind} metric needs the field {exc.args[0]!r}") from None
+        except (TypeError, ValueError) as exc:
+            raise InvalidConfigError(f"bad {kind} metric: {exc}") from None
+
+    @classmethod
+    def _from_fields(cls, data: Mapping[str, Any]) -> Metric:
+        """Build the metric from `to_dict`'s fields; `KeyError` for a missing one."""
+        raise NotImplementedError
+
+    def _keep_stored(self, **stored: FloatArray) -> None:
+        """Adopt stored coefficients that this metric's normalisation changed only by rounding.
+
+        Normalising an already normalised vector may move its last bits; keeping the stored values makes
+        ``from_dict(to_dict(m))`` return exactly ``m``'s coefficients.
+        """
+        for name, value in stored.items():
+            current = getattr(self, name)
+            if value.shape == current.shape and np.allclose(value, current, rtol=0.0, atol=_ROUNDING_ATOL):
+                kept = np.array(value, dtype=np.float64)
+                kept.setflags(write=False)
+                object.__setattr__(self, name, kept)
+
 
 @dataclass(frozen=True, eq=False)
 class LinearMetric(Metric):
     """``phi(r) = <a, r>`` with ``||a||_2 = 1`` (Section 2.2)."""
 
     a: FloatArray
+    kind: ClassVar[str] = "linear"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "a", _normalised(as_rate_array(self.a, "a", ndim=1), "a"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "a": self.a.tolist()}
+
+    @classmethod
+    def _from_fields(cls, data: Mapping[str, Any]) -> LinearMetric:
+        a = np.asarray(data["a"], dtype=np.float64)
+        metric = cls(a)
+        metric._keep_stored(a=a)
+        return metric
 
     @property
     def n_classes(self) -> int:
@@ -272,6 +347,7 @@ class QuadraticMetric(Metric):
     a: FloatArray
     B: FloatArray
     require_nsd: bool = True
+    kind: ClassVar[str] = "quadratic"
 
     def __post_init__(self) -> None:
         a = as_rate_array(self.a, "a", ndim=1)
@@ -288,6 +364,23 @@ class QuadraticMetric(Metric):
         B.setflags(write=False)
         object.__setattr__(self, "a", a)
         object.__setattr__(self, "B", B)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "a": self.a.tolist(),
+            "B": self.B.tolist(),
+            "require_nsd": self.require_nsd,
+        }
+
+    @classmethod
+    def _from_fields(cls, data: Mapping[str, Any]) -> QuadraticMetric:
+        a = np.asarray(data["a"], dtype=np.float64)
+        B = np.asarray(data["B"], dtype=np.float64)
+        metric = cls(a, B, require_nsd=bool(data.get("require_nsd", True)))
+        if np.array_equal(B, B.T):
+            metric._keep_stored(a=a, B=B)
+        return metric
 
     @property
     def n_classes(self) -> int:
@@ -323,6 +416,7 @@ class FairQuadraticMetric(Metric):
     lam: float
     tau: FloatArray
     higher_is_better = False
+    kind: ClassVar[str] = "fair_quadratic"
 
     def __post_init__(self) -> None:
         a = as_rate_array(self.a, "a", ndim=1)
@@ -362,6 +456,38 @@ class FairQuadraticMetric(Metric):
         object.__setattr__(self, "tau", tau)
         object.__setattr__(self, "B_pairs", MappingProxyType(pairs))
         object.__setattr__(self, "lam", lam)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "a": self.a.tolist(),
+            "B_pairs": [{"u": u, "v": v, "B": B.tolist()} for (u, v), B in self.B_pairs.items()],
+            "lam": self.lam,
+            "tau": self.tau.tolist(),
+        }
+
+    @classmethod
+    def _from_fields(cls, data: Mapping[str, Any]) -> FairQuadraticMetric:
+        pairs = {
+            (int(item["u"]), int(item["v"])): np.asarray(item["B"], dtype=np.float64)
+            for item in data["B_pairs"]
+        }
+        a = np.asarray(data["a"], dtype=np.float64)
+        metric = cls(
+            a=a, B_pairs=pairs, lam=float(data["lam"]), tau=np.asarray(data["tau"], dtype=np.float64)
+        )
+        metric._keep_stored(a=a)
+        if all(np.array_equal(B, B.T) for B in pairs.values()):
+            scaled = dict(metric.B_pairs)
+            for key, B in pairs.items():
+                if B.shape == scaled[key].shape and np.allclose(
+                    B, scaled[key], rtol=0.0, atol=_ROUNDING_ATOL
+                ):
+                    kept = np.array(B, dtype=np.float64)
+                    kept.setflags(write=False)
+                    scaled[key] = kept
+            object.__setattr__(metric, "B_pairs", MappingProxyType(scaled))
+        return metric
 
     @property
     def n_classes(self) -> int:

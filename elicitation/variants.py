@@ -50,10 +50,10 @@ paper                      code                   meaning
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass
 from itertools import permutations
-from typing import Final, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -532,6 +532,7 @@ class CubicMetric(Metric):
     a: FloatArray
     B: FloatArray
     C: FloatArray
+    kind: ClassVar[str] = "cubic"
 
     def __post_init__(self) -> None:
         a = as_rate_array(self.a, "a", ndim=1)
@@ -557,6 +558,19 @@ class CubicMetric(Metric):
         object.__setattr__(self, "a", a)
         object.__setattr__(self, "B", B)
         object.__setattr__(self, "C", C)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.kind, "a": self.a.tolist(), "B": self.B.tolist(), "C": self.C.tolist()}
+
+    @classmethod
+    def _from_fields(cls, data: Mapping[str, Any]) -> CubicMetric:
+        a = np.asarray(data["a"], dtype=np.float64)
+        B = np.asarray(data["B"], dtype=np.float64)
+        C = np.asarray(data["C"], dtype=np.float64)
+        metric = cls(a, B, C)
+        if np.array_equal(B, B.T):
+            metric._keep_stored(a=a, B=B, C=C)
+        return metric
 
     @property
     def n_classes(self) -> int:

@@ -1,0 +1,410 @@
+"""The registrations of this package's elicitation algorithms: one `register` call each.
+
+Each entry declares its parameters once (type, default, bounds, description) and a builder that turns a
+`Setting` and the validated parameters into a fresh elicitor. Versions are stored with every session;
+they change only when the queries an algorithm asks change.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+import numpy as np
+
+from ..active import DEFAULT_BETA_GRID, active_fair, active_linear, active_quadratic
+from ..errors import InvalidConfigError
+from ..fair import fair_qpme, tradeoff_search
+from ..families import Draw, get_family
+from ..lpme import lpme
+from ..qpme import qpme
+from ..types import (
+    Elicitation,
+    Elicitor,
+    FairQuadraticMetric,
+    FloatArray,
+    Metric,
+    QuadraticMetric,
+    pair_index,
+)
+from ..variants import DEFAULT_CUBIC_TOLERANCE, cubic_qpme, diagonal_qpme, general_qpme, general_sphere
+from .params import Param
+from .registry import Algorithm, Setting, register
+
+__all__ = ["PSD_TOLERANCE", "tradeoff_pairs"]
+
+#: Eigenvalues of a known ``B^{uv}`` may dip this far below zero (rounding) and still count as PSD.
+PSD_TOLERANCE: Final = 1e-9
+
+_Elicitor = Elicitor[Elicitation[Any]]
+
+
+def _epsilon(description: str = "search tolerance (radians)", default: float = 0.01) -> Param:
+    return Param("epsilon", float, default, description, gt=0.0, lt=math.pi / 2)
+
+
+def _inner_radius(description: str, le: float | None = None) -> Param:
+    return Param("inner_radius", float | None, None, description, gt=0.0, le=le)
+
+
+_CYCLES: Final = Param("cycles", int, 3, "coordinate-search cycles", ge=1, le=10)
+_GROUP_SHARES: Final = Param(
+    "group_shares",
+    list[float] | None,
+    None,
+    "P(G = g) per group (default: equal); with the priors this gives tau",
+)
+_SMALL_SPHERES: Final = "radius of the small spheres (default: the algorithm's choice)"
+
+
+def _check_costs(a: list[float]) -> None:
+    values = np.asarray(a, dtype=np.float64)
+    if not np.all(np.isfinite(values)) or np.any(values < 0.0) or not np.any(values > 0.0):
+        raise ValueError(f"must be finite, non-negative and not all zero, got {a}")
+
+
+def _check_psd_pairs(B_pairs: list[list[list[float]]]) -> None:
+    for index, rows in enumerate(B_pairs):
+        if not rows or any(len(row) != len(rows) for row in rows):
+            raise ValueError(f"B_pairs[{index}] must be a square matrix (a list of equally long rows)")
+        matrix = np.asarray(rows, dtype=np.float64)
+        if not np.all(np.isfinite(matrix)):
+            raise ValueError(f"B_pairs[{index}] must hold finite numbers")
+        if not np.allclose(matrix, matrix.T, rtol=0.0, atol=1e-9):
+            raise ValueError(f"B_pairs[{index}] must be symmetric")
+        scale = max(1.0, float(np.abs(matrix).max()))
+        if float(np.linalg.eigvalsh(matrix).min()) < -PSD_TOLERANCE * scale:
+            raise ValueError(f"B_pairs[{index}] must be positive semi-definite (an eigenvalue is negative)")
+        if not np.any(matrix != 0.0):
+            raise ValueError(f"B_pairs[{index}] must not be all zeros")
+
+
+def tradeoff_pairs(
+    params: Mapping[str, Any], n_groups: int, n_classes: int
+) -> dict[tuple[int, int], FloatArray]:
+    """The trade-off search's known ``B_pairs`` keyed by group pair ``(u, v)``, checked against the space.
+
+    ``params["B_pairs"]`` lists one matrix per pair ``u < v`` in the order of `pair_index`.
+    """
+    if len(params["a"]) != n_classes:
+        raise InvalidConfigError(f"a: give {n_classes} costs (one per class), got {len(params['a'])}")
+    pairs = list(pair_index(n_groups))
+    if len(params["B_pairs"]) != len(pairs):
+        raise InvalidConfigError(
+            f"B_pairs: give {len(pairs)} matrices (one per group pair {pairs}), got {len(params['B_pairs'])}"
+        )
+    for index, matrix in enumerate(params["B_pairs"]):
+        if len(matrix) != n_classes:
+            raise InvalidConfigError(
+                f"B_pairs[{index}] must be {n_classes}x{n_classes} (one row and column per class), "
+                f"got {len(matrix)}x{len(matrix)}"
+            )
+    return {
+        pair: np.asarray(matrix, dtype=np.float64)
+        for pair, matrix in zip(pairs, params["B_pairs"], strict=True)
+    }
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The paper's algorithms on a sphere of rates
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _lpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    return lpme(setting.sphere, p["epsilon"], cycles=p["cycles"], robust=p["robust"])
+
+
+register(
+    Algorithm(
+        name="lpme",
+        version="lpme-1",
+        description="Linear performance metric elicitation (LPME, Algorithm 2)",
+        elicits="linear metric <a, r> (Algorithm 2)",
+        family=get_family("linear"),
+        params=(
+            _epsilon(),
+            _CYCLES,
+            Param(
+                "robust",
+                Literal["none", "repeat"],
+                "none",
+                "re-ask each comparison with sides swapped (majority of 3)",
+            ),
+        ),
+        builder=_lpme,
+    )
+)
+
+
+def _qpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    return qpme(
+        setting.sphere,
+        p["epsilon"],
+        inner_radius=p["inner_radius"],
+        reconstruction=p["reconstruction"],
+        cycles=p["cycles"],
+        robust=p["robust"],
+    )
+
+
+register(
+    Algorithm(
+        name="qpme",
+        version="qpme-2",
+        description="Quadratic performance metric elicitation (QPME, Algorithm 1)",
+        elicits="quadratic metric <a, r> + r^T B r / 2 (Algorithm 1)",
+        family=get_family("quadratic"),
+        params=(
+            _epsilon(),
+            _inner_radius(_SMALL_SPHERES),
+            _CYCLES,
+            Param(
+                "robust",
+                Literal["none", "repeat", "noisy_bisection"],
+                "none",
+                "robust answering: re-ask comparisons (repeat) or probabilistic bisection",
+            ),
+            Param(
+                "reconstruction",
+                Literal["lstsq", "closed_form"],
+                "lstsq",
+                "how (a, B) is solved from the measured slopes",
+                studies=False,
+            ),
+        ),
+        builder=_qpme,
+    )
+)
+
+
+def _fair_qpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    return fair_qpme(
+        setting.sphere,
+        groups=setting.n_groups,
+        tau=setting.group_weights(p["group_shares"]),
+        epsilon=p["epsilon"],
+        inner_radius=p["inner_radius"],
+        cycles=p["cycles"],
+    )
+
+
+register(
+    Algorithm(
+        name="fair_qpme",
+        version="fair_qpme-1",
+        description="Fair quadratic metric elicitation (Fair QPME, Algorithm 4) over group rates",
+        elicits="fair quadratic metric (a, B^{uv}, lam) (Section 4)",
+        family=get_family("fair_quadratic"),
+        params=(_epsilon(), _inner_radius("radius of the small spheres"), _GROUP_SHARES, _CYCLES),
+        builder=_fair_qpme,
+        needs_groups=True,
+    )
+)
+
+
+def _tradeoff(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    return tradeoff_search(
+        setting.sphere,
+        a=np.asarray(p["a"], dtype=np.float64),
+        B_pairs=tradeoff_pairs(p, setting.n_groups, setting.sphere.n_classes),
+        tau=setting.group_weights(p["group_shares"]),
+        epsilon=p["epsilon"],
+        method=p["method"],
+    )
+
+
+def _draw_tradeoff(rng: np.random.Generator, draw: Draw, params: Mapping[str, Any] | None) -> Metric:
+    """Given a study's known ``a`` and ``B^{uv}`` only the trade-off is random, else a whole fair metric."""
+    if params is None or draw.tau is None:
+        return get_family("fair_quadratic").random(rng, draw)
+    return FairQuadraticMetric(
+        np.asarray(params["a"], dtype=np.float64),
+        tradeoff_pairs(params, draw.n_groups, draw.n_classes),
+        float(rng.uniform(0.0, 1.0)),
+        draw.tau,
+    )
+
+
+register(
+    Algorithm(
+        name="tradeoff",
+        version="tradeoff-1",
+        description="Lambda-only: the fairness trade-off when a and every B^{uv} are known (Algorithm 5)",
+        elicits="trade-off lam alone, a and B^{uv} known (Algorithm 5)",
+        family=get_family("fair_quadratic"),
+        params=(
+            Param(
+                "a",
+                list[float],
+                description="known misclassification costs (>= 0)",
+                min_length=2,
+                max_length=10,
+                check=_check_costs,
+            ),
+            Param(
+                "B_pairs",
+                list[list[list[float]]],
+                description="known PSD violation weights, one (k, k) matrix per group pair u < v",
+                min_length=1,
+                check=_check_psd_pairs,
+            ),
+            Param("epsilon", float, 0.01, "tolerance on lambda (interval width)", gt=0.0, lt=1.0),
+            _GROUP_SHARES,
+            Param("method", str, "threshold", "search variant", pattern="^(threshold|shrink)$"),
+        ),
+        builder=_tradeoff,
+        needs_groups=True,
+        draw_metric=_draw_tradeoff,
+        reported_errors=("lam",),
+    )
+)
+
+
+def _diagonal_qpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    return diagonal_qpme(setting.sphere, p["epsilon"], inner_radius=p["inner_radius"], cycles=p["cycles"])
+
+
+def _draw_diagonal(rng: np.random.Generator, draw: Draw, params: Mapping[str, Any] | None) -> Metric:
+    """B keeps the diagonal of a random NSD matrix (itself NSD); the metric renormalises."""
+    base = get_family("quadratic").random(rng, draw)
+    assert isinstance(base, QuadraticMetric)
+    return QuadraticMetric(base.a, np.diag(np.diag(base.B)))
+
+
+register(
+    Algorithm(
+        name="diagonal_qpme",
+        version="diagonal_qpme-1",
+        description="Diagonal QPME: a quadratic metric with diagonal B in O~(k) queries (Section 5)",
+        elicits="quadratic metric with diagonal B, O~(k) (Section 5)",
+        family=get_family("quadratic"),
+        params=(_epsilon(), _inner_radius(_SMALL_SPHERES, le=0.5), _CYCLES),
+        builder=_diagonal_qpme,
+        draw_metric=_draw_diagonal,
+    )
+)
+
+
+def _general_qpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    return general_qpme(setting.sphere, p["epsilon"], inner_radius=p["inner_radius"], cycles=p["cycles"])
+
+
+register(
+    Algorithm(
+        name="general_qpme",
+        version="general_qpme-1",
+        description="General QPME: a quadratic metric of the k^2 - k off-diagonal rates (Appendix E)",
+        elicits="quadratic metric in the k^2 - k off-diagonal rates (Appendix E)",
+        family=get_family("quadratic"),
+        params=(_epsilon(), _inner_radius(_SMALL_SPHERES), _CYCLES),
+        builder=_general_qpme,
+        studies=False,
+        sphere=general_sphere,
+    )
+)
+
+
+def _cubic_qpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    return cubic_qpme(setting.sphere, p["epsilon"], qpme_radius=p["inner_radius"], cycles=p["cycles"])
+
+
+register(
+    Algorithm(
+        name="cubic_qpme",
+        version="cubic_qpme-1",
+        description="Cubic QPME: a cubic metric from QPME runs at basis points (Section 7)",
+        elicits="cubic metric by QPME at basis points (Section 7)",
+        family=get_family("cubic"),
+        params=(
+            _epsilon(default=DEFAULT_CUBIC_TOLERANCE),
+            _inner_radius("radius of the spheres the inner QPME runs use (default: the algorithm's choice)"),
+            _CYCLES,
+        ),
+        builder=_cubic_qpme,
+        studies=False,
+    )
+)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Active Bayesian elicitation on a study's query space
+# ----------------------------------------------------------------------------------------------------------
+
+_ACTIVE_PARAMS: Final = (
+    Param("max_queries", int | None, None, "question budget per participant", ge=1, le=1000),
+    Param("min_cell_gap", float, 2.0, "perceptibility: people out of 100 in some cell", gt=0.0, le=50.0),
+    Param(
+        "beta",
+        float | None,
+        None,
+        "answer noise P(correct) = sigmoid(beta |dphi|) (default: estimated)",
+        gt=0.0,
+    ),
+    Param("tolerance", float, 0.05, "stop at this posterior spread", gt=0.0, lt=1.0),
+)
+
+
+def _active_options(p: Mapping[str, Any], seed: int) -> dict[str, Any]:
+    return {
+        "seed": seed,
+        "beta": DEFAULT_BETA_GRID if p["beta"] is None else p["beta"],
+        "max_queries": p["max_queries"],
+        "tolerance": p["tolerance"],
+        "min_cell_gap": p["min_cell_gap"],
+    }
+
+
+def _active_linear(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    return active_linear(setting.query_space("active_linear"), **_active_options(p, seed))
+
+
+def _active_quadratic(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    return active_quadratic(setting.query_space("active_quadratic"), **_active_options(p, seed))
+
+
+def _active_fair(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    space = setting.query_space("active_fair")
+    return active_fair(space, tau=setting.group_weights(p["group_shares"]), **_active_options(p, seed))
+
+
+register(
+    Algorithm(
+        name="active_linear",
+        version="active_linear-1",
+        description="Active linear elicitation: perceptible, noise-robust Bayesian queries (issue 7)",
+        elicits="linear metric <a, r>, Bayesian queries on a study's space",
+        family=get_family("linear"),
+        params=_ACTIVE_PARAMS,
+        builder=_active_linear,
+        seeded=True,
+        needs_space=True,
+    )
+)
+register(
+    Algorithm(
+        name="active_quadratic",
+        version="active_quadratic-2",
+        description="Active quadratic elicitation: perceptible, noise-robust Bayesian queries (issue 7)",
+        elicits="quadratic metric <a, r> + r^T B r / 2, Bayesian queries on a study's space",
+        family=get_family("quadratic"),
+        params=_ACTIVE_PARAMS,
+        builder=_active_quadratic,
+        seeded=True,
+        needs_space=True,
+    )
+)
+register(
+    Algorithm(
+        name="active_fair",
+        version="active_fair-1",
+        description="Active fair quadratic elicitation over group rates (issue 7)",
+        elicits="fair quadratic metric (a, B^{uv}, lam), Bayesian queries on a study's space",
+        family=get_family("fair_quadratic"),
+        params=(*_ACTIVE_PARAMS, _GROUP_SHARES),
+        builder=_active_fair,
+        needs_groups=True,
+        seeded=True,
+        needs_space=True,
+    )
+)

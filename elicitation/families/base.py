@@ -1,0 +1,113 @@
+"""What every metric family provides: random draws for simulations, error measures and export cells.
+
+A *family* is the set of metrics of one functional form (linear, quadratic, cubic, fair quadratic); its
+value type is a `Metric` subclass whose ``kind`` tags `Metric.to_dict` (the one codec). Everything else a
+program needs to know about a family without naming its class lives on its `MetricFamily` object, so
+callers look the family up (`family_of`, `get_family`) instead of testing ``isinstance`` one by one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import InvalidConfigError, NumericalError
+from ..types import FloatArray, Metric, Sphere
+
+__all__ = ["Draw", "MetricFamily", "check_same_shape", "finite", "norm_error"]
+
+
+@dataclass(frozen=True, eq=False)
+class Draw:
+    """How a simulation wants its hidden metric drawn (each family reads the fields that concern it).
+
+    ``sphere``: the query sphere, whose centre is the reference point ``o`` of a quadratic draw (``None``:
+    the uniform rate ``1/k``); ``n_groups`` and ``tau``: the groups of a fair metric (``tau`` drawn when
+    ``None``); ``nonnegative``: linear weights restricted to ``a >= 0`` (weighted-accuracy style).
+    """
+
+    n_classes: int
+    sphere: Sphere | None = None
+    n_groups: int = 2
+    tau: FloatArray | None = None
+    nonnegative: bool = False
+
+
+def finite(value: float, name: str) -> float:
+    """``value`` if it is finite, else `NumericalError` naming it."""
+    if not math.isfinite(value):
+        raise NumericalError(f"{name} is not finite")
+    return value
+
+
+def check_same_shape(first: npt.NDArray[Any], second: npt.NDArray[Any], name: str) -> None:
+    """`InvalidConfigError` unless two coefficient arrays have one shape."""
+    if first.shape != second.shape:
+        raise InvalidConfigError(f"{name} shapes differ: true {first.shape}, estimate {second.shape}")
+
+
+def norm_error(true: FloatArray, estimate: FloatArray, name: str) -> float:
+    """``||true - estimate||`` (2-norm of a vector, Frobenius of a matrix), finite, shapes checked."""
+    check_same_shape(true, estimate, name)
+    return finite(float(np.linalg.norm(true - estimate)), f"{name} error")
+
+
+class MetricFamily:
+    """One metric family: its value type, tag, and the operations programs need without ``isinstance``.
+
+    Subclasses set ``name`` (equal to the value type's ``kind``), ``metric_type`` and ``error_names`` and
+    implement the methods below; export cells work on the stored dict (`Metric.to_dict`), so an export
+    shows exactly the stored numbers.
+    """
+
+    name: str = ""
+    metric_type: type[Metric] = Metric
+    #: Keys of `errors`, in report order.
+    error_names: tuple[str, ...] = ()
+
+    def random(self, rng: np.random.Generator, draw: Draw) -> Metric:
+        """A random metric of this family following the paper's assumptions (Section 6)."""
+        raise NotImplementedError
+
+    def errors(self, true: Metric, estimate: Metric) -> dict[str, float]:
+        """Coefficient errors between two metrics of this family, keyed by `error_names`.
+
+        Raises
+        ------
+        InvalidConfigError
+            If either metric is not of this family, or their shapes differ.
+        NumericalError
+            If an error is not finite.
+        """
+        for metric in (true, estimate):
+            if type(metric) is not self.metric_type:
+                raise InvalidConfigError(
+                    f"expected two {self.metric_type.__name__}s, got a {type(metric).__name__}"
+                )
+        return self._coefficient_errors(true, estimate)
+
+    def _coefficient_errors(self, true: Any, estimate: Any) -> dict[str, float]:
+        raise NotImplementedError
+
+    def n_groups(self, metric: Metric) -> int | None:
+        """Number of groups whose rates the metric scores (``None``: one rate vector, no groups)."""
+        return None
+
+    def export_columns(self, class_names: Sequence[str], group_names: Sequence[str]) -> list[str]:
+        """The study export's coefficient columns for this family, in order."""
+        raise NotImplementedError
+
+    def export_cells(
+        self, data: Mapping[str, Any], class_names: Sequence[str], group_names: Sequence[str]
+    ) -> dict[str, float]:
+        """One export row's coefficient cells from a stored metric dict (`Metric.to_dict`)."""
+        raise NotImplementedError
+
+    def decode(self, data: Mapping[str, Any]) -> Metric:
+        """`Metric.from_dict` restricted to this family."""
+        return self.metric_type.from_dict(data)

@@ -1,0 +1,49 @@
+"""The linear family ``phi(r) = <a, r>`` (Section 2.2): LPME's result."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..oracles import random_linear_metric
+from ..types import LinearMetric, Metric
+from .base import Draw, MetricFamily, norm_error
+
+__all__ = ["FAMILY", "LinearFamily", "weight_cells", "weight_columns"]
+
+
+def weight_columns(class_names: Sequence[str]) -> list[str]:
+    """``a_<class>`` per class: the columns every family's export starts with."""
+    return [f"a_{name}" for name in class_names]
+
+
+def weight_cells(data: Mapping[str, Any], class_names: Sequence[str]) -> dict[str, float]:
+    """The ``a_<class>`` cells of a stored metric."""
+    return {f"a_{name}": float(value) for name, value in zip(class_names, data["a"], strict=True)}
+
+
+class LinearFamily(MetricFamily):
+    """Linear metrics: one weight per class rate, ``||a|| = 1``."""
+
+    name = "linear"
+    metric_type = LinearMetric
+    error_names = ("a",)
+
+    def random(self, rng: np.random.Generator, draw: Draw) -> Metric:
+        return random_linear_metric(rng, draw.n_classes, nonnegative=draw.nonnegative)
+
+    def _coefficient_errors(self, true: LinearMetric, estimate: LinearMetric) -> dict[str, float]:
+        return {"a": norm_error(true.a, estimate.a, "a")}
+
+    def export_columns(self, class_names: Sequence[str], group_names: Sequence[str]) -> list[str]:
+        return weight_columns(class_names)
+
+    def export_cells(
+        self, data: Mapping[str, Any], class_names: Sequence[str], group_names: Sequence[str]
+    ) -> dict[str, float]:
+        return weight_cells(data, class_names)
+
+
+FAMILY = LinearFamily()
