@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from elicitation import FairQuadraticMetric, LinearMetric, Metric, QuadraticMetric
+from elicitation import Metric
 
+from .metric_views import CURVATURE_SHARE, plain_summary
 from .plan import CHECK_DOMINANCE, CHECK_REPEAT, Choice
 
 __all__ = [
@@ -20,9 +21,6 @@ __all__ = [
     "evaluation_summary",
     "plain_summary",
 ]
-
-#: Share of the metric's norm in B above which the summary mentions diminishing returns.
-CURVATURE_SHARE = 0.2
 
 Pair = tuple[np.ndarray, np.ndarray, str]
 """An evaluation pair in the elicitor's order and the participant's choice in that order."""
@@ -84,51 +82,3 @@ def check_summary(checks: Sequence[dict[str, Any]]) -> dict[str, Any]:
     passed = sum(item["passed"] for item in summary.values())
     summary["all_passed"] = shown == passed
     return summary
-
-
-def _ratio_sentence(weights: np.ndarray, class_names: Sequence[str], population: str) -> str:
-    order = np.argsort(-weights)
-    top, bottom = int(order[0]), int(order[-1])
-    if weights[bottom] <= 1e-9:
-        return (
-            f"Your answers suggest that only correctly recognising {class_names[top]} {population} "
-            f"mattered to you; mistakes on {class_names[bottom]} {population} hardly changed your choices."
-        )
-    ratio = weights[top] / weights[bottom]
-    if ratio < 1.15:
-        return (
-            "Your answers suggest that you weigh correct decisions for every class about equally "
-            f"({', '.join(class_names)})."
-        )
-    return (
-        f"Your answers suggest that correctly recognising {class_names[top]} {population} matters about "
-        f"{ratio:.1f} times as much to you as correctly recognising {class_names[bottom]} {population}."
-    )
-
-
-def plain_summary(metric: Metric, class_names: Sequence[str], population: str) -> str:
-    """A few plain-language sentences about the metric a participant revealed."""
-    if isinstance(metric, LinearMetric):
-        return _ratio_sentence(np.abs(metric.a), class_names, population)
-    if isinstance(metric, QuadraticMetric):
-        k = metric.n_classes
-        local = np.abs(metric.gradient(np.full(k, 1.0 / k)))
-        text = _ratio_sentence(local, class_names, population)
-        curvature = float(np.linalg.norm(metric.B))
-        if curvature > CURVATURE_SHARE * (curvature + float(np.linalg.norm(metric.a))):
-            text += (
-                " Your preferences also show diminishing returns: once a classifier is already good on "
-                "one class, further improvement there counted less for you than fixing the weaker class."
-            )
-        return text
-    if isinstance(metric, FairQuadraticMetric):
-        text = _ratio_sentence(np.abs(metric.a), class_names, population).replace(
-            "correctly recognising", "avoiding mistakes on"
-        )
-        share = round(100 * metric.lam)
-        return (
-            f"{text} When overall mistakes and unequal treatment of groups pull in different directions, "
-            f"you put about {share}% of the weight on treating the groups equally and {100 - share}% on "
-            "making fewer mistakes overall."
-        )
-    return "Your answers were recorded; thank you."

@@ -26,9 +26,12 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from elicitation.families import get_family
+
 from .. import repository as repo
 from ..algorithms import get_algorithm
 from ..displayed import session_version
+from ..metric_views import VIEWS
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, Study
 from ..services import SessionCache
 from .archive import ARCHIVE_FORMAT, ARCHIVE_VERSION, parse_archive
@@ -92,14 +95,7 @@ def result_columns(study: Study) -> list[str]:
         "num_queries",
         "metric_type",
     ]
-    columns += [f"a_{name}" for name in classes]
-    if study.algorithm in ("qpme", "diagonal_qpme", "active_quadratic"):
-        columns += [f"B_{row}_{col}" for row in classes for col in classes]
-    if study.algorithm in ("fair_qpme", "tradeoff", "active_fair"):
-        for u in range(len(groups)):
-            for v in range(u + 1, len(groups)):
-                columns += [f"B_{groups[u]}_{groups[v]}_{row}_{col}" for row in classes for col in classes]
-        columns.append("lam")
+    columns += get_algorithm(study.algorithm).algorithm.family.export_columns(classes, groups)
     columns += [
         "evaluation_pairs",
         "agreement_elicited_pct",
@@ -113,24 +109,13 @@ def result_columns(study: Study) -> list[str]:
 
 def _metric_cells(study: Study, metric: dict[str, Any]) -> dict[str, Any]:
     config = study.config
-    classes = list(config["class_names"])
-    groups = list(config.get("group_names") or [])
     cells: dict[str, Any] = {"metric_type": metric.get("type")}
     if metric.get("type") == "failed":
         return cells
-    for name, value in zip(classes, metric["a"], strict=True):
-        cells[f"a_{name}"] = float(value)
-    if metric["type"] == "quadratic":
-        for i, row in enumerate(classes):
-            for j, col in enumerate(classes):
-                cells[f"B_{row}_{col}"] = float(metric["B"][i][j])
-    if metric["type"] == "fair_quadratic":
-        for item in metric["B_pairs"]:
-            u, v = int(item["u"]), int(item["v"])
-            for i, row in enumerate(classes):
-                for j, col in enumerate(classes):
-                    cells[f"B_{groups[u]}_{groups[v]}_{row}_{col}"] = float(item["B"][i][j])
-        cells["lam"] = float(metric["lam"])
+    family = get_family(str(metric["type"]))
+    cells.update(
+        family.export_cells(metric, list(config["class_names"]), list(config.get("group_names") or []))
+    )
     return cells
 
 
@@ -531,24 +516,8 @@ def metric_snippet(study: Study, rows: list[dict[str, Any]]) -> str:
     a = [cell(f"a_{name}", round(1 / k, 4)) for name in classes]
     confusion = (np.eye(k) * 40 + 20 / k).round(1).tolist()
     lines = ["import numpy as np", ""]
-    if study.algorithm in ("lpme", "active_linear"):
-        lines += ["from elicitation import LinearMetric", "", f"metric = LinearMetric(a=np.array({a}))"]
-    elif study.algorithm in ("qpme", "diagonal_qpme", "active_quadratic"):
-        B = [[cell(f"B_{r}_{c}", 0.0) for c in classes] for r in classes]
-        lines += [
-            "from elicitation import QuadraticMetric",
-            "",
-            f"metric = QuadraticMetric(a=np.array({a}),",
-            f"                         B=np.array({B}))",
-        ]
-    else:
-        lines += [
-            "from elicitation import FairQuadraticMetric",
-            "from app.codec import decode_metric",
-            "",
-            "# the participant's metric from the study archive (export -> archive JSON):",
-            "metric = decode_metric(archive['sessions'][0]['result']['metric'])",
-        ]
+    family = get_algorithm(study.algorithm).algorithm.family
+    lines += VIEWS[family.name].snippet(a, cell, classes)
     lines += [
         "",
         f"# a classifier's confusion matrix: rows = true class {classes}, columns = predicted",

@@ -20,10 +20,10 @@ from sqlalchemy.orm import Session
 
 from elicitation import Done, ElicitationError, NumericalError, replay
 
-from .. import charts
 from .. import repository as repo
 from ..codec import decode_query
 from ..displayed import build_session_elicitor
+from ..metric_views import coordinator_figures
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
 from ..services import SessionCache, effective_rows
 from ..study_config import StudyConfig
@@ -487,37 +487,7 @@ def session_detail(
         {"id": "fig-convergence", "caption": "Binary-search convergence", "figure": _convergence_figure(rows)}
     ]
     if result is not None and result.metric.get("type") != "failed":
-        metric = result.metric
-        figures.append(
-            {
-                "id": "fig-a",
-                "caption": "Elicited linear weights a",
-                "figure": charts.metric_weights_figure(metric["a"], class_names, title="Linear weights a"),
-            }
-        )
-        if metric["type"] == "quadratic":
-            figures.append(
-                {
-                    "id": "fig-b",
-                    "caption": "Elicited quadratic weights B",
-                    "figure": charts.quadratic_heatmap_figure(
-                        metric["B"], class_names, title="Quadratic weights B"
-                    ),
-                }
-            )
-        if metric["type"] == "fair_quadratic":
-            pairs = {(item["u"], item["v"]): item["B"] for item in metric["B_pairs"]}
-            for index, (title, figure) in enumerate(
-                charts.pair_heatmap_figures(pairs, class_names, group_names)
-            ):
-                figures.append({"id": f"fig-buv-{index}", "caption": title, "figure": figure})
-            figures.append(
-                {
-                    "id": "fig-lam",
-                    "caption": "Trade-off λ",
-                    "figure": charts.tradeoff_figure(float(metric["lam"]), title="Performance vs fairness"),
-                }
-            )
+        figures += coordinator_figures(result.metric, class_names, group_names)
         evaluation = result.evaluation or {}
         names = [
             ("elicited", "elicited metric"),

@@ -28,19 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from elicitation import (
-    ElicitationError,
-    ExactOracle,
-    FairQuadraticMetric,
-    QuadraticMetric,
-    elicitation_errors,
-    random_fair_metric,
-    random_linear_metric,
-    random_quadratic_metric,
-    run,
-)
+from elicitation import ElicitationError, ExactOracle, elicitation_errors, run
+from elicitation.catalogue import Setting
+from elicitation.families import Draw
 
-from ..algorithms import TradeoffParams, get_algorithm, group_tau, tradeoff_pairs
+from ..algorithms import get_algorithm
 from ..study_config import StudyConfig, build_space
 
 __all__ = [
@@ -113,25 +105,14 @@ class PlannerResult(_Simulation):
 
 
 def _random_metric(config: StudyConfig, space: Any, rng: np.random.Generator) -> Any:
-    k = space.n_classes
-    if config.algorithm in ("lpme", "active_linear"):
-        return random_linear_metric(rng, k, nonnegative=True)
-    if config.algorithm in ("fair_qpme", "active_fair"):
-        tau = group_tau(space.priors, config.algorithm_params.get("group_shares"))
-        return random_fair_metric(rng, k, space.n_groups, tau=tau)
-    if config.algorithm == "tradeoff":
-        # a and every B^{uv} are the study's known ones: only the trade-off lam is random.
-        params = TradeoffParams.model_validate(config.algorithm_params)
-        return FairQuadraticMetric(
-            np.asarray(params.a, dtype=np.float64),
-            tradeoff_pairs(params, space.n_groups, k),
-            float(rng.uniform(0.0, 1.0)),
-            group_tau(space.priors, params.group_shares),
-        )
-    quadratic = random_quadratic_metric(rng, k)
-    if config.algorithm == "diagonal_qpme":
-        return QuadraticMetric(quadratic.a, np.diag(np.diag(quadratic.B)))
-    return quadratic
+    """A simulated participant's metric: the algorithm's family, non-negative weights, the study's groups."""
+    algorithm = get_algorithm(config.algorithm).algorithm
+    params = dict(config.algorithm_params)
+    tau = None
+    if algorithm.needs_groups:
+        tau = Setting.of_space(space).group_weights(params.get("group_shares"))
+    draw = Draw(n_classes=space.n_classes, n_groups=space.n_groups, tau=tau, nonnegative=True)
+    return algorithm.random_metric(rng, draw, params)
 
 
 def imperceptible(space: Any, first: Any, second: Any, min_cell_gap: float) -> bool:

@@ -10,9 +10,10 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, BeforeValidator, Field
 
-from .. import charts, repository, services
+from .. import repository, services
 from ..deps import CacheDep, DbSessionDep
 from ..errors import ConflictError, NotFoundError
+from ..metric_views import participant_figures
 from ..models import SessionStatus
 from ..study_config import StudyConfig, build_space
 
@@ -227,31 +228,4 @@ def show_result(token: str, request: Request, db: DbSessionDep, cache: CacheDep)
 def _result_figures(view: services.SessionView) -> list[dict[str, Any]]:
     """Charts of the revealed metric (ids + Plotly figure dicts) for the thank-you page."""
     metric = view.result.metric if view.result is not None else {}
-    names = list(view.config.class_names)
-    figures: list[dict[str, Any]] = []
-    kind = metric.get("type")
-    if kind in {"linear", "quadratic", "fair_quadratic"}:
-        figures.append(
-            {
-                "id": "metric-weights",
-                "caption": "How much each kind of correct decision counted",
-                "figure": charts.metric_weights_figure(metric["a"], names),
-            }
-        )
-    if kind == "quadratic":
-        figures.append(
-            {
-                "id": "metric-curvature",
-                "caption": "How the value of improvements changes (curvature B)",
-                "figure": charts.quadratic_heatmap_figure(metric["B"], names),
-            }
-        )
-    if kind == "fair_quadratic":
-        figures.append(
-            {
-                "id": "metric-tradeoff",
-                "caption": "Fewer mistakes versus equal treatment of groups",
-                "figure": charts.tradeoff_figure(metric["lam"]),
-            }
-        )
-    return figures
+    return participant_figures(metric, list(view.config.class_names))
