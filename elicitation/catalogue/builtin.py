@@ -119,7 +119,7 @@ register(
     Algorithm(
         name="lpme",
         version="lpme-1",
-        description="Linear performance metric elicitation (LPME, Algorithm 2)",
+        description="Linear (LPME, the paper's searches): one weight per class",
         elicits="linear metric <a, r> (Algorithm 2)",
         family=get_family("linear"),
         params=(
@@ -152,7 +152,7 @@ register(
     Algorithm(
         name="qpme",
         version="qpme-2",
-        description="Quadratic performance metric elicitation (QPME, Algorithm 1)",
+        description="Quadratic (QPME, the paper's searches): weights and curvature",
         elicits="quadratic metric <a, r> + r^T B r / 2 (Algorithm 1)",
         family=get_family("quadratic"),
         params=(
@@ -193,7 +193,7 @@ register(
     Algorithm(
         name="fair_qpme",
         version="fair_qpme-1",
-        description="Fair quadratic metric elicitation (Fair QPME, Algorithm 4) over group rates",
+        description="Fairness (fair QPME, the paper's searches)",
         elicits="fair quadratic metric (a, B^{uv}, lam) (Section 4)",
         family=get_family("fair_quadratic"),
         params=(_epsilon(), _inner_radius("radius of the small spheres"), _GROUP_SHARES, _CYCLES),
@@ -230,7 +230,7 @@ register(
     Algorithm(
         name="tradeoff",
         version="tradeoff-1",
-        description="Lambda-only: the fairness trade-off when a and every B^{uv} are known (Algorithm 5)",
+        description="Fairness trade-off only (costs and group-gap penalties known)",
         elicits="trade-off lam alone, a and B^{uv} known (Algorithm 5)",
         family=get_family("fair_quadratic"),
         params=(
@@ -276,7 +276,7 @@ register(
     Algorithm(
         name="diagonal_qpme",
         version="diagonal_qpme-1",
-        description="Diagonal QPME: a quadratic metric with diagonal B in O~(k) queries (Section 5)",
+        description="Quadratic without class interactions (diagonal QPME)",
         elicits="quadratic metric with diagonal B, O~(k) (Section 5)",
         family=get_family("quadratic"),
         params=(_epsilon(), _inner_radius(_SMALL_SPHERES, le=0.5), _CYCLES),
@@ -294,7 +294,7 @@ register(
     Algorithm(
         name="general_qpme",
         version="general_qpme-1",
-        description="General QPME: a quadratic metric of the k^2 - k off-diagonal rates (Appendix E)",
+        description="Quadratic over every kind of mistake (general QPME)",
         elicits="quadratic metric in the k^2 - k off-diagonal rates (Appendix E)",
         family=get_family("quadratic"),
         params=(_epsilon(), _inner_radius(_SMALL_SPHERES), _CYCLES),
@@ -313,7 +313,7 @@ register(
     Algorithm(
         name="cubic_qpme",
         version="cubic_qpme-1",
-        description="Cubic QPME: a cubic metric from QPME runs at basis points (Section 7)",
+        description="Cubic (cubic QPME): weights, curvature and its change",
         elicits="cubic metric by QPME at basis points (Section 7)",
         family=get_family("cubic"),
         params=(
@@ -372,7 +372,7 @@ register(
     Algorithm(
         name="active_linear",
         version="active_linear-1",
-        description="Active linear elicitation: perceptible, noise-robust Bayesian queries (issue 7)",
+        description="Active linear: one weight per class, few questions",
         elicits="linear metric <a, r>, Bayesian queries on a study's space",
         family=get_family("linear"),
         params=_ACTIVE_PARAMS,
@@ -385,7 +385,7 @@ register(
     Algorithm(
         name="active_quadratic",
         version="active_quadratic-2",
-        description="Active quadratic elicitation: perceptible, noise-robust Bayesian queries (issue 7)",
+        description="Active quadratic (recommended): few questions, tolerates slips",
         elicits="quadratic metric <a, r> + r^T B r / 2, Bayesian queries on a study's space",
         family=get_family("quadratic"),
         params=_ACTIVE_PARAMS,
@@ -398,7 +398,7 @@ register(
     Algorithm(
         name="active_fair",
         version="active_fair-1",
-        description="Active fair quadratic elicitation over group rates (issue 7)",
+        description="Active fairness (recommended with groups): few questions, tolerates slips",
         elicits="fair quadratic metric (a, B^{uv}, lam), Bayesian queries on a study's space",
         family=get_family("fair_quadratic"),
         params=(*_ACTIVE_PARAMS, _GROUP_SHARES),
