@@ -113,6 +113,7 @@ class AlgorithmSpec:
 
     @property
     def description(self) -> str:
+        """The coordinator's label in the new-study form: plain words, no symbols or paper numbering."""
         return self.algorithm.description
 
     @property
