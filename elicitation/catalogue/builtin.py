@@ -28,7 +28,14 @@ from ..types import (
     QuadraticMetric,
     pair_index,
 )
-from ..variants import DEFAULT_CUBIC_TOLERANCE, cubic_qpme, diagonal_qpme, general_qpme, general_sphere
+from ..variants import (
+    DEFAULT_CUBIC_TOLERANCE,
+    cubic_qpme,
+    diagonal_qpme,
+    general_n_classes,
+    general_qpme,
+    general_sphere,
+)
 from .params import Param
 from .registry import Algorithm, Setting, register
 
@@ -272,6 +279,11 @@ def _draw_diagonal(rng: np.random.Generator, draw: Draw, params: Mapping[str, An
     return QuadraticMetric(base.a, np.diag(np.diag(base.B)))
 
 
+def _check_diagonal(metric: Metric) -> None:
+    if not isinstance(metric, QuadraticMetric) or not np.all(np.diag(np.diag(metric.B)) == metric.B):
+        raise InvalidConfigError("metric.B must be diagonal for diagonal_qpme")
+
+
 register(
     Algorithm(
         name="diagonal_qpme",
@@ -282,6 +294,7 @@ register(
         params=(_epsilon(), _inner_radius(_SMALL_SPHERES, le=0.5), _CYCLES),
         builder=_diagonal_qpme,
         draw_metric=_draw_diagonal,
+        check_metric=_check_diagonal,
     )
 )
 
@@ -301,6 +314,7 @@ register(
         builder=_general_qpme,
         studies=False,
         sphere=general_sphere,
+        classes_from_rates=general_n_classes,
     )
 )
 

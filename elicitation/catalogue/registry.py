@@ -91,9 +91,12 @@ class Algorithm:
     and where the paper describes it (simulation help). ``needs_groups``: queries compare group rates
     ``(n_groups, n_classes)``; ``seeded``: the queries depend on the session seed, so every rebuild must
     pass it; ``needs_space``: the builder needs a study's query space, not just a sphere; ``studies``:
-    offered to study coordinators. ``sphere(n_classes, radius)`` is its synthetic query sphere;
-    ``draw_metric`` replaces the family's random draw for algorithms that elicit a restricted form;
-    ``reported_errors`` limits the simulation errors to what the algorithm elicits.
+    offered to study coordinators. ``sphere(n_classes, radius)`` gives the query sphere of algorithms whose
+    rates are not the ``n_classes`` per-class rates (``None``: any sphere, by default around the uniform
+    rate), and ``classes_from_rates`` maps such a sphere's dimension back to ``n_classes``.
+    ``draw_metric`` replaces the family's random draw and ``check_metric`` rejects given metrics for
+    algorithms that elicit a restricted form; ``reported_errors`` limits the simulation errors to what the
+    algorithm elicits.
     """
 
     name: str
@@ -107,13 +110,21 @@ class Algorithm:
     seeded: bool = False
     needs_space: bool = False
     studies: bool = True
-    sphere: Callable[[int, float], Sphere] = Sphere.around_uniform
+    sphere: Callable[[int, float], Sphere] | None = None
+    classes_from_rates: Callable[[int], int] | None = None
     draw_metric: MetricDraw | None = None
+    check_metric: Callable[[Metric], None] | None = None
     reported_errors: tuple[str, ...] | None = None
 
     def param(self, name: str) -> Param | None:
         """The declaration of parameter ``name``, or ``None``."""
         return next((param for param in self.params if param.name == name), None)
+
+    def synthetic_sphere(self, n_classes: int, radius: float) -> Sphere:
+        """The simulation sphere of radius ``radius`` around the uniform classifier's rates."""
+        if self.sphere is not None:
+            return self.sphere(n_classes, radius)
+        return Sphere.around_uniform(n_classes, radius)
 
     def defaults(self) -> dict[str, Any]:
         """Every parameter that has a default, at its default."""

@@ -129,7 +129,9 @@ def test_builders_ask_the_queries_of_the_algorithm_functions() -> None:
     assert _queries(
         get_algorithm("general_qpme").build(Setting(general), {"epsilon": 0.05}), general_metric
     ) == _queries(general_qpme(general, 0.05), general_metric)
-    assert get_algorithm("general_qpme").sphere(2, 0.2).n_classes == 2
+    assert get_algorithm("general_qpme").synthetic_sphere(2, 0.2).n_classes == 2
+    general_spec = get_algorithm("general_qpme")
+    assert general_spec.classes_from_rates is not None and general_spec.classes_from_rates(2) == 2
     cubic = ALGORITHMS["cubic_qpme"].random_metric(
         rng, Draw(n_classes=2, sphere=Sphere.around_uniform(2, 0.2))
     )
@@ -178,6 +180,11 @@ def test_random_metrics_respect_the_algorithms_restrictions() -> None:
     diagonal = get_algorithm("diagonal_qpme").random_metric(rng, draw)
     assert isinstance(diagonal, QuadraticMetric)
     assert np.array_equal(diagonal.B, np.diag(np.diag(diagonal.B)))
+    check = get_algorithm("diagonal_qpme").check_metric
+    assert check is not None
+    check(diagonal)
+    with pytest.raises(InvalidConfigError, match="metric.B must be diagonal for diagonal_qpme"):
+        check(get_algorithm("qpme").random_metric(rng, draw))
     tau = np.array([[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]])
     known = {"a": [1.0, 2.0, 3.0], "B_pairs": [np.eye(3).tolist()]}
     fair = get_algorithm("tradeoff").random_metric(rng, Draw(n_classes=3, n_groups=2, tau=tau), known)
