@@ -9,7 +9,7 @@ A new metric family adds one `MetricView` to `VIEWS`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -224,6 +224,14 @@ def _fair_text(metric: Metric) -> list[str]:
     return lines
 
 
+_QUADRATIC = MetricView(
+    participant_figures=lambda metric, names: _weights(metric, names) + _curvature(metric, names),
+    coordinator_figures=_coordinator_curvature,
+    summary=_curved_summary,
+    snippet=_quadratic_snippet,
+    text=_quadratic_text,
+)
+
 VIEWS: Mapping[str, MetricView] = {
     "linear": MetricView(
         participant_figures=_weights,
@@ -232,20 +240,9 @@ VIEWS: Mapping[str, MetricView] = {
         snippet=_linear_snippet,
         text=_linear_text,
     ),
-    "quadratic": MetricView(
-        participant_figures=lambda metric, names: _weights(metric, names) + _curvature(metric, names),
-        coordinator_figures=_coordinator_curvature,
-        summary=_curved_summary,
-        snippet=_quadratic_snippet,
-        text=_quadratic_text,
-    ),
-    "cubic": MetricView(
-        participant_figures=lambda metric, names: _weights(metric, names) + _curvature(metric, names),
-        coordinator_figures=_coordinator_curvature,
-        summary=_curved_summary,
-        snippet=_archived_snippet,
-        text=_linear_text,
-    ),
+    "quadratic": _QUADRATIC,
+    # A cubic metric is shown by its quadratic part; its snippet loads the stored metric whole.
+    "cubic": replace(_QUADRATIC, snippet=_archived_snippet, text=_linear_text),
     "fair_quadratic": MetricView(
         participant_figures=lambda metric, names: _weights(metric, names) + _tradeoff(metric, names),
         coordinator_figures=_coordinator_fair,
