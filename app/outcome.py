@@ -10,7 +10,7 @@ import numpy as np
 from elicitation import Metric
 
 from .metric_views import CURVATURE_SHARE, plain_summary
-from .plan import CHECK_DOMINANCE, CHECK_REPEAT, Choice
+from .plan import CHECK_DOMINANCE, CHECK_REPEAT, Choice, wilson_interval
 
 __all__ = [
     "CURVATURE_SHARE",
@@ -45,15 +45,18 @@ def agreement(pairs: Sequence[Pair], prefers: Callable[[np.ndarray, np.ndarray],
     """The paper's measure M (Appendix I): % of pairs where ``prefers`` matches the participant.
 
     "About the same" answers say nothing about either option, so they are left out of the percentage
-    and counted in ``ties``. ``percent`` is None when no pair was decided.
+    and counted in ``ties``. ``percent`` is None when no pair was decided; ``interval_percent`` is its 95 %
+    Wilson interval.
     """
     decided = [(first, second, choice) for first, second, choice in pairs if choice != Choice.TIE.value]
     agreed = sum(1 for first, second, choice in decided if prefers(first, second) == (choice == "first"))
+    low, high = wilson_interval(agreed, len(decided))
     return {
         "agreed": agreed,
         "decided": len(decided),
         "ties": len(pairs) - len(decided),
         "percent": (100.0 * agreed / len(decided)) if decided else None,
+        "interval_percent": [100.0 * low, 100.0 * high] if decided else None,
     }
 
 

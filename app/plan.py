@@ -2,7 +2,10 @@
 
 Given the study configuration, the session seed and the effective answer log, `next_step` says what the
 participant sees next: practice pairs (never fed to the elicitor), the elicitor's queries with attention
-and consistency checks interleaved at seeded positions, then the evaluation pairs, then done. Every random
+and consistency checks interleaved at seeded positions, then the evaluation pairs (until the agreement
+estimate is precise enough, or all are asked), then done. The plan's own pairs are drawn on the display
+grid (`elicitation.display`): they show exactly, their two sides never display alike, and a repeat check
+never repeats the screen just before it. Every random
 choice (left/right position, tie-breaks, practice/check/evaluation pairs) comes from a
 ``numpy.random.Generator`` seeded by ``(session seed, purpose, index)``, so replaying the log rebuilds the
 same screens and the same elicitor answers.
@@ -11,6 +14,7 @@ same screens and the same elicitor answers.
 from __future__ import annotations
 
 import enum
+import math
 import operator
 from collections import Counter
 from collections.abc import Sequence
@@ -19,18 +23,23 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from elicitation import Query, Sphere
+from elicitation import Metric, Query, Sphere
+from elicitation.display import DisplayGrid
 
 from .models import Phase
 
 __all__ = [
     "CHECK_DOMINANCE",
     "CHECK_REPEAT",
+    "EVALUATION_MIN_PAIRS",
     "Choice",
     "LoggedAnswer",
+    "Section",
     "SessionPlan",
     "Step",
     "elicitor_choice",
+    "evaluation_agreement",
+    "wilson_interval",
 ]
 
 CHECK_DOMINANCE = "dominance"
@@ -41,6 +50,23 @@ BALL_MARGIN = 0.95
 DOMINANCE_SHIFT = (0.6, 0.8)
 #: Smallest per-class share of the dominance direction (every rate strictly improves).
 DOMINANCE_MIN_COMPONENT = 0.5
+#: Evaluation pairs asked before the agreement estimate may end the evaluation early.
+EVALUATION_MIN_PAIRS = 8
+#: Normal quantile of the 95 % Wilson interval reported (and used to stop) for the agreement M.
+WILSON_Z = 1.959963984540054
+#: Draws of a plan pair tried before accepting one whose sides display alike (the sphere is too small).
+_PAIR_DRAWS = 16
+
+
+def wilson_interval(agreed: int, decided: int, z: float = WILSON_Z) -> tuple[float, float]:
+    """The Wilson score interval of a proportion ``agreed / decided`` (``(0, 1)`` when nothing decided)."""
+    if decided <= 0:
+        return 0.0, 1.0
+    share = agreed / decided
+    denominator = 1.0 + z * z / decided
+    centre = (share + z * z / (2 * decided)) / denominator
+    half = z * math.sqrt(share * (1.0 - share) / decided + z * z / (4 * decided * decided)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 class _Purpose(enum.IntEnum):
@@ -83,6 +109,17 @@ class LoggedAnswer(Protocol):
     swapped: bool | None
     preferred: str | None
     elicitor_answer: bool | None
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of a session as the progress display names it: comparisons done of (about) how many."""
+
+    key: str
+    label: str
+    done: int
+    total: int
+    current: bool
 
 
 @dataclass(frozen=True)
@@ -133,6 +170,7 @@ class SessionPlan:
         repeat_checks: int,
         evaluation_queries: int,
         expected_queries: int,
+        evaluation_precision: float | None = None,
     ) -> None:
         self.space = space
         self.seed = int(seed)
@@ -140,6 +178,8 @@ class SessionPlan:
         self.n_groups = int(space.n_groups)
         self.practice_queries = practice_queries
         self.evaluation_queries = evaluation_queries
+        self.evaluation_precision = evaluation_precision
+        self.grid = DisplayGrid.from_priors(space.priors)
         kinds: list[str] = []
         for j in range(max(dominance_checks, repeat_checks)):
             if j < dominance_checks:
@@ -187,8 +227,11 @@ class SessionPlan:
 
     def _random_pair(self, purpose: _Purpose, index: int, label: str) -> Query:
         rng = _rng(self.seed, purpose, index)
-        first = self._random_rates(rng)
-        second = self._random_rates(rng)
+        for _ in range(_PAIR_DRAWS):
+            first = self.grid.snap(self._random_rates(rng), self.sphere)
+            second = self.grid.snap(self._random_rates(rng), self.sphere)
+            if not self.grid.same(first, second):
+                break
         return Query(first=first, second=second, search=label, kind=label, step=index)
 
     def practice_query(self, index: int) -> Query:
@@ -198,18 +241,31 @@ class SessionPlan:
         return self._random_pair(_Purpose.EVALUATION, index, "evaluation")
 
     def dominance_query(self, index: int) -> Query:
-        """A pair whose first option has every rate higher (in every group, by the same amount)."""
+        """A pair whose first option shows more people right in every class and group."""
         rng = _rng(self.seed, _Purpose.DOMINANCE, index)
         k = self.sphere.n_classes
         direction = rng.uniform(DOMINANCE_MIN_COMPONENT, 1.0, size=k)
         direction /= np.linalg.norm(direction)
         shift = self.sphere.radius * rng.uniform(*DOMINANCE_SHIFT) / 2.0
         room = self.sphere.radius * BALL_MARGIN - shift
-        bases = [_ball_point(rng, self.sphere, room) for _ in range(self.n_groups)]
-        good = np.stack([b + shift * direction for b in bases])
-        bad = np.stack([b - shift * direction for b in bases])
-        if self.n_groups == 1:
-            good, bad = good[0], bad[0]
+        weakly: tuple[np.ndarray, np.ndarray] | None = None
+        for _ in range(_PAIR_DRAWS):
+            bases = [_ball_point(rng, self.sphere, room) for _ in range(self.n_groups)]
+            good = np.stack([b + shift * direction for b in bases])
+            bad = np.stack([b - shift * direction for b in bases])
+            if self.n_groups == 1:
+                good, bad = good[0], bad[0]
+            good, bad = self.grid.snap(good, self.sphere), self.grid.snap(bad, self.sphere)
+            # As displayed, the better one gets more people right in every class (and group); a sphere too
+            # small for that in a rare class settles for at least as many everywhere and more somewhere.
+            margin = self.grid.counts(good) - self.grid.counts(bad)
+            if np.all(margin > 0):
+                weakly = None
+                break
+            if weakly is None and np.all(margin >= 0) and np.any(margin > 0):
+                weakly = (good, bad)
+        if weakly is not None:
+            good, bad = weakly
         return Query(first=good, second=bad, search="check", kind=CHECK_DOMINANCE, step=index)
 
     # -- the script ---------------------------------------------------------------------------------------
@@ -218,9 +274,12 @@ class SessionPlan:
         self,
         rows: Sequence[LoggedAnswer],
         elicitor_query: Query | None,
+        metric: Metric | None = None,
     ) -> Step | None:
         """The step after the effective ``rows``; ``elicitor_query`` is the pending query (None: finished).
 
+        ``metric`` is the elicited metric once the elicitor has finished: with `evaluation_precision` set,
+        the evaluation ends as soon as the 95 % interval of its agreement with the answers is that tight.
         Returns None when the session is complete.
         """
         # Counted on the phase strings in C (Phase is a StrEnum): this runs over the whole log per request.
@@ -236,13 +295,27 @@ class SessionPlan:
         )
         if check_due and elicited > 0:
             elicitation_rows = [row for row in rows if row.phase == Phase.ELICITATION]
-            return self._check_step(checks_done, position, elicitation_rows)
+            # A repeat never repeats the screen just before it (it would look like a lost click).
+            if rows and rows[-1].phase == Phase.ELICITATION and elicitor_query is not None:
+                elicitation_rows = elicitation_rows[:-1]
+            if elicitation_rows or self.check_kinds[checks_done] == CHECK_DOMINANCE:
+                return self._check_step(checks_done, position, elicitation_rows)
         if elicitor_query is not None:
             return Step(Phase.ELICITATION, elicited, elicitor_query, self.swapped(position))
-        if counts[Phase.EVALUATION] < self.evaluation_queries:
+        if counts[Phase.EVALUATION] < self.evaluation_queries and not self._evaluation_settled(rows, metric):
             index = counts[Phase.EVALUATION]
             return Step(Phase.EVALUATION, index, self.evaluation_query(index), self.swapped(position))
         return None
+
+    def _evaluation_settled(self, rows: Sequence[LoggedAnswer], metric: Metric | None) -> bool:
+        """True once enough evaluation pairs pin the elicited metric's agreement to `evaluation_precision`."""
+        if metric is None or self.evaluation_precision is None:
+            return False
+        agreed, decided = evaluation_agreement(rows, metric)
+        if decided < EVALUATION_MIN_PAIRS:
+            return False
+        low, high = wilson_interval(agreed, decided)
+        return (high - low) / 2.0 <= self.evaluation_precision
 
     def _check_step(self, index: int, position: int, elicitation_rows: Sequence[LoggedAnswer]) -> Step:
         kind = self.check_kinds[index]
@@ -275,3 +348,53 @@ class SessionPlan:
         """Comparisons in the session: practice + elicitor (estimate or actual) + checks + evaluation."""
         elicitor = answered_elicitor if finished else max(elicitor_total, answered_elicitor + 1)
         return self.practice_queries + elicitor + self.n_checks + self.evaluation_queries
+
+    def sections(
+        self, rows: Sequence[LoggedAnswer], elicitor_total: int, finished: bool, step: Step | None
+    ) -> list[Section]:
+        """The session's parts for the progress display: practice, the questions (checks included, they are
+        not announced as different), and the last comparisons; ``current`` marks where ``step`` is."""
+        counts = Counter(map(_PHASE_OF, rows))
+        elicited = counts[Phase.ELICITATION]
+        questions_total = (elicited if finished else max(elicitor_total, elicited + 1)) + self.n_checks
+        phase = step.phase if step is not None else None
+        parts = [
+            Section(
+                "practice", "Practice", counts[Phase.PRACTICE], self.practice_queries, phase is Phase.PRACTICE
+            ),
+            Section(
+                "questions",
+                "Questions",
+                elicited + counts[Phase.CHECK],
+                questions_total,
+                phase in (Phase.ELICITATION, Phase.CHECK),
+            ),
+            Section(
+                "final",
+                "Last comparisons",
+                counts[Phase.EVALUATION],
+                max(self.evaluation_queries if step is not None else 0, counts[Phase.EVALUATION]),
+                phase is Phase.EVALUATION,
+            ),
+        ]
+        return [part for part in parts if part.total > 0]
+
+
+def evaluation_agreement(rows: Sequence[LoggedAnswer], metric: Metric) -> tuple[int, int]:
+    """(agreed, decided) over the logged evaluation answers: how often ``metric`` picks what the person did.
+
+    "About the same" answers are left out, as in the reported measure M.
+    """
+    from .codec import decode_query
+
+    agreed = decided = 0
+    for row in rows:
+        if row.phase != Phase.EVALUATION or row.query is None or row.preferred is None or row.swapped is None:
+            continue
+        choice = elicitor_choice(row.preferred, row.swapped)
+        if choice is Choice.TIE:
+            continue
+        query = decode_query(row.query)
+        decided += 1
+        agreed += metric.prefers(query.first, query.second) == (choice is Choice.FIRST)
+    return agreed, decided

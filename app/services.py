@@ -18,7 +18,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,7 @@ from .displayed import build_session_elicitor, session_version
 from .errors import ConflictError, NotFoundError
 from .models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
 from .outcome import check_summary, evaluation_summary, plain_summary
-from .plan import SessionPlan, Step, elicitor_choice
+from .plan import Section, SessionPlan, Step, elicitor_choice
 from .study_config import StudyConfig, build_space, parse_study_config
 
 __all__ = [
@@ -146,6 +146,7 @@ class StudyRuntime:
             repeat_checks=self.config.repeat_checks if self.config.checks else 0,
             evaluation_queries=self.config.evaluation_queries,
             expected_queries=self.expected_queries,
+            evaluation_precision=self.config.evaluation_precision,
         )
 
 
@@ -288,6 +289,8 @@ class SessionView:
     comparison: dict[str, Any] | None
     result: Result | None
     can_undo: bool
+    #: The session's parts (practice, questions, last comparisons) with how far each has got.
+    sections: list[Section] = field(default_factory=list)
 
     @property
     def study(self) -> Study:
@@ -324,7 +327,11 @@ class SessionView:
         return {
             "status": self.status.value,
             "phase": self.phase,
-            "progress": {"answered": self.answered, "estimated_total": self.estimated_total},
+            "progress": {
+                "answered": self.answered,
+                "estimated_total": self.estimated_total,
+                "sections": [asdict(section) for section in self.sections],
+            },
             "query": query,
             "result": result,
         }
@@ -458,7 +465,8 @@ class _Context:
     def step(self) -> Step | None:
         if self._step is None:
             query = self.state.query if isinstance(self.state, Pending) else None
-            self._step = (self.plan.next_step(self.effective, query),)
+            metric = self.state.result.metric if isinstance(self.state, Done) else None
+            self._step = (self.plan.next_step(self.effective, query, metric),)
         return self._step[0]
 
     def view(self) -> SessionView:
@@ -498,6 +506,7 @@ class _Context:
             comparison=comparison,
             result=result,
             can_undo=status is SessionStatus.ACTIVE and bool(self.effective),
+            sections=self.plan.sections(self.effective, elicitor_total, finished, step),
         )
 
     def _side(self, rates: np.ndarray) -> dict[str, Any]:

@@ -69,6 +69,12 @@ class StudyConfig(BaseModel):
     dominance_checks: int = Field(default=2, ge=0, le=10)
     repeat_checks: int = Field(default=2, ge=0, le=10)
     evaluation_queries: int = Field(default=15, ge=0, le=100)
+    evaluation_precision: float | None = Field(
+        default=0.15,
+        gt=0.0,
+        lt=0.5,
+        description="end evaluation pairs once the 95% interval of M is at most +/- this (none: ask all)",
+    )
     consent_text: str = Field(default=DEFAULT_CONSENT_TEXT, min_length=1, max_length=10000)
     instructions_text: str = Field(default=DEFAULT_INSTRUCTIONS_TEXT, min_length=1, max_length=10000)
     redirect_url: AnyHttpUrl | None = None

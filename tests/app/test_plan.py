@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from app.codec import decode_metric, decode_query, encode_metric, encode_query, to_jsonable
 from app.models import Phase
 from app.outcome import agreement, check_summary, evaluation_summary, plain_summary
-from app.plan import SessionPlan, elicitor_choice
+from app.plan import EVALUATION_MIN_PAIRS, SessionPlan, elicitor_choice, wilson_interval
 from elicitation import FairQuadraticMetric, LinearMetric, QuadraticMetric, Query
 from elicitation.rates import SyntheticSpace
 
 
-def plan(seed: int = 7, n_groups: int = 1, **overrides: int) -> SessionPlan:
+def plan(seed: int = 7, n_groups: int = 1, **overrides: float) -> SessionPlan:
     options = {
         "practice_queries": 2,
         "dominance_checks": 2,
@@ -72,10 +72,9 @@ def test_dominance_pairs_are_better_on_every_rate(n_groups: int) -> None:
     script = plan(n_groups=n_groups)
     for index in range(30):
         query = script.dominance_query(index)
-        assert np.all(query.first > query.second + 0.01)
-        if n_groups > 1:
-            # the same shift in every group: the better option is not less fair
-            assert np.allclose(np.diff(query.first - query.second, axis=0), 0.0)
+        # as displayed (whole people out of 100), the better option gets more people right everywhere
+        assert np.all(script.grid.counts(query.first) > script.grid.counts(query.second))
+        assert np.allclose(query.first, script.grid.snap(query.first, script.sphere))
 
 
 def test_script_order_practice_checks_interleaved_then_evaluation() -> None:
@@ -105,6 +104,11 @@ def test_repeat_check_shows_an_earlier_pair_with_sides_swapped() -> None:
     script = plan(practice_queries=0, dominance_checks=0, repeat_checks=1, expected_queries=2)
     original = Query(first=np.array([0.3, 0.35, 0.3]), second=np.array([0.36, 0.3, 0.31]))
     rows = [row(0, Phase.ELICITATION, original, swapped=True, preferred="second")]
+    # the only earlier question is the screen just before: the check waits for another one
+    step = script.next_step(rows, original)
+    assert step is not None and step.phase is Phase.ELICITATION
+    later = Query(first=np.array([0.32, 0.3, 0.3]), second=np.array([0.3, 0.36, 0.31]))
+    rows.append(row(1, Phase.ELICITATION, later, swapped=False, preferred="first"))
     step = script.next_step(rows, original)
     assert step is not None and step.phase is Phase.CHECK and step.check is not None
     assert step.check["type"] == "repeat" and step.check["of_seq"] == 0
@@ -160,7 +164,9 @@ def test_agreement_leaves_ties_out() -> None:
     pairs = [(np.array([1.0]), np.array([0.0]), "first"), (np.array([0.0]), np.array([1.0]), "first")]
     pairs.append((np.array([0.0]), np.array([1.0]), "tie"))
     result = agreement(pairs, lambda a, b: bool(a[0] > b[0]))
+    interval = result.pop("interval_percent")
     assert result == {"agreed": 1, "decided": 2, "ties": 1, "percent": 50.0}
+    assert interval == pytest.approx([100 * bound for bound in wilson_interval(1, 2)])
     assert agreement([], lambda a, b: True)["percent"] is None
 
 
@@ -187,3 +193,63 @@ def test_plain_summary_names_the_classes() -> None:
     assert "malignant patients matters about 4.0 times" in text
     even = plain_summary(LinearMetric(np.array([0.5, 0.5])), ["a", "b"], "people")
     assert "about equally" in even
+
+
+def test_wilson_interval_matches_the_textbook_values() -> None:
+    low, high = wilson_interval(9, 10)
+    assert low == pytest.approx(0.5958, abs=1e-4) and high == pytest.approx(0.9821, abs=1e-4)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def _answer_evaluation(script: SessionPlan, metric: LinearMetric, *, agree: bool, limit: int) -> int:
+    rows: list[SimpleNamespace] = []
+    while len(rows) < limit:
+        step = script.next_step(rows, None, metric)
+        if step is None:
+            break
+        assert step.phase is Phase.EVALUATION
+        elicited = "first" if metric.prefers(step.query.first, step.query.second) else "second"
+        choice = elicited if agree or len(rows) % 2 else ("second" if elicited == "first" else "first")
+        shown = elicitor_choice(choice, step.swapped).value
+        rows.append(row(len(rows), Phase.EVALUATION, step.query, step.swapped, shown))
+    return len(rows)
+
+
+def test_evaluation_ends_once_the_agreement_estimate_is_tight() -> None:
+    metric = LinearMetric(np.array([0.5, 0.3, 0.2]))
+    options = {"practice_queries": 0, "dominance_checks": 0, "repeat_checks": 0, "evaluation_queries": 20}
+    steady = plan(evaluation_precision=0.15, **options)
+    # a person who always agrees pins M down after nine pairs: 9/9 has the interval [0.70, 1.00]
+    assert _answer_evaluation(steady, metric, agree=True, limit=30) == 9
+    # half the answers disagree: the interval stays wide and every pair is asked
+    assert _answer_evaluation(steady, metric, agree=False, limit=30) == 20
+    # without a precision every pair is asked; never fewer than the minimum
+    assert _answer_evaluation(plan(**options), metric, agree=True, limit=30) == 20
+    assert _answer_evaluation(plan(evaluation_precision=0.4, **options), metric, agree=True, limit=30) == (
+        EVALUATION_MIN_PAIRS
+    )
+
+
+def test_plan_pairs_display_exactly_and_never_alike() -> None:
+    script = plan(n_groups=2)
+    for index in range(40):
+        for query in (script.practice_query(index), script.evaluation_query(index)):
+            assert np.allclose(query.first, script.grid.snap(query.first, script.sphere))
+            assert not script.grid.same(query.first, query.second)
+
+
+def test_sections_follow_the_session() -> None:
+    script = plan(practice_queries=1, dominance_checks=1, repeat_checks=0, evaluation_queries=2)
+    pending = Query(first=np.full(3, 0.3), second=np.full(3, 0.35), search="qpme")
+    step = script.next_step([], pending)
+    assert step is not None
+    sections = script.sections([], 10, False, step)
+    assert [(part.key, part.done, part.total, part.current) for part in sections] == [
+        ("practice", 0, 1, True),
+        ("questions", 0, 11, False),
+        ("final", 0, 2, False),
+    ]
+    rows = [row(0, Phase.PRACTICE, step.query, step.swapped)]
+    step = script.next_step(rows, pending)
+    assert step is not None and step.phase is Phase.ELICITATION
+    assert [part.current for part in script.sections(rows, 10, False, step)] == [False, True, False]
