@@ -3,7 +3,7 @@
 `register(subparsers)` adds them to the `elicit` parser of `app.cli`; each sets ``func`` to a handler that
 takes the parsed namespace and returns the exit code: 0 success, 1 the run failed (numerical failure or a
 replay mismatch), 2 bad input (also argparse's code for unusable flags). The experiments themselves live in
-`elicitation.benchmarks`; this module parses, prints tables and writes files.
+`elicitation.lab`; this module parses, prints tables and writes files.
 """
 
 from __future__ import annotations
@@ -34,7 +34,30 @@ from elicitation import (
     QuadraticMetric,
     ReplayMismatchError,
 )
-from elicitation import benchmarks as bench
+from elicitation.lab.benchmarks import (
+    DEFAULT_TRIALS,
+    FAIR_SETTINGS,
+    NOISE_INNER_RADII,
+    NOISE_LEVELS,
+    QPME_CLASSES,
+    Progress,
+    run_fair_benchmark,
+    run_noise_benchmark,
+    run_qpme_benchmark,
+)
+from elicitation.lab.figures import benchmark_figures
+from elicitation.lab.log_replay import answer_log, replay_log
+from elicitation.lab.simulation import (
+    ALGORITHM_DESCRIPTIONS,
+    ALGORITHMS,
+    DEFAULT_EPSILON,
+    DEFAULT_RADIUS,
+    NOISE_MODELS,
+    Simulation,
+    build_elicitor,
+    simulate,
+)
+from elicitation.lab.timing import measure_timing
 from elicitation.variants import general_n_classes
 
 from .codec import CodecError, decode_metric, encode_metric, to_jsonable
@@ -229,10 +252,10 @@ def _add_simulate(subparsers: Any) -> None:
             "Section 6 (centre o = (1/k, ..., 1/k)), printing every query or, with --json, the full result."
         ),
         epilog="algorithms:\n"
-        + "\n".join(f"  {name:<14} {text}" for name, text in bench.ALGORITHM_DESCRIPTIONS.items()),
+        + "\n".join(f"  {name:<14} {text}" for name, text in ALGORITHM_DESCRIPTIONS.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--algorithm", choices=bench.ALGORITHMS, default="qpme", help="elicitor (qpme)")
+    parser.add_argument("--algorithm", choices=ALGORITHMS, default="qpme", help="elicitor (qpme)")
     parser.add_argument(
         "--classes", type=_classes, default=3, metavar="K", help="number of classes k, 2-10 (default 3)"
     )
@@ -246,7 +269,7 @@ def _add_simulate(subparsers: Any) -> None:
         help="search tolerance in (0, 1) (default 0.01; cubic_qpme 1e-4)",
     )
     parser.add_argument(
-        "--radius", type=_open_interval(0.0, 0.5), default=bench.DEFAULT_RADIUS, help="query sphere radius"
+        "--radius", type=_open_interval(0.0, 0.5), default=DEFAULT_RADIUS, help="query sphere radius"
     )
     parser.add_argument(
         "--inner-radius",
@@ -254,7 +277,7 @@ def _add_simulate(subparsers: Any) -> None:
         default=None,
         help="QPME's small-sphere radius varrho, below --radius (default: the algorithm's)",
     )
-    parser.add_argument("--noise", choices=bench.NOISE_MODELS, default="exact", help="oracle model")
+    parser.add_argument("--noise", choices=NOISE_MODELS, default="exact", help="oracle model")
     parser.add_argument(
         "--noise-level",
         type=_non_negative,
@@ -316,7 +339,7 @@ def _rates(array: np.ndarray[Any, Any]) -> str:
     return f"[{text}]"
 
 
-def _print_steps(sim: bench.Simulation, out: TextIO) -> None:
+def _print_steps(sim: Simulation, out: TextIO) -> None:
     out.write(
         f"{sim.algorithm} with k={sim.params['n_classes']}"
         + (f", m={sim.params['n_groups']}" if "n_groups" in sim.params else "")
@@ -350,7 +373,7 @@ def _print_steps(sim: bench.Simulation, out: TextIO) -> None:
     )
 
 
-def simulation_to_dict(sim: bench.Simulation) -> dict[str, Any]:
+def simulation_to_dict(sim: Simulation) -> dict[str, Any]:
     """The `--json` document of `elicit simulate`."""
     return {
         "algorithm": sim.algorithm,
@@ -366,7 +389,7 @@ def simulation_to_dict(sim: bench.Simulation) -> dict[str, Any]:
         "wrong_answers": sim.wrong_answers,
         "regular": sim.regular,
         "details": to_jsonable(sim.result.details),
-        "log": bench.answer_log(sim)["answers"],
+        "log": answer_log(sim)["answers"],
     }
 
 
@@ -398,7 +421,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
             f"most 1/{args.classes} = {1.0 / args.classes:.4g} for k = {args.classes}"
         )
     try:
-        sim = bench.simulate(
+        sim = simulate(
             args.algorithm,
             n_classes=args.classes,
             n_groups=args.groups,
@@ -417,7 +440,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         sys.stderr.write(f"elicit simulate: the elicitation failed: {type(exc).__name__}: {exc}\n")
         return EXIT_FAILED
     if args.export_log is not None:
-        _write_json(args.export_log, bench.answer_log(sim) | {"true_metric": encode_metric(sim.metric)})
+        _write_json(args.export_log, answer_log(sim) | {"true_metric": encode_metric(sim.metric)})
     if args.json:
         sys.stdout.write(json.dumps(simulation_to_dict(sim), indent=2) + "\n")
     else:
@@ -462,8 +485,8 @@ def _add_replay(subparsers: Any) -> None:
 def _build_for_replay(algorithm: str, document: Mapping[str, Any]) -> Any:
     """Study exports carry a query space and the app registry's params; simulations only their params."""
     if "space" not in document:
-        return bench.build_elicitor(algorithm, document["params"])
-    from elicitation.rates import space_from_dict
+        return build_elicitor(algorithm, document["params"])
+    from elicitation.lab.spaces import space_from_dict
 
     from .algorithms import UnknownAlgorithmError, get_algorithm
 
@@ -494,7 +517,7 @@ def _run_replay(args: argparse.Namespace) -> int:
         parser.error("argument FILE: an answer log must be a JSON object")
     started = time.perf_counter()
     try:
-        outcome = bench.replay_log(document, build=_build_for_replay)
+        outcome = replay_log(document, build=_build_for_replay)
     except ReplayMismatchError as exc:
         sys.stderr.write(
             f"elicit replay: REPLAY MISMATCH in {args.file}: {exc}\n"
@@ -584,10 +607,10 @@ def _add_benchmark(subparsers: Any) -> None:
         "--settings", type=_list_of(_group_setting), default=None, help="fair (k, m) settings, e.g. 2x2,3x2"
     )
     parser.add_argument(
-        "--epsilon", type=_open_interval(0.0, 1.0), default=bench.DEFAULT_EPSILON, help="tolerance (0.01)"
+        "--epsilon", type=_open_interval(0.0, 1.0), default=DEFAULT_EPSILON, help="tolerance (0.01)"
     )
     parser.add_argument(
-        "--radius", type=_open_interval(0.0, 0.5), default=bench.DEFAULT_RADIUS, help="sphere radius (0.2)"
+        "--radius", type=_open_interval(0.0, 0.5), default=DEFAULT_RADIUS, help="sphere radius (0.2)"
     )
     parser.add_argument(
         "--inner-radius",
@@ -762,15 +785,15 @@ _TITLES = {
 
 
 def _ranking_module() -> Any:
-    if importlib.util.find_spec("elicitation.ranking") is None:
+    if importlib.util.find_spec("elicitation.lab.ranking") is None:
         return None
-    module = importlib.import_module("elicitation.ranking")
+    module = importlib.import_module("elicitation.lab.ranking")
     return module if hasattr(module, "run_ranking_benchmark") else None
 
 
-def _run_one(which: str, args: argparse.Namespace, progress: bench.Progress | None) -> dict[str, Any]:
+def _run_one(which: str, args: argparse.Namespace, progress: Progress | None) -> dict[str, Any]:
     quick = args.quick
-    trials = args.trials or (QUICK["trials"] if quick else bench.DEFAULT_TRIALS)
+    trials = args.trials or (QUICK["trials"] if quick else DEFAULT_TRIALS)
     common: dict[str, Any] = {
         "trials": trials,
         "seed": args.seed,
@@ -779,33 +802,33 @@ def _run_one(which: str, args: argparse.Namespace, progress: bench.Progress | No
         "progress": progress,
     }
     if which == "qpme":
-        classes = args.classes or (QUICK["classes"] if quick else bench.QPME_CLASSES)
-        return bench.run_qpme_benchmark(
+        classes = args.classes or (QUICK["classes"] if quick else QPME_CLASSES)
+        return run_qpme_benchmark(
             classes=classes, inner_radius=args.inner_radius, reconstruction=args.reconstruction, **common
         )
     if which == "fair":
-        settings = args.settings or (QUICK["settings"] if quick else bench.FAIR_SETTINGS)
-        return bench.run_fair_benchmark(settings=settings, inner_radius=args.inner_radius, **common)
+        settings = args.settings or (QUICK["settings"] if quick else FAIR_SETTINGS)
+        return run_fair_benchmark(settings=settings, inner_radius=args.inner_radius, **common)
     if which == "noise":
-        return bench.run_noise_benchmark(
+        return run_noise_benchmark(
             classes=args.classes or (QUICK["noise_classes"] if quick else (3,)),
-            inner_radii=args.inner_radii or (QUICK["inner_radii"] if quick else bench.NOISE_INNER_RADII),
-            noise_levels=args.noise_levels or (QUICK["noise_levels"] if quick else bench.NOISE_LEVELS),
+            inner_radii=args.inner_radii or (QUICK["inner_radii"] if quick else NOISE_INNER_RADII),
+            noise_levels=args.noise_levels or (QUICK["noise_levels"] if quick else NOISE_LEVELS),
             **common,
         )
     if which == "timing":
         return {
             "benchmark": "timing",
             **{
-                name: bench.measure_timing(clock, seed=args.seed, repeats=2 if quick else 5)
+                name: measure_timing(clock, seed=args.seed, repeats=2 if quick else 5)
                 for name, clock in TIMING_CLOCKS.items()
             },
         }
     module = _ranking_module()
     if module is None:
-        raise InvalidConfigError("the ranking benchmark is not available (no elicitation.ranking)")
+        raise InvalidConfigError("the ranking benchmark is not available (no elicitation.lab.ranking)")
     datasets = args.datasets or (QUICK["ranking_datasets"] if quick else None)
-    ranking_trials = args.trials or (QUICK["ranking_trials"] if quick else bench.DEFAULT_TRIALS)
+    ranking_trials = args.trials or (QUICK["ranking_trials"] if quick else DEFAULT_TRIALS)
     accepted = inspect.signature(module.run_ranking_benchmark).parameters
     extra = {key: value for key, value in QUICK["ranking_pool"].items() if quick and key in accepted}
     report: dict[str, Any] = module.run_ranking_benchmark(
@@ -832,7 +855,7 @@ def write_outputs(directory: Path, name: str, report: Mapping[str, Any], table_m
     written = [directory / f"{name}.json", directory / f"{name}.md"]
     _write_json(written[0], report)
     written[1].write_text(f"# {_TITLES.get(name, name)}\n\n{table_md}\n", encoding="utf-8")
-    figures = bench.benchmark_figures(report)
+    figures = benchmark_figures(report)
     if figures:
         _copy_plotly_js(directory)
         written.append(directory / "plotly.min.js")
@@ -903,7 +926,7 @@ def _run_benchmark(args: argparse.Namespace) -> int:
     ranking = _ranking_module() is not None
     if args.which == "ranking" and not ranking:
         sys.stderr.write(
-            "elicit benchmark: the ranking benchmark is not available (no elicitation.ranking)\n"
+            "elicit benchmark: the ranking benchmark is not available (no elicitation.lab.ranking)\n"
         )
         return EXIT_FAILED
     which = [b for b in BENCHMARKS if b != "ranking" or ranking] if args.which == "all" else [args.which]

@@ -29,7 +29,7 @@ DEMO_STUDY: dict[str, Any] = {
     "population": "patients",
     "algorithm": "qpme",
     "algorithm_params": {"epsilon": 0.05},
-    # Real classifiers on the bundled Breast Cancer Wisconsin data (elicitation.feasible), as in the
+    # Real classifiers on the bundled Breast Cancer Wisconsin data (elicitation.lab.feasible), as in the
     # paper's user study; trained once here, then stored as a full description that rebuilds instantly.
     "query_space": {"kind": "dataset", "recipe": {"dataset": "breast-cancer", "seed": 0}},
     "practice_queries": 2,

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from elicitation import InvalidConfigError, Metric, Query
+from elicitation.answer_log import decode_query as decode_logged_query
+from elicitation.answer_log import encode_query
 
 __all__ = [
     "CodecError",
@@ -58,31 +60,12 @@ def to_jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def encode_query(query: Query) -> dict[str, Any]:
-    """A query as ``{"first", "second", "search", "kind", "coordinate", "step"}``."""
-    return {
-        "first": query.first.tolist(),
-        "second": query.second.tolist(),
-        "search": query.search,
-        "kind": query.kind,
-        "coordinate": query.coordinate,
-        "step": query.step,
-    }
-
-
 def decode_query(data: Mapping[str, Any]) -> Query:
-    """Inverse of `encode_query`."""
+    """Inverse of `encode_query` (the core's answer-log format), failing with a `CodecError`."""
     try:
-        return Query(
-            first=np.asarray(data["first"], dtype=np.float64),
-            second=np.asarray(data["second"], dtype=np.float64),
-            search=str(data.get("search", "")),
-            kind=str(data.get("kind", "")),
-            coordinate=data.get("coordinate"),
-            step=int(data.get("step", 0)),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CodecError(f"not a stored query: {exc}") from exc
+        return decode_logged_query(data)
+    except InvalidConfigError as exc:
+        raise CodecError(str(exc)) from exc
 
 
 def encode_metric(metric: Metric) -> dict[str, Any]:

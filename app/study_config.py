@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from elicitation import ElicitationError
-from elicitation.rates import space_from_dict
+from elicitation.lab.spaces import space_from_dict
 
 from .algorithms import REGISTRY, UnknownAlgorithmError, get_algorithm
 

@@ -36,8 +36,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from elicitation.datasets import load_dataset
-from elicitation.feasible import fit_feasible_model
+from elicitation.lab.datasets import load_dataset
+from elicitation.lab.feasible import fit_feasible_model
 
 CASES = (
     ("breast-cancer", False),

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import InvalidConfigError
-from .types import FairQuadraticMetric, FloatArray, QuadraticMetric, as_rate_array
+from .types import FairQuadraticMetric, FloatArray, QuadraticMetric, as_rate_array, check_tau
 
 __all__ = [
     "balance_for_negative_class",
@@ -177,12 +177,8 @@ def general_coverage_matching(
 
 
 def _fair(a: npt.ArrayLike, lam: float, tau: npt.ArrayLike, pair_matrix: FloatArray) -> FairQuadraticMetric:
-    prevalences = as_rate_array(tau, "tau", ndim=2)
-    m, k = prevalences.shape
-    if k != pair_matrix.shape[0]:
-        raise InvalidConfigError(f"tau must have {pair_matrix.shape[0]} columns (classes), got {k}")
-    if m < 2:
-        raise InvalidConfigError(f"tau must describe at least 2 groups, got {m}")
+    prevalences = check_tau(tau, n_classes=pair_matrix.shape[0])
+    m = prevalences.shape[0]
     scale = 1.0 / comb(m, 2)
     pairs = {(u, v): scale * pair_matrix for u in range(m) for v in range(u + 1, m)}
     costs = as_rate_array(a, "a", ndim=1)

@@ -45,7 +45,16 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import InvalidConfigError
-from .types import FairQuadraticMetric, FloatArray, LinearMetric, Metric, QuadraticMetric, Sphere, pair_index
+from .types import (
+    FairQuadraticMetric,
+    FloatArray,
+    LinearMetric,
+    Metric,
+    QuadraticMetric,
+    Sphere,
+    check_tau,
+    pair_index,
+)
 
 __all__ = [
     "DEFAULT_LINEAR_SHARE",
@@ -517,10 +526,8 @@ def random_fair_metric(
         B_pairs[key] = S * (float(share) / float(np.linalg.norm(S)))
     lam = float(generator.uniform(lo, hi))
     prevalences = (
-        _random_prevalences(generator, groups, n) if tau is None else np.asarray(tau, dtype=np.float64)
+        _random_prevalences(generator, groups, n)
+        if tau is None
+        else check_tau(tau, n_groups=groups, n_classes=n)
     )
-    if prevalences.shape != (groups, n):
-        raise InvalidConfigError(
-            f"tau must have shape ({groups}, {n}) (groups x classes), got {prevalences.shape}"
-        )
     return FairQuadraticMetric(a, B_pairs, lam, prevalences)

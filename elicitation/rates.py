@@ -12,7 +12,7 @@ turns any queried rate vector into the confusion matrix of a classifier that ach
 ``100 * pi_i * (1 - r_i)`` of true class ``i`` is spread over the wrong predictions.
 
 Where the misclassified mass goes is *not* determined by the rates when ``k > 2``. Real-data spaces
-(`elicitation.feasible`) take it from the classifier that realises the rates on held-out data.
+(``elicitation.lab.feasible``) take it from the classifier that realises the rates on held-out data.
 `SyntheticSpace` uses a stated convention instead (``OFF_DIAGONAL_CONVENTION``): **the misclassified
 mass of class i is spread evenly over the other k - 1 classes**,
 ``C[i, j] = 100 * pi_i * (1 - r_i) / (k - 1)`` for ``j != i``. This is exactly the confusion matrix of
@@ -37,7 +37,6 @@ paper              code
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -58,7 +57,6 @@ __all__ = [
     "check_rates",
     "confusion_from_rates",
     "rates_from_confusion",
-    "space_from_dict",
 ]
 
 #: Every confusion matrix shown to a person describes this many people (per group).
@@ -377,7 +375,7 @@ class SyntheticSpace:
         raise InvalidConfigError(f"rates must have shape {self.rate_shape}, got {shape}")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe description; ``SyntheticSpace.from_dict`` (or `space_from_dict`) rebuilds it."""
+        """JSON-safe description; ``SyntheticSpace.from_dict`` rebuilds it."""
         return {
             "kind": self.kind,
             "n_classes": self._n_classes,
@@ -426,26 +424,3 @@ class SyntheticSpace:
     def __repr__(self) -> str:
         groups = f", n_groups={self._n_groups}" if self._n_groups > 1 else ""
         return f"SyntheticSpace(n_classes={self._n_classes}, radius={self._sphere.radius:g}{groups})"
-
-
-def space_from_dict(data: Mapping[str, Any]) -> QuerySpace:
-    """Rebuild any query space from its ``to_dict()`` description, dispatching on ``data["kind"]``.
-
-    ``"synthetic"`` gives a `SyntheticSpace`; ``"dataset"`` a space of `elicitation.feasible` (imported
-    lazily, because it needs scikit-learn).
-
-    Raises
-    ------
-    InvalidConfigError
-        For an unknown kind or invalid fields.
-    """
-    if not isinstance(data, Mapping):
-        raise InvalidConfigError(f"a space description must be a mapping, got {type(data).__name__}")
-    kind = data.get("kind")
-    if kind == SyntheticSpace.kind:
-        return SyntheticSpace.from_dict(data)
-    if kind == "dataset":
-        feasible = importlib.import_module("elicitation.feasible")
-        space: QuerySpace = feasible.DatasetSpace.from_dict(data)
-        return space
-    raise InvalidConfigError(f"unknown query space kind {kind!r}; expected 'synthetic' or 'dataset'")

@@ -23,6 +23,7 @@ from .errors import InvalidAnswerError, InvalidConfigError
 __all__ = [
     "ASYMMETRY_ATOL",
     "NSD_ATOL",
+    "TAU_ATOL",
     "Elicitation",
     "Elicitor",
     "Embedding",
@@ -36,6 +37,7 @@ __all__ = [
     "Sphere",
     "as_rate_array",
     "ask",
+    "check_tau",
     "pair_index",
     "plain_rates",
     "trusted_query",
@@ -56,6 +58,8 @@ _ZERO_NORM = 1e-12
 _ROUNDING_ATOL = 1e-12
 #: Arrays up to this size are checked on plain floats: a ufunc + reduce costs more than the arithmetic.
 _SMALL_ARRAY = 64
+#: Largest deviation of a ``tau`` column sum from one that is accepted (rounded user input).
+TAU_ATOL = 1e-6
 
 
 def as_rate_array(values: npt.ArrayLike, name: str, *, ndim: int | None = None) -> FloatArray:
@@ -401,6 +405,49 @@ def pair_index(n_groups: int) -> tuple[tuple[int, int], ...]:
     return tuple((u, v) for u in range(n_groups) for v in range(u + 1, n_groups))
 
 
+def check_tau(tau: npt.ArrayLike, *, n_groups: int | None = None, n_classes: int | None = None) -> FloatArray:
+    """The one validator of group prevalences ``tau[g, i] = P(G = g | Y = i)`` (Definition 3).
+
+    Every fair elicitor, the fair metric and the web app's study settings check ``tau`` here.
+
+    Parameters
+    ----------
+    tau : array_like, shape (n_groups, n_classes)
+        Non-negative, every column (class) summing to one within ``TAU_ATOL``.
+    n_groups, n_classes : int, optional
+        The shape the caller expects; without ``n_groups`` any number of groups ``>= 2`` is accepted.
+
+    Returns
+    -------
+    numpy.ndarray
+        A read-only float copy.
+
+    Raises
+    ------
+    InvalidConfigError
+        Naming what is wrong: shape, number of groups, a negative entry or a column not summing to one.
+    """
+    values = as_rate_array(tau, "tau", ndim=2)
+    m, k = values.shape
+    if n_groups is not None and values.shape != (n_groups, n_classes):
+        raise InvalidConfigError(
+            f"tau must have shape ({n_groups}, {n_classes}) (groups x classes), got {values.shape}"
+        )
+    if m < 2:
+        raise InvalidConfigError(f"tau must describe at least 2 groups, got {m}")
+    if n_classes is not None and k != n_classes:
+        raise InvalidConfigError(f"tau must have {n_classes} columns (classes), got {k}")
+    if np.any(values < 0.0):
+        raise InvalidConfigError("tau must be non-negative: tau[g, i] = P(G = g | Y = i) lies in [0, 1]")
+    sums = values.sum(axis=0)
+    if np.any(np.abs(sums - 1.0) > TAU_ATOL):
+        raise InvalidConfigError(
+            f"every column of tau must sum to one (within {TAU_ATOL:g}): tau[:, i] is the distribution of "
+            f"groups within class i, a column summing to one; got column sums {np.round(sums, 6).tolist()}"
+        )
+    return values
+
+
 @dataclass(frozen=True, eq=False)
 class FairQuadraticMetric(Metric):
     """The fair cost of Definition 3 (lower is better).
@@ -423,14 +470,8 @@ class FairQuadraticMetric(Metric):
         if np.any(a < -NSD_ATOL):
             raise InvalidConfigError("a (misclassification costs) must be non-negative")
         a = _normalised(np.clip(a, 0.0, None), "a")
-        tau = as_rate_array(self.tau, "tau", ndim=2)
+        tau = check_tau(self.tau, n_classes=a.shape[0])
         m, k = tau.shape
-        if m < 2:
-            raise InvalidConfigError(f"tau must describe at least 2 groups, got {m}")
-        if k != a.shape[0]:
-            raise InvalidConfigError(f"tau must have {a.shape[0]} columns (classes), got {k}")
-        if np.any(tau < 0.0) or not np.allclose(tau.sum(axis=0), 1.0, atol=1e-8):
-            raise InvalidConfigError("tau must be non-negative with every column (class) summing to one")
         expected = pair_index(m)
         if set(self.B_pairs) != set(expected):
             raise InvalidConfigError(f"B_pairs must have exactly the keys {list(expected)}")

@@ -72,14 +72,14 @@ def csv_dataset_space(
 ) -> dict[str, Any]:
     """The full query-space description (``DatasetSpace.to_dict``) of an uploaded CSV dataset.
 
-    The CSV is parsed in memory (`elicitation.datasets.load_csv`), ``eta_hat`` is fitted on a seeded train
-    split and the feasible space built on the rest (`elicitation.feasible.fit_feasible_model`); the returned
-    description holds every plug-in classifier, so the study rebuilds its space without the file. ``name``
-    (e.g. the upload's file name) is only a label: it is reduced to letters, digits, ``-`` and ``_`` and
-    never used as a path. Every problem is an `AdminError` (422) whose message starts with the field.
+    The CSV is parsed in memory (`elicitation.lab.datasets.load_csv`), ``eta_hat`` is fitted on a seeded
+    train split and the feasible space built on the rest (`elicitation.lab.feasible.fit_feasible_model`); the
+    returned description holds every plug-in classifier, so the study rebuilds its space without the file.
+    ``name`` (e.g. the upload's file name) is only a label: it is reduced to letters, digits, ``-`` and ``_``
+    and never used as a path. Every problem is an `AdminError` (422) whose message starts with the field.
     """
-    from elicitation.datasets import load_csv
-    from elicitation.feasible import fit_feasible_model
+    from elicitation.lab.datasets import load_csv
+    from elicitation.lab.feasible import fit_feasible_model
 
     label = label_column.strip()
     group = (group_column or "").strip() or None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.admin.monitor import POOL_SIZE, candidate_pool
-from elicitation.feasible import build_space as build_dataset_space
+from elicitation.lab.feasible import build_space as build_dataset_space
 from elicitation.rates import SyntheticSpace
 
 

@@ -21,13 +21,13 @@ from elicitation import (
     run,
 )
 from elicitation.active import (
-    _FamilySpec,
-    _tie_pairs,
     active_fair,
     active_linear,
     active_quadratic,
     ranking_probability,
 )
+from elicitation.active.families import FamilySpec
+from elicitation.active.selection import _tie_pairs
 from elicitation.oracles import (
     ExactOracle,
     LogisticOracle,
@@ -263,7 +263,7 @@ def test_active_noise_free_model_survives_contradictory_answers() -> None:
 
 
 def test_posterior_drops_an_answer_no_particle_can_satisfy() -> None:
-    family = _FamilySpec("linear", 2).family()
+    family = FamilySpec("linear", 2).family()
     posterior = ParticlePosterior(family, None, 100, np.random.default_rng(0))
     feature = np.array([1.0, -1.0])
     posterior.update(feature)

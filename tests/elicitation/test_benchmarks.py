@@ -11,7 +11,18 @@ import numpy as np
 import pytest
 
 from elicitation import Done, InvalidConfigError, LinearMetric, Pending, QuadraticMetric, ReplayMismatchError
-from elicitation import benchmarks as bench
+from elicitation.lab.benchmarks import (
+    NEAR_ZERO_GRADIENT,
+    run_fair_benchmark,
+    run_noise_benchmark,
+    run_qpme_benchmark,
+    summarize,
+    trial_seed,
+)
+from elicitation.lab.figures import benchmark_figures
+from elicitation.lab.log_replay import LOG_FORMAT, answer_log, replay_log
+from elicitation.lab.simulation import DEFAULT_EPSILON, Simulation, build_elicitor, simulate
+from elicitation.lab.timing import measure_timing
 from elicitation.oracles import random_fair_metric
 
 # Exact oracle, epsilon = 1e-2, k = 2: QPME recovers a and B to a few hundredths (Section 6 / issue 2 bars).
@@ -20,11 +31,11 @@ B_TOL = 0.12
 
 
 @pytest.fixture(scope="module")
-def qpme_k2() -> bench.Simulation:
-    return bench.simulate("qpme", n_classes=2, seed=7)
+def qpme_k2() -> Simulation:
+    return simulate("qpme", n_classes=2, seed=7)
 
 
-def test_simulate_qpme_exact_oracle_recovers_metric(qpme_k2: bench.Simulation) -> None:
+def test_simulate_qpme_exact_oracle_recovers_metric(qpme_k2: Simulation) -> None:
     assert qpme_k2.errors["a"] < A_TOL
     assert qpme_k2.errors["B"] < B_TOL
     assert qpme_k2.result.num_queries == len(qpme_k2.result.log) > 0
@@ -33,19 +44,19 @@ def test_simulate_qpme_exact_oracle_recovers_metric(qpme_k2: bench.Simulation) -
     assert isinstance(qpme_k2.metric, QuadraticMetric)
 
 
-def test_simulate_is_deterministic_for_a_seed(qpme_k2: bench.Simulation) -> None:
-    again = bench.simulate("qpme", n_classes=2, seed=7)
+def test_simulate_is_deterministic_for_a_seed(qpme_k2: Simulation) -> None:
+    again = simulate("qpme", n_classes=2, seed=7)
     assert len(again.result.log) == len(qpme_k2.result.log)
     for (q1, a1), (q2, a2) in zip(again.result.log, qpme_k2.result.log, strict=True):
         assert a1 == a2
         assert np.array_equal(q1.first, q2.first) and np.array_equal(q1.second, q2.second)
-    other = bench.simulate("qpme", n_classes=2, seed=8)
+    other = simulate("qpme", n_classes=2, seed=8)
     assert not np.allclose(other.metric.a, qpme_k2.metric.a)  # type: ignore[attr-defined]
 
 
 def test_simulate_elicits_a_given_linear_metric() -> None:
     metric = LinearMetric(np.array([0.3, -0.5, 0.8]))
-    sim = bench.simulate("lpme", n_classes=3, metric=metric)
+    sim = simulate("lpme", n_classes=3, metric=metric)
     assert sim.metric is metric
     assert sim.errors["a"] < 0.03
     assert np.sign(sim.result.metric.a).tolist() == [1.0, -1.0, 1.0]
@@ -53,18 +64,18 @@ def test_simulate_elicits_a_given_linear_metric() -> None:
 
 def test_simulate_threshold_noise_counts_wrong_answers() -> None:
     # A huge eps_Omega makes every comparison unreliable, so the fair coin must get some wrong.
-    sim = bench.simulate("lpme", n_classes=2, noise="threshold", noise_level=10.0, seed=1)
+    sim = simulate("lpme", n_classes=2, noise="threshold", noise_level=10.0, seed=1)
     assert 0 < sim.wrong_answers < sim.result.num_queries
 
 
 def test_simulate_fair_qpme_and_tradeoff() -> None:
-    fair = bench.simulate("fair_qpme", n_classes=2, n_groups=2, seed=3)
+    fair = simulate("fair_qpme", n_classes=2, n_groups=2, seed=3)
     assert set(fair.errors) == {"a", "B_pairs", "lam"}
     assert fair.errors["a"] < 0.1 and fair.errors["lam"] < 0.1
     assert fair.params["tau"] == fair.metric.tau.tolist()  # type: ignore[attr-defined]
-    tradeoff = bench.simulate("tradeoff", n_classes=2, n_groups=3, seed=3)
+    tradeoff = simulate("tradeoff", n_classes=2, n_groups=3, seed=3)
     assert set(tradeoff.errors) == {"lam"}
-    assert tradeoff.errors["lam"] <= bench.DEFAULT_EPSILON
+    assert tradeoff.errors["lam"] <= DEFAULT_EPSILON
 
 
 @pytest.mark.parametrize(
@@ -86,25 +97,25 @@ def test_simulate_fair_qpme_and_tradeoff() -> None:
 def test_simulate_rejects_bad_arguments_naming_them(kwargs: dict[str, Any], name: str) -> None:
     algorithm = kwargs.pop("algorithm")
     with pytest.raises(InvalidConfigError, match=name):
-        bench.simulate(algorithm, **kwargs)
+        simulate(algorithm, **kwargs)
 
 
 def test_trial_seeds_are_stable_and_distinct() -> None:
-    seeds = [bench.trial_seed(0, k, m, t) for k, m, t in itertools.product((2, 3), (2, 3), range(20))]
+    seeds = [trial_seed(0, k, m, t) for k, m, t in itertools.product((2, 3), (2, 3), range(20))]
     assert len(set(seeds)) == len(seeds)
-    assert bench.trial_seed(0, 2, 2, 0) == bench.trial_seed(0, 2, 2, 0)
+    assert trial_seed(0, 2, 2, 0) == trial_seed(0, 2, 2, 0)
     assert all(0 <= s < 2**63 for s in seeds)
 
 
 def test_summarize_statistics() -> None:
-    stats = bench.summarize([float(v) for v in range(1, 11)])
+    stats = summarize([float(v) for v in range(1, 11)])
     assert stats == pytest.approx({"mean": 5.5, "median": 5.5, "p90": 9.1, "max": 10.0})
-    assert all(math.isnan(v) for v in bench.summarize([]).values())
+    assert all(math.isnan(v) for v in summarize([]).values())
 
 
 def test_qpme_benchmark_reports_beside_the_paper() -> None:
     calls: list[tuple[int, int, str]] = []
-    report = bench.run_qpme_benchmark(classes=(2,), trials=2, seed=5, progress=lambda *a: calls.append(a))
+    report = run_qpme_benchmark(classes=(2,), trials=2, seed=5, progress=lambda *a: calls.append(a))
     assert calls == [(1, 2, "qpme k=2"), (2, 2, "qpme k=2")]
     (setting,) = report["settings"]
     summary = setting["summary"]
@@ -118,16 +129,16 @@ def test_qpme_benchmark_reports_beside_the_paper() -> None:
     )
     entries = [r["min_gradient_entry"] for r in setting["records"]]
     assert all(0.0 <= e <= 1 / math.sqrt(2) + 1e-12 for e in entries)
-    assert summary["near_zero_gradient"] == sum(e < bench.NEAR_ZERO_GRADIENT for e in entries)
+    assert summary["near_zero_gradient"] == sum(e < NEAR_ZERO_GRADIENT for e in entries)
     # Each record can be re-run alone with its seed.
     record = setting["records"][1]
-    alone = bench.simulate("qpme", n_classes=2, seed=record["seed"])
+    alone = simulate("qpme", n_classes=2, seed=record["seed"])
     assert alone.result.num_queries == record["num_queries"]
     assert alone.errors["a"] == pytest.approx(record["errors"]["a"])
 
 
 def test_noise_benchmark_uses_the_same_metrics_in_every_cell() -> None:
-    report = bench.run_noise_benchmark(
+    report = run_noise_benchmark(
         classes=(2,), inner_radii=(0.02, 0.1), noise_levels=(0.0, 1e-3), trials=2, seed=1
     )
     assert [(s["inner_radius"], s["noise_level"]) for s in report["settings"]] == [
@@ -143,31 +154,31 @@ def test_noise_benchmark_uses_the_same_metrics_in_every_cell() -> None:
 
 
 def test_fair_benchmark_reports_table4() -> None:
-    report = bench.run_fair_benchmark(settings=((2, 2),), trials=1, seed=2)
+    report = run_fair_benchmark(settings=((2, 2),), trials=1, seed=2)
     summary = report["settings"][0]["summary"]
     assert summary["paper_queries"] == pytest.approx(332.10)
     assert set(summary["errors"]) == {"a", "B_pairs", "lam"}
-    figures = bench.benchmark_figures(report)
+    figures = benchmark_figures(report)
     assert {"fair_error_lam", "fair_mean_lam", "fair_queries"} <= set(figures)
     (line,) = figures["fair_mean_a"]["data"]
     assert line["name"] == "m=2" and line["x"] == [2] and line["y"] == [summary["errors"]["a"]["mean"]]
 
 
 def test_benchmark_figures_are_plotly_figure_dicts() -> None:
-    report = bench.run_qpme_benchmark(classes=(2, 3), trials=1, seed=0)
-    figures = bench.benchmark_figures(report)
+    report = run_qpme_benchmark(classes=(2, 3), trials=1, seed=0)
+    figures = benchmark_figures(report)
     assert set(figures) == {"qpme_error_a", "qpme_error_B", "qpme_queries"}
     boxes = figures["qpme_error_a"]["data"]
     assert [trace["type"] for trace in boxes] == ["box", "box"]
     assert [trace["name"] for trace in boxes] == ["k=2", "k=3"]
     assert len(boxes[0]["y"]) == 1
-    noise = bench.run_noise_benchmark(classes=(2,), inner_radii=(0.05,), noise_levels=(0.0,), trials=1)
-    assert set(bench.benchmark_figures(noise)) == {"noise_k2_error_a", "noise_k2_error_B"}
+    noise = run_noise_benchmark(classes=(2,), inner_radii=(0.05,), noise_levels=(0.0,), trials=1)
+    assert set(benchmark_figures(noise)) == {"noise_k2_error_a", "noise_k2_error_B"}
 
 
 def test_measure_timing_with_an_injected_clock() -> None:
     ticks = itertools.count()
-    report = bench.measure_timing(
+    report = measure_timing(
         lambda: float(next(ticks)), cases=(("lpme k=2", "lpme", 2, 2),), replay_answers=40, repeats=2
     )
     stats = report["next_query"]["lpme k=2"]
@@ -182,45 +193,45 @@ def test_measure_timing_with_an_injected_clock() -> None:
 # ----------------------------------------------------------------------------------------------------------
 
 
-def test_answer_log_replays_to_the_same_result(qpme_k2: bench.Simulation) -> None:
-    log = bench.answer_log(qpme_k2)
-    assert log["format"] == bench.LOG_FORMAT and log["seed"] == 7
-    outcome = bench.replay_log(log)
+def test_answer_log_replays_to_the_same_result(qpme_k2: Simulation) -> None:
+    log = answer_log(qpme_k2)
+    assert log["format"] == LOG_FORMAT and log["seed"] == 7
+    outcome = replay_log(log)
     assert isinstance(outcome, Done)
     assert np.allclose(outcome.result.metric.a, qpme_k2.result.metric.a, atol=0, rtol=0)
     assert outcome.result.num_queries == qpme_k2.result.num_queries
 
 
-def test_replay_of_a_prefix_is_pending_at_the_next_query(qpme_k2: bench.Simulation) -> None:
-    log = bench.answer_log(qpme_k2)
+def test_replay_of_a_prefix_is_pending_at_the_next_query(qpme_k2: Simulation) -> None:
+    log = answer_log(qpme_k2)
     log["answers"] = log["answers"][:10]
-    outcome = bench.replay_log(log)
+    outcome = replay_log(log)
     assert isinstance(outcome, Pending)
     assert outcome.n_answered == 10
     assert outcome.query.matches(qpme_k2.result.log[10][0], 0.0)
 
 
-def test_replay_detects_a_tampered_query(qpme_k2: bench.Simulation) -> None:
-    log = bench.answer_log(qpme_k2)
+def test_replay_detects_a_tampered_query(qpme_k2: Simulation) -> None:
+    log = answer_log(qpme_k2)
     tampered = copy.deepcopy(log)
     tampered["answers"][5]["query"]["first"][0] += 1e-3
     with pytest.raises(ReplayMismatchError, match="5"):
-        bench.replay_log(tampered)
+        replay_log(tampered)
     other_config = copy.deepcopy(log)
     other_config["params"]["epsilon"] = 0.02
     with pytest.raises(ReplayMismatchError):
-        bench.replay_log(other_config)
+        replay_log(other_config)
 
 
-def test_replay_skips_undone_answers_and_undo_rows(qpme_k2: bench.Simulation) -> None:
+def test_replay_skips_undone_answers_and_undo_rows(qpme_k2: Simulation) -> None:
     # The app's log numbers every row: an answer later undone, then the undo row itself, keep their seq.
-    log = bench.answer_log(qpme_k2)
+    log = answer_log(qpme_k2)
     answers = log["answers"]
     undone = dict(answers[3], seq=3, undone=True, answer=not answers[3]["answer"])
     undo = {"seq": 4, "action": "undo"}
     later = [dict(a, seq=a["seq"] + 2) for a in answers[3:]]
     log["answers"] = [*answers[:3], undone, undo, *later]
-    outcome = bench.replay_log(log)
+    outcome = replay_log(log)
     assert isinstance(outcome, Done) and outcome.result.num_queries == qpme_k2.result.num_queries
 
 
@@ -236,17 +247,17 @@ def test_replay_skips_undone_answers_and_undo_rows(qpme_k2: bench.Simulation) ->
         (lambda d: d["params"].update(n_classes=1), "n_classes"),
     ],
 )
-def test_replay_rejects_malformed_logs(qpme_k2: bench.Simulation, mutate: Any, message: str) -> None:
-    log = copy.deepcopy(bench.answer_log(qpme_k2))
+def test_replay_rejects_malformed_logs(qpme_k2: Simulation, mutate: Any, message: str) -> None:
+    log = copy.deepcopy(answer_log(qpme_k2))
     mutate(log)
     with pytest.raises(InvalidConfigError, match=message):
-        bench.replay_log(log)
+        replay_log(log)
 
 
 def test_build_elicitor_tradeoff_requires_the_known_metric() -> None:
     metric = random_fair_metric(np.random.default_rng(0), 2, 2)
     with pytest.raises(InvalidConfigError, match="B_pairs"):
-        bench.build_elicitor("tradeoff", {"n_classes": 2, "tau": metric.tau.tolist(), "a": [1.0, 1.0]})
+        build_elicitor("tradeoff", {"n_classes": 2, "tau": metric.tau.tolist(), "a": [1.0, 1.0]})
 
 
 @pytest.mark.parametrize(
@@ -258,23 +269,23 @@ def test_build_elicitor_tradeoff_requires_the_known_metric() -> None:
     ],
 )
 def test_simulate_variants_recover_their_metrics(algorithm: str, k: int, errors: set[str]) -> None:
-    sim = bench.simulate(algorithm, n_classes=k, seed=3)
+    sim = simulate(algorithm, n_classes=k, seed=3)
     assert set(sim.errors) == errors
     assert max(sim.errors.values()) < B_TOL
-    replayed = bench.replay_log(bench.answer_log(sim))
+    replayed = replay_log(answer_log(sim))
     assert isinstance(replayed, Done) and replayed.result.num_queries == sim.result.num_queries
 
 
 def test_simulate_variant_metrics_have_the_right_shape() -> None:
-    diagonal = bench.simulate("diagonal_qpme", n_classes=3, seed=0).metric
+    diagonal = simulate("diagonal_qpme", n_classes=3, seed=0).metric
     assert isinstance(diagonal, QuadraticMetric)
     assert np.array_equal(diagonal.B, np.diag(np.diag(diagonal.B)))
-    general = bench.simulate("general_qpme", n_classes=2, seed=0)
+    general = simulate("general_qpme", n_classes=2, seed=0)
     assert general.metric.n_classes == 2 and len(general.result.log[0][0].first) == 2  # q = k^2 - k = 2
     with pytest.raises(InvalidConfigError, match="diagonal"):
-        bench.simulate("diagonal_qpme", n_classes=2, metric=QuadraticMetric(np.ones(2), -np.ones((2, 2))))
+        simulate("diagonal_qpme", n_classes=2, metric=QuadraticMetric(np.ones(2), -np.ones((2, 2))))
     with pytest.raises(InvalidConfigError, match="radius"):
-        bench.simulate("general_qpme", n_classes=4)
+        simulate("general_qpme", n_classes=4)
 
 
 def test_ranking_figures_group_methods_by_dataset() -> None:
@@ -290,7 +301,7 @@ def test_ranking_figures_group_methods_by_dataset() -> None:
             },
         },
     }
-    figures = bench.benchmark_figures(report)
+    figures = benchmark_figures(report)
     assert set(figures) == {"ranking_ndcg", "ranking_kendall_tau"}
     bars = {trace["name"]: trace["y"] for trace in figures["ranking_kendall_tau"]["data"]}
     assert bars == {"accuracy": [None, 0.1], "elicited": [0.9, 0.8]}

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from elicitation.datasets import DATA_DIR, DATASET_NAMES, Dataset, load_csv, load_dataset
 from elicitation.errors import InvalidConfigError
+from elicitation.lab.datasets import DATA_DIR, DATASET_NAMES, Dataset, load_csv, load_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,7 +45,7 @@ def test_bundled_file_matches_its_published_checksum(filename: str) -> None:
 
 def test_package_data_patterns_ship_every_bundled_file() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = config["tool"]["setuptools"]["package-data"]["elicitation"]
+    patterns = config["tool"]["setuptools"]["package-data"]["elicitation.lab"]
     files = {p for p in DATA_DIR.rglob("*") if p.is_file()}
     shipped = {p for pattern in patterns for p in DATA_DIR.parent.glob(pattern) if p.is_file()}
     assert files

@@ -8,20 +8,21 @@ import json
 import numpy as np
 import pytest
 
-from elicitation.datasets import Dataset, load_csv, load_dataset
 from elicitation.driver import run
 from elicitation.errors import InvalidConfigError
 from elicitation.fair import fair_qpme
-from elicitation.feasible import (
+from elicitation.lab.datasets import Dataset, load_csv, load_dataset
+from elicitation.lab.feasible import (
     MATCH_ATOL,
     DatasetSpace,
     FeasibleModel,
     build_space,
     fit_feasible_model,
 )
+from elicitation.lab.spaces import space_from_dict
 from elicitation.oracles import ExactOracle, random_fair_metric, random_quadratic_metric
 from elicitation.qpme import qpme
-from elicitation.rates import QuerySpace, rates_from_confusion, space_from_dict
+from elicitation.rates import QuerySpace, rates_from_confusion
 from elicitation.types import Query
 
 

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from elicitation.datasets import load_dataset
 from elicitation.errors import InvalidConfigError
-from elicitation.ranking import (
+from elicitation.lab.datasets import load_dataset
+from elicitation.lab.ranking import (
     FAMILIES,
     PAPER_TABLE2,
     PAPER_TABLE3,

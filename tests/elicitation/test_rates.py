@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elicitation.errors import InvalidConfigError
+from elicitation.lab.spaces import space_from_dict
 from elicitation.rates import (
     CONFUSION_TOTAL,
     QuerySpace,
@@ -17,7 +18,6 @@ from elicitation.rates import (
     check_rates,
     confusion_from_rates,
     rates_from_confusion,
-    space_from_dict,
 )
 
 ATOL = 1e-12

@@ -13,7 +13,7 @@ use*. For each dataset we
    at most `POOL_TEST_ROWS` held-out rows (stratified subsamples), so the pool is cheap even for Adult;
 2. per trial, draw a random oracle metric the way Appendix H does (`random_quadratic_metric`, or
    `random_fair_metric` with the dataset's group prevalences ``tau``), elicit it with QPME (Fair QPME)
-   against the exact oracle on the dataset's feasible query sphere (`elicitation.feasible`, radius capped
+   against the exact oracle on the dataset's feasible query sphere (`elicitation.lab.feasible`, radius capped
    at the paper's 0.2), and rank the pool by the true metric (the ground truth), the elicited metric and
    the baselines;
 3. compare each ranking with the truth by NDCG (exponential gain, relevance = true utility rescaled to
@@ -36,18 +36,18 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
+from ..driver import run
+from ..errors import InvalidConfigError, NumericalError
+from ..evaluation import kendall_tau, ndcg, ranking_quality
+from ..fair import fair_qpme
+from ..lpme import lpme
+from ..oracles import ExactOracle, random_fair_metric, random_quadratic_metric
+from ..qpme import default_inner_radius, qpme
+from ..rates import DEFAULT_SYNTHETIC_RADIUS
+from ..types import FairQuadraticMetric, FloatArray, LinearMetric, Metric, Sphere, pair_index
+from ..variants import general_lpme, general_qpme, general_sphere
 from .datasets import Dataset, IntArray, load_dataset
-from .driver import run
-from .errors import InvalidConfigError, NumericalError
-from .evaluation import kendall_tau, ndcg, ranking_quality
-from .fair import fair_qpme
 from .feasible import fit_feasible_model
-from .lpme import lpme
-from .oracles import ExactOracle, random_fair_metric, random_quadratic_metric
-from .qpme import default_inner_radius, qpme
-from .rates import DEFAULT_SYNTHETIC_RADIUS
-from .types import FairQuadraticMetric, FloatArray, LinearMetric, Metric, Sphere, pair_index
-from .variants import general_lpme, general_qpme, general_sphere
 
 __all__ = [
     "DEFAULT_DATASETS",

@@ -49,10 +49,10 @@ import numpy.typing as npt
 from scipy.optimize import linprog  # type: ignore[import-untyped]
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
+from ..errors import InvalidConfigError, NumericalError
+from ..rates import CONFUSION_TOTAL, check_rates
+from ..types import FloatArray, Sphere, as_rate_array
 from .datasets import DATASET_NAMES, Dataset, IntArray, load_dataset
-from .errors import InvalidConfigError, NumericalError
-from .rates import CONFUSION_TOTAL, check_rates
-from .types import FloatArray, Sphere, as_rate_array
 
 __all__ = [
     "DEFAULT_TEST_FRACTION",
@@ -696,7 +696,7 @@ def build_space(name: str, *, groups: bool = False, **options: Any) -> DatasetSp
     Parameters
     ----------
     name : str
-        One of `elicitation.datasets.DATASET_NAMES`.
+        One of `elicitation.lab.datasets.DATASET_NAMES`.
     groups : bool
         Build a fairness space with the dataset's protected groups (``adult``, ``default``).
     **options

@@ -3,8 +3,8 @@
 Every loader returns a `Dataset`: a numeric feature matrix (categorical columns one-hot encoded, rows
 with missing values handled as documented per loader), integer labels ``0..k-1`` with display names and,
 for the fairness datasets, integer group ids with names (the protected attribute, sex, as in the paper's
-Appendix H). The UCI files ship inside the package (``elicitation/data/``, CC BY 4.0; provenance, licence
-and checksums in ``elicitation/data/README.md``); iris, wine and digits come from scikit-learn's bundled
+Appendix H). The UCI files ship inside the package (``elicitation/lab/data/``, CC BY 4.0; provenance, licence
+and checksums in ``elicitation/lab/data/README.md``); iris, wine and digits come from scikit-learn's bundled
 copies. Nothing here touches the network.
 
 =====================  ======  =====  ==========================================================
@@ -36,8 +36,8 @@ from typing import TextIO
 import numpy as np
 import numpy.typing as npt
 
-from .errors import InvalidConfigError
-from .types import FloatArray
+from ..errors import InvalidConfigError
+from ..types import FloatArray
 
 __all__ = [
     "DATASET_NAMES",

@@ -1,0 +1,300 @@
+"""The paper's Section 6 experiments: seeded benchmark runs over random metrics that return plain data."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+
+from ..errors import NumericalError
+from ..evaluation import (
+    fair_degrees_of_freedom,
+    query_lower_bound,
+    theorem2_lower_bound,
+)
+from .simulation import DEFAULT_EPSILON, DEFAULT_RADIUS, check_float, check_int, simulate
+
+__all__ = [
+    "DEFAULT_TRIALS",
+    "FAIR_SETTINGS",
+    "NEAR_ZERO_GRADIENT",
+    "NOISE_INNER_RADII",
+    "NOISE_LEVELS",
+    "PAPER_FAIR_QUERIES",
+    "PAPER_QPME_QUERIES",
+    "PUBLISHED_QPME_ERRORS",
+    "QPME_CLASSES",
+    "Progress",
+    "run_fair_benchmark",
+    "run_noise_benchmark",
+    "run_qpme_benchmark",
+    "summarize",
+    "trial_seed",
+]
+
+#: Random metrics per setting in Section 6.
+DEFAULT_TRIALS: Final = 100
+#: Settings of Section 6: k for QPME, (k, m) for fair QPME.
+QPME_CLASSES: Final = (2, 3, 4, 5)
+FAIR_SETTINGS: Final = tuple((k, m) for k in (2, 3, 4, 5) for m in (2, 3, 4, 5))
+#: The noise grid (issue 2): inner radius varrho x Definition 4's eps_Omega.
+NOISE_INNER_RADII: Final = (0.005, 0.02, 0.05, 0.1)
+NOISE_LEVELS: Final = (0.0, 1e-4, 1e-3)
+#: Table 4 (Appendix G): mean queries of the authors' QPME over 100 metrics, by k.
+PAPER_QPME_QUERIES: Final[Mapping[int, float]] = {2: 265.43, 3: 669.29, 4: 1205.91, 5: 1879.74}
+#: Table 4 (Appendix G): mean queries of the authors' fair QPME, by (k, m).
+PAPER_FAIR_QUERIES: Final[Mapping[tuple[int, int], float]] = {
+    (2, 2): 332.10, (2, 3): 867.65, (2, 4): 1663.73, (2, 5): 2738.59,
+    (3, 2): 796.37, (3, 3): 2127.44, (3, 4): 4094.31, (3, 5): 6734.15,
+    (4, 2): 1398.14, (4, 3): 3808.67, (4, 4): 7363.82, (4, 5): 12180.84,
+    (5, 2): 2130.92, (5, 3): 5887.99, (5, 4): 11454.18, (5, 5): 18999.71,
+}  # fmt: skip
+#: Mean errors of the authors' published implementation in Section 6's setting (issue 2), by k.
+PUBLISHED_QPME_ERRORS: Final[Mapping[int, Mapping[str, float]]] = {
+    2: {"a": 0.014, "B": 0.044},
+    3: {"a": 0.042, "B": 0.17},
+    4: {"a": 0.042, "B": 0.18},
+    5: {"a": 0.067, "B": 0.28},
+}
+
+#: A metric "has a near-zero gradient entry" when ``min_i |d_i| / ||d|| < NEAR_ZERO_GRADIENT`` at ``o``.
+NEAR_ZERO_GRADIENT: Final = 0.05
+
+#: ``progress(done, total, label)`` is called after every trial.
+Progress = Callable[[int, int, str], None]
+
+
+def trial_seed(seed: int, n_classes: int, n_groups: int, trial: int) -> int:
+    """The `simulate` seed of trial ``trial`` of setting ``(n_classes, n_groups)`` in a run seeded ``seed``.
+
+    Seeds are 62-bit integers derived with `numpy.random.SeedSequence`, so every trial is independent of
+    the others and can be re-run alone with ``elicit simulate --seed``.
+    """
+    state = np.random.SeedSequence([seed, n_classes, n_groups, trial]).generate_state(2, dtype=np.uint32)
+    return int(state[0]) << 31 | int(state[1]) >> 1
+
+
+def summarize(values: Sequence[float]) -> dict[str, float]:
+    """Mean, median, 90th percentile and maximum of ``values`` (NaN-free; empty gives NaNs)."""
+    if len(values) == 0:
+        return {"mean": math.nan, "median": math.nan, "p90": math.nan, "max": math.nan}
+    array = np.asarray(values, dtype=np.float64)
+    return {
+        "mean": float(np.mean(array)),
+        "median": float(np.median(array)),
+        "p90": float(np.percentile(array, 90)),
+        "max": float(np.max(array)),
+    }
+
+
+def _trial(
+    algorithm: str, k: int, m: int, seed: int, trial: int, options: Mapping[str, Any]
+) -> dict[str, Any]:
+    record: dict[str, Any] = {"trial": trial, "seed": trial_seed(seed, k, m, trial)}
+    try:
+        sim = simulate(algorithm, n_classes=k, n_groups=m, seed=record["seed"], **options)
+    except NumericalError as exc:
+        record.update(failure=f"{type(exc).__name__}: {exc}", num_queries=None, errors={}, regular=None)
+        return record
+    record.update(
+        failure=None,
+        num_queries=sim.result.num_queries,
+        errors=dict(sim.errors),
+        regular=sim.regular,
+        wrong_answers=sim.wrong_answers,
+        min_gradient_entry=sim.min_gradient_entry,
+    )
+    return record
+
+
+def _summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in records if r["failure"] is None]
+    names = sorted({name for r in ok for name in r["errors"]})
+    errors = {name: summarize([r["errors"][name] for r in ok]) for name in names}
+    regular = [r for r in ok if r["regular"] is not False]
+    return {
+        "trials": len(records),
+        "failures": len(records) - len(ok),
+        "regularity_violations": sum(1 for r in ok if r["regular"] is False),
+        "near_zero_gradient": sum(
+            1
+            for r in ok
+            if r.get("min_gradient_entry") is not None and r["min_gradient_entry"] < NEAR_ZERO_GRADIENT
+        ),
+        "errors": errors,
+        "errors_regular": {name: summarize([r["errors"][name] for r in regular]) for name in names},
+        "queries": summarize([float(r["num_queries"]) for r in ok]),
+        "wrong_answers": summarize([float(r.get("wrong_answers", 0)) for r in ok]),
+    }
+
+
+class _Counter:
+    def __init__(self, total: int, progress: Progress | None) -> None:
+        self.done = 0
+        self.total = total
+        self.progress = progress
+
+    def tick(self, label: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total, label)
+
+
+def _check_trials(trials: int) -> int:
+    return check_int(trials, "trials", 1)
+
+
+def _options(
+    epsilon: float, radius: float, inner_radius: float | None, reconstruction: str = "lstsq"
+) -> dict[str, Any]:
+    return {
+        "epsilon": epsilon,
+        "radius": radius,
+        "inner_radius": inner_radius,
+        "reconstruction": reconstruction,
+    }
+
+
+def run_qpme_benchmark(
+    *,
+    classes: Sequence[int] = QPME_CLASSES,
+    trials: int = DEFAULT_TRIALS,
+    seed: int = 0,
+    epsilon: float = DEFAULT_EPSILON,
+    radius: float = DEFAULT_RADIUS,
+    inner_radius: float | None = None,
+    reconstruction: str = "lstsq",
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Section 6, quadratic metrics: QPME on ``trials`` random metrics per ``k`` with an exact oracle.
+
+    Returns
+    -------
+    dict
+        ``{"benchmark": "qpme", "config": {...}, "settings": [...]}``; each setting holds ``n_classes``,
+        ``records`` (one per trial: seed, num_queries, errors, regular, failure) and ``summary`` (`summarize`
+        of each error and of the queries, failures, regularity violations, the paper's Table 4 queries,
+        the published errors, Theorem 2's lower bound and the mean queries as a multiple of it).
+    """
+    n = _check_trials(trials)
+    ks = [check_int(k, "classes", 2) for k in classes]
+    options = _options(epsilon, radius, inner_radius, reconstruction)
+    counter = _Counter(n * len(ks), progress)
+    settings = []
+    for k in ks:
+        records = []
+        for t in range(n):
+            records.append(_trial("qpme", k, 2, seed, t, options))
+            counter.tick(f"qpme k={k}")
+        summary = _summary(records)
+        bound = theorem2_lower_bound(k, epsilon)
+        summary.update(
+            paper_queries=PAPER_QPME_QUERIES.get(k),
+            published_errors=dict(PUBLISHED_QPME_ERRORS[k]) if k in PUBLISHED_QPME_ERRORS else None,
+            lower_bound=bound,
+            queries_over_lower_bound=summary["queries"]["mean"] / bound if bound > 0 else math.nan,
+        )
+        settings.append({"n_classes": k, "records": records, "summary": summary})
+    config = {"trials": n, "seed": seed, "oracle": "exact", **options}
+    return {"benchmark": "qpme", "config": config, "settings": settings}
+
+
+def run_fair_benchmark(
+    *,
+    settings: Sequence[tuple[int, int]] = FAIR_SETTINGS,
+    trials: int = DEFAULT_TRIALS,
+    seed: int = 0,
+    epsilon: float = DEFAULT_EPSILON,
+    radius: float = DEFAULT_RADIUS,
+    inner_radius: float | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Section 6, fairness metrics: fair QPME on ``trials`` random metrics per ``(k, m)``, exact oracle.
+
+    Returns
+    -------
+    dict
+        ``{"benchmark": "fair", "config": {...}, "settings": [...]}`` as `run_qpme_benchmark`, with
+        ``n_groups`` per setting; the lower bound counts `fair_degrees_of_freedom` at Theorem 2's tolerance
+        ``k sqrt(k) epsilon``.
+    """
+    n = _check_trials(trials)
+    pairs = [(check_int(k, "k", 2), check_int(m, "m", 2)) for k, m in settings]
+    options = _options(epsilon, radius, inner_radius)
+    del options["reconstruction"]
+    counter = _Counter(n * len(pairs), progress)
+    results = []
+    for k, m in pairs:
+        records = []
+        for t in range(n):
+            records.append(_trial("fair_qpme", k, m, seed, t, options))
+            counter.tick(f"fair k={k} m={m}")
+        summary = _summary(records)
+        bound = query_lower_bound(fair_degrees_of_freedom(k, m), k * math.sqrt(k) * epsilon)
+        summary.update(
+            paper_queries=PAPER_FAIR_QUERIES.get((k, m)),
+            published_errors=None,
+            lower_bound=bound,
+            queries_over_lower_bound=summary["queries"]["mean"] / bound if bound > 0 else math.nan,
+        )
+        results.append({"n_classes": k, "n_groups": m, "records": records, "summary": summary})
+    config = {"trials": n, "seed": seed, "oracle": "exact", **options}
+    return {"benchmark": "fair", "config": config, "settings": results}
+
+
+def run_noise_benchmark(
+    *,
+    classes: Sequence[int] = (3,),
+    inner_radii: Sequence[float] = NOISE_INNER_RADII,
+    noise_levels: Sequence[float] = NOISE_LEVELS,
+    trials: int = DEFAULT_TRIALS,
+    seed: int = 0,
+    epsilon: float = DEFAULT_EPSILON,
+    radius: float = DEFAULT_RADIUS,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Theorem 1's trade-off: QPME errors over ``varrho x eps_Omega`` with Definition 4's noisy oracle.
+
+    Every cell of the grid uses the same metrics and oracle coins (trial seeds do not depend on the cell).
+    ``eps_Omega = 0`` is the exact oracle.
+
+    Returns
+    -------
+    dict
+        ``{"benchmark": "noise", "config": {...}, "settings": [...]}``; each setting holds ``n_classes``,
+        ``inner_radius``, ``noise_level``, ``records`` and ``summary``.
+    """
+    n = _check_trials(trials)
+    ks = [check_int(k, "classes", 2) for k in classes]
+    radii = [check_float(r, "inner_radii", low=0.0, high=radius) for r in inner_radii]
+    levels = [check_float(e, "noise_levels", low=0.0, high=1.0, open_low=False) for e in noise_levels]
+    counter = _Counter(n * len(ks) * len(radii) * len(levels), progress)
+    results = []
+    for k in ks:
+        for varrho in radii:
+            for level in levels:
+                options = _options(epsilon, radius, varrho)
+                options.update(noise="threshold" if level > 0 else "exact", noise_level=level)
+                records = []
+                for t in range(n):
+                    records.append(_trial("qpme", k, 2, seed, t, options))
+                    counter.tick(f"noise k={k} varrho={varrho:g} eps_Omega={level:g}")
+                results.append(
+                    {
+                        "n_classes": k,
+                        "inner_radius": varrho,
+                        "noise_level": level,
+                        "records": records,
+                        "summary": _summary(records),
+                    }
+                )
+    config = {
+        "trials": n,
+        "seed": seed,
+        "oracle": "threshold (fair coin)",
+        "epsilon": epsilon,
+        "radius": radius,
+    }
+    return {"benchmark": "noise", "config": config, "settings": results}
