@@ -77,6 +77,9 @@ class Study(Base):
     expected_queries: Mapped[int] = mapped_column(Integer)
     open_enrolment: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: Bumped by every configuration change; a session's first answer is only stored if the version it
+    #: was computed from is still current (the change and the first answer cannot both succeed).
+    config_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     sessions: Mapped[list[ElicitationSession]] = relationship(back_populates="study")
 

@@ -14,6 +14,7 @@ metrics. Each session also exports as the ``elicitation-answer-log`` format that
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import uuid
@@ -22,13 +23,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+import orjson
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from elicitation.families import get_family
 
-from .. import repository as repo
 from ..algorithms import get_algorithm
 from ..displayed import session_version
 from ..metric_views import VIEWS
@@ -43,6 +44,8 @@ from .studies import config_hash
 __all__ = [
     "ARCHIVE_FORMAT",
     "csv_lines",
+    "gunzip_chunks",
+    "gzip_archive",
     "import_archive",
     "iso_utc",
     "neutralise",
@@ -50,6 +53,7 @@ __all__ = [
     "result_columns",
     "result_rows",
     "study_archive",
+    "study_archive_json",
 ]
 
 #: Sessions fetched per round trip while streaming.
@@ -240,11 +244,18 @@ ANSWER_LOG_COLUMNS = [
     "hidden_ms",
     "server_elapsed_ms",
     "created_at",
+    "after_close",
 ]
 
 
 def answer_log_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
-    """Every log row of every session of the study (answers, undone answers and undo rows)."""
+    """Every log row of every session of the study (answers, undone answers and undo rows).
+
+    ``after_close`` marks rows recorded after the study was closed: closing stops enrolment, but sessions
+    already under way may finish, and their later answers are kept, marked, rather than refused.
+    """
+    control = db.get(StudyControl, study.id)
+    closed_at = _aware(control.closed_at) if control is not None and control.closed_at else None
     statement = (
         select(Answer, ElicitationSession.participant_code)
         .join(ElicitationSession, Answer.session_id == ElicitationSession.id)
@@ -278,6 +289,7 @@ def answer_log_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
             "hidden_ms": answer.hidden_ms,
             "server_elapsed_ms": answer.server_elapsed_ms,
             "created_at": iso_utc(answer.created_at),
+            "after_close": closed_at is not None and _aware(answer.created_at) > closed_at,
         }
 
 
@@ -326,56 +338,8 @@ _ANSWER_FIELDS = (
 _RESULT_FIELDS = ("metric", "num_queries", "details", "evaluation", "checks", "summary")
 
 
-def study_archive(db: Session, study: Study) -> dict[str, Any]:
-    """Everything needed to re-run the study and replay every session offline, as one JSON object."""
+def _archive_head(db: Session, study: Study) -> dict[str, Any]:
     control = db.get(StudyControl, study.id)
-    sessions = []
-    for session in db.scalars(
-        select(ElicitationSession)
-        .where(ElicitationSession.study_id == study.id)
-        .order_by(ElicitationSession.created_at, ElicitationSession.id)
-    ):
-        rows = list(repo.log_rows(db, session.id))
-        result = db.scalars(select(Result).where(Result.session_id == session.id)).first()
-        exclusions = db.scalars(select(Exclusion).where(Exclusion.session_id == session.id))
-        sessions.append(
-            {
-                "id": str(session.id),
-                "token_hash": session.token_hash,
-                "participant_code": session.participant_code,
-                "seed": session.seed,
-                "algorithm": session.algorithm,
-                "algorithm_version": session.algorithm_version,
-                "status": session.status,
-                "completion_code": session.completion_code,
-                "created_at": iso_utc(session.created_at),
-                "consented_at": iso_utc(session.consented_at),
-                "finished_at": iso_utc(session.finished_at),
-                "answers": [
-                    {
-                        **{name: getattr(row, name) for name in _ANSWER_FIELDS},
-                        "undone_at": iso_utc(row.undone_at),
-                        "created_at": iso_utc(row.created_at),
-                    }
-                    for row in rows
-                ],
-                "result": None
-                if result is None
-                else {
-                    **{name: getattr(result, name) for name in _RESULT_FIELDS},
-                    "created_at": iso_utc(result.created_at),
-                },
-                "exclusions": [
-                    {
-                        "reason": item.reason,
-                        "created_at": iso_utc(item.created_at),
-                        "lifted_at": iso_utc(item.lifted_at),
-                    }
-                    for item in exclusions
-                ],
-                "replay_log": replay_log(study, session, rows),
-            }
-        )
     return {
         "format": ARCHIVE_FORMAT,
         "version": ARCHIVE_VERSION,
@@ -393,8 +357,119 @@ def study_archive(db: Session, study: Study) -> dict[str, Any]:
             "status": (control.status if control else StudyStatus.OPEN.value),
             "seconds_per_query": control.seconds_per_query if control else None,
         },
-        "sessions": sessions,
     }
+
+
+def _archive_sessions(db: Session, study: Study) -> Iterator[dict[str, Any]]:
+    """The study's sessions with logs, results and exclusions, `BATCH` sessions per round of queries."""
+    ids = list(
+        db.scalars(
+            select(ElicitationSession.id)
+            .where(ElicitationSession.study_id == study.id)
+            .order_by(ElicitationSession.created_at, ElicitationSession.id)
+        )
+    )
+    for start in range(0, len(ids), BATCH):
+        batch = ids[start : start + BATCH]
+        # Plain rows, not ORM objects: nothing to track, and the batch is gone once it is written out.
+        sessions = {
+            row.id: row
+            for row in db.execute(
+                select(*ElicitationSession.__table__.c).where(ElicitationSession.id.in_(batch))
+            )
+        }
+        logs: dict[uuid.UUID, list[Any]] = {key: [] for key in batch}
+        log = (
+            select(*Answer.__table__.c)
+            .where(Answer.session_id.in_(batch))
+            .order_by(Answer.session_id, Answer.seq)
+        )
+        for row in db.execute(log):
+            logs[row.session_id].append(row)
+        results = {
+            row.session_id: row
+            for row in db.execute(select(*Result.__table__.c).where(Result.session_id.in_(batch)))
+        }
+        exclusions: dict[uuid.UUID, list[Any]] = {key: [] for key in batch}
+        excluded = (
+            select(*Exclusion.__table__.c).where(Exclusion.session_id.in_(batch)).order_by(Exclusion.id)
+        )
+        for row in db.execute(excluded):
+            exclusions[row.session_id].append(row)
+        for key in batch:
+            yield _archive_session(study, sessions[key], logs[key], results.get(key), exclusions[key])
+
+
+def _archive_session(
+    study: Study, session: Any, rows: list[Any], result: Any, exclusions: list[Any]
+) -> dict[str, Any]:
+    return {
+        "id": str(session.id),
+        "token_hash": session.token_hash,
+        "participant_code": session.participant_code,
+        "seed": session.seed,
+        "algorithm": session.algorithm,
+        "algorithm_version": session.algorithm_version,
+        "status": session.status,
+        "completion_code": session.completion_code,
+        "created_at": iso_utc(session.created_at),
+        "consented_at": iso_utc(session.consented_at),
+        "finished_at": iso_utc(session.finished_at),
+        "answers": [
+            {
+                **{name: getattr(row, name) for name in _ANSWER_FIELDS},
+                "undone_at": iso_utc(row.undone_at),
+                "created_at": iso_utc(row.created_at),
+            }
+            for row in rows
+        ],
+        "result": None
+        if result is None
+        else {
+            **{name: getattr(result, name) for name in _RESULT_FIELDS},
+            "created_at": iso_utc(result.created_at),
+        },
+        "exclusions": [
+            {
+                "reason": item.reason,
+                "created_at": iso_utc(item.created_at),
+                "lifted_at": iso_utc(item.lifted_at),
+            }
+            for item in exclusions
+        ],
+        "replay_log": replay_log(study, session, rows),
+    }
+
+
+def study_archive(db: Session, study: Study) -> dict[str, Any]:
+    """Everything needed to re-run the study and replay every session offline, as one JSON object."""
+    return {**_archive_head(db, study), "sessions": list(_archive_sessions(db, study))}
+
+
+def study_archive_json(db: Session, study: Study) -> Iterator[bytes]:
+    """`study_archive` as JSON, one session at a time (never the whole archive in memory)."""
+    head = orjson.dumps({**_archive_head(db, study), "sessions": []})
+    yield head[: -len(b"]}")]
+    for index, session in enumerate(_archive_sessions(db, study)):
+        yield (b"," if index else b"") + orjson.dumps(session)
+    yield b"]}"
+
+
+def gzip_archive(db: Session, study: Study) -> bytes:
+    """The study archive as gzip-compressed JSON, compressed while it is written (fastest level: the
+    archive is mostly numbers, where the higher levels buy little)."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=1, mtime=0) as packed:
+        for chunk in study_archive_json(db, study):
+            packed.write(chunk)
+    return buffer.getvalue()
+
+
+def gunzip_chunks(packed: bytes, size: int = 1 << 16) -> Iterator[bytes]:
+    """Decompress a stored archive piece by piece (for streaming it to a client)."""
+    with gzip.GzipFile(fileobj=io.BytesIO(packed), mode="rb") as stream:
+        while chunk := stream.read(size):
+            yield chunk
 
 
 def import_archive(

@@ -10,9 +10,8 @@ from __future__ import annotations
 import enum
 import uuid
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ..db import Base
@@ -100,6 +99,8 @@ class StudyControl(Base):
     #: The open-enrolment link stops accepting new participants after this time (None: no expiry).
     enrolment_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: When the study was closed; answers given later (by sessions already under way) are marked late.
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Invitation(Base):
@@ -131,7 +132,11 @@ class Exclusion(Base):
 
 
 class StudySnapshot(Base):
-    """A study archive taken when the study was closed: an export that is kept, whatever happens later."""
+    """A study archive taken when the study was closed: an export that is kept, whatever happens later.
+
+    Stored as gzip-compressed JSON, written and read as a stream, so a study of thousands of sessions
+    never has to be held in memory as one object.
+    """
 
     __tablename__ = "study_snapshot"
 
@@ -140,4 +145,4 @@ class StudySnapshot(Base):
     reason: Mapped[str] = mapped_column(String(50))
     created_by: Mapped[int | None] = mapped_column(ForeignKey("app_user.id"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    archive: Mapped[dict[str, Any]] = mapped_column(JSON)
+    archive_gz: Mapped[bytes] = mapped_column(LargeBinary)

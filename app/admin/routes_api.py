@@ -460,11 +460,19 @@ RowIdPath = Annotated[int, Path(ge=1, le=2**63 - 1)]
 )
 def show_snapshot(
     study_id: str, snapshot_id: RowIdPath, principal: ApiUserDep, db: DbSessionDep
-) -> dict[str, Any]:
-    """One kept archive, exactly as it was taken."""
+) -> StreamingResponse:
+    """One kept archive, exactly as it was taken (streamed)."""
     study, _control = studies.visible_study(db, principal, study_id)
     snapshot = studies.snapshot(db, study.id, snapshot_id)
-    return {**_snapshot_out(snapshot), "archive": snapshot.archive}
+    head = json.dumps(_snapshot_out(snapshot))[: -len("}")] + ', "archive": '
+    packed = snapshot.archive_gz
+
+    def body() -> Iterator[bytes]:
+        yield head.encode("utf-8")
+        yield from export.gunzip_chunks(packed)
+        yield b"}"
+
+    return StreamingResponse(body(), media_type="application/json")
 
 
 def _snapshot_out(snapshot: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Form, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import RedirectResponse, Response, StreamingResponse
 from sqlalchemy import select
 from starlette.datastructures import UploadFile
 
@@ -673,8 +673,8 @@ def download_snapshot(
 ) -> Response:
     study, _control = studies.visible_study(db, principal, study_id)
     item = studies.snapshot(db, study.id, snapshot_id)
-    return Response(
-        json.dumps(item.archive),
+    return StreamingResponse(
+        export.gunzip_chunks(item.archive_gz),
         media_type="application/json",
         headers={
             "Content-Disposition": f'attachment; filename="study-{study.id}-{item.reason}-{item.id}.json"'
