@@ -11,7 +11,7 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import QueuePool
 
-from .services import SessionCache
+from .sessions import SessionCache
 from .settings import Settings
 
 __all__ = ["CacheDep", "DbSessionDep", "SettingsDep", "connection_slots"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -12,18 +12,22 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from elicitation import ReplayMismatchError
 
-if TYPE_CHECKING:
-    from .services import SessionView
-
 __all__ = [
     "AppError",
     "ConflictError",
     "NotFoundError",
+    "StateView",
     "install_error_handlers",
     "validation_messages",
 ]
 
 logger = logging.getLogger("app.errors")
+
+
+class StateView(Protocol):
+    """What a conflict carries so the client can carry on: the session's current state (its JSON shape)."""
+
+    def to_api(self) -> dict[str, Any]: ...
 
 
 class AppError(Exception):
@@ -63,7 +67,7 @@ class ConflictError(AppError):
     def __init__(
         self,
         message: str,
-        view: SessionView | None = None,
+        view: StateView | None = None,
         *,
         code: str = "conflict",
         title: str | None = None,

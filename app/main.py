@@ -14,12 +14,11 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import charts
 from .admin import web as admin_web
 from .db import make_engine, make_sessionmaker
 from .errors import NotFoundError, install_error_handlers
 from .routes import api, pages
-from .services import SessionCache
+from .sessions import SessionCache
 from .settings import Settings
 
 __all__ = ["CONTENT_SECURITY_POLICY", "PROJECT_ROOT", "create_app"]
@@ -134,7 +133,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.session_cache = SessionCache(settings.session_cache_size)
     templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
-    charts.register_template_globals(templates.env)
     templates.env.globals["app_name"] = "Elicitation Studio"
     app.state.templates = templates
 

@@ -17,7 +17,7 @@ import numpy as np
 from elicitation import FairQuadraticMetric, LinearMetric, Metric, QuadraticMetric
 from elicitation.variants import CubicMetric
 
-from . import charts
+from .charts import result as result_charts
 
 __all__ = [
     "CURVATURE_SHARE",
@@ -61,7 +61,7 @@ def _weights(metric: Mapping[str, Any], names: Sequence[str]) -> Figures:
         {
             "id": "metric-weights",
             "caption": "How much each kind of correct decision counted",
-            "figure": charts.metric_weights_figure(metric["a"], names),
+            "figure": result_charts.metric_weights_figure(metric["a"], names),
         }
     ]
 
@@ -71,7 +71,7 @@ def _curvature(metric: Mapping[str, Any], names: Sequence[str]) -> Figures:
         {
             "id": "metric-curvature",
             "caption": "How the value of improvements changes (curvature B)",
-            "figure": charts.quadratic_heatmap_figure(metric["B"], names),
+            "figure": result_charts.quadratic_heatmap_figure(metric["B"], names),
         }
     ]
 
@@ -81,7 +81,7 @@ def _tradeoff(metric: Mapping[str, Any], names: Sequence[str]) -> Figures:
         {
             "id": "metric-tradeoff",
             "caption": "Fewer mistakes versus equal treatment of groups",
-            "figure": charts.tradeoff_figure(metric["lam"]),
+            "figure": result_charts.tradeoff_figure(metric["lam"]),
         }
     ]
 
@@ -91,7 +91,7 @@ def _coordinator_weights(metric: Mapping[str, Any], classes: Sequence[str], grou
         {
             "id": "fig-a",
             "caption": "Elicited linear weights a",
-            "figure": charts.metric_weights_figure(metric["a"], classes, title="Linear weights a"),
+            "figure": result_charts.metric_weights_figure(metric["a"], classes, title="Linear weights a"),
         }
     ]
 
@@ -102,7 +102,7 @@ def _coordinator_curvature(
     curvature = {
         "id": "fig-b",
         "caption": "Elicited quadratic weights B",
-        "figure": charts.quadratic_heatmap_figure(metric["B"], classes, title="Quadratic weights B"),
+        "figure": result_charts.quadratic_heatmap_figure(metric["B"], classes, title="Quadratic weights B"),
     }
     return [*_coordinator_weights(metric, classes, groups), curvature]
 
@@ -110,13 +110,13 @@ def _coordinator_curvature(
 def _coordinator_fair(metric: Mapping[str, Any], classes: Sequence[str], groups: Sequence[str]) -> Figures:
     figures = _coordinator_weights(metric, classes, groups)
     pairs = {(item["u"], item["v"]): item["B"] for item in metric["B_pairs"]}
-    for index, (title, figure) in enumerate(charts.pair_heatmap_figures(pairs, classes, groups)):
+    for index, (title, figure) in enumerate(result_charts.pair_heatmap_figures(pairs, classes, groups)):
         figures.append({"id": f"fig-buv-{index}", "caption": title, "figure": figure})
     figures.append(
         {
             "id": "fig-lam",
             "caption": "Trade-off λ",
-            "figure": charts.tradeoff_figure(float(metric["lam"]), title="Performance vs fairness"),
+            "figure": result_charts.tradeoff_figure(float(metric["lam"]), title="Performance vs fairness"),
         }
     )
     return figures

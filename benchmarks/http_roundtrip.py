@@ -34,9 +34,9 @@ from pydantic import BaseModel
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.cli_web import upgrade_database  # noqa: E402
+from app.cli.web import upgrade_database  # noqa: E402
 from app.db import make_engine, make_sessionmaker  # noqa: E402
-from app.services import create_study  # noqa: E402
+from app.sessions import create_study  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.study_config import build_space, parse_study_config  # noqa: E402
 from benchmarks.servers import ServerProcess  # noqa: E402
@@ -278,7 +278,7 @@ def replay_floor_ms(settings: Settings, study_id: Any, repeats: int) -> float:
     from sqlalchemy import select
 
     from app.models import Answer, ElicitationSession, Study
-    from app.services import SessionCache, effective_rows
+    from app.sessions import SessionCache, effective_rows, elicitor_rows
 
     engine = make_engine(settings)
     with make_sessionmaker(engine)() as db:
@@ -287,7 +287,7 @@ def replay_floor_ms(settings: Settings, study_id: Any, repeats: int) -> float:
         rows = db.scalars(select(Answer).where(Answer.session_id == session.id).order_by(Answer.seq)).all()
         runtime = SessionCache().runtime(study)
     engine.dispose()
-    answers = [bool(row.elicitor_answer) for row in effective_rows(rows) if row.phase == "elicitation"]
+    answers = [bool(row.elicitor_answer) for row in elicitor_rows(effective_rows(rows))]
     from elicitation import NumericalError, replay
 
     times = []

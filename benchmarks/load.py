@@ -41,9 +41,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.cli_web import upgrade_database  # noqa: E402
+from app.cli.web import upgrade_database  # noqa: E402
 from app.db import make_engine, make_sessionmaker  # noqa: E402
-from app.services import create_study  # noqa: E402
+from app.sessions import create_study  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from benchmarks.servers import ServerProcess, postgres_database  # noqa: E402
 from elicitation import QuadraticMetric  # noqa: E402

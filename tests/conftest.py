@@ -23,7 +23,7 @@ hypothesis_settings.load_profile("ci")
 
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from app.cli_web import upgrade_database
+    from app.cli.web import upgrade_database
     from app.settings import Settings
 
     path = tmp_path_factory.mktemp("template") / "template.db"
@@ -36,7 +36,7 @@ def postgres_schema() -> Iterator[str]:
     """A PostgreSQL schema of this worker's own, migrated once."""
     from sqlalchemy import create_engine, text
 
-    from app.cli_web import upgrade_database
+    from app.cli.web import upgrade_database
     from app.settings import Settings
 
     if not POSTGRES_URL:

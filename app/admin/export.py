@@ -34,7 +34,7 @@ from ..algorithms import get_algorithm
 from ..displayed import session_version
 from ..metric_views import VIEWS
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, Study
-from ..services import SessionCache
+from ..sessions import SessionCache
 from .archive import ARCHIVE_FORMAT, ARCHIVE_VERSION, parse_archive
 from .auth import AdminError
 from .models import Exclusion, StudyControl, StudyStatus

@@ -18,15 +18,16 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from elicitation import Done, ElicitationError, NumericalError, replay
+from elicitation import Done, ElicitationError
 
 from .. import repository as repo
-from ..codec import decode_query
-from ..displayed import build_session_elicitor
+from ..charts import monitor as monitor_charts
+from ..codec import decode_metric, encode_metric
 from ..metric_views import coordinator_figures
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
-from ..services import SessionCache, effective_rows
-from ..study_config import StudyConfig
+from ..outcome import accuracy_baseline
+from ..sessions import Failed, SessionCache, effective_rows, elicitor_rows, replay_verified
+from ..study_config import StudyConfig, build_space
 from .models import Exclusion
 
 __all__ = [
@@ -57,33 +58,12 @@ _STAGES = {
 }
 #: Answers-per-minute chart window.
 RATE_WINDOW_MIN = 60
-_INK = "#1f2933"
-_BLUE = "#0072B2"
-_ORANGE = "#E69F00"
-_LAYOUT = {
-    "font": {"family": "system-ui, sans-serif", "size": 13, "color": _INK},
-    "margin": {"l": 56, "r": 12, "t": 16, "b": 48},
-    "height": 300,
-    "paper_bgcolor": "rgba(0,0,0,0)",
-    "plot_bgcolor": "rgba(0,0,0,0)",
-    "showlegend": False,
-}
 
 
 def _aware(moment: datetime | None) -> datetime | None:
     if moment is None:
         return None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-
-
-def _figure(data: list[dict[str, Any]], title: str, **layout: Any) -> dict[str, Any]:
-    """A figure dict; ``title`` goes to ``layout.meta`` only, since the page's figcaption shows it."""
-    return {"data": data, "layout": {**_LAYOUT, "meta": {"title": title}, **layout}}
-
-
-def _count_axis(title: str, largest: int) -> dict[str, Any]:
-    """A y axis for whole counts: integer ticks, about five of them."""
-    return {"title": {"text": title}, "rangemode": "tozero", "dtick": max(1, -(-largest // 5))}
 
 
 def _time_ms(row: Any) -> int | None:
@@ -254,64 +234,14 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
     ]
     per_minute = [minute_counts.get(RATE_WINDOW_MIN - 1 - i, 0) for i in range(RATE_WINDOW_MIN)]
     statuses = [status.value for status in SessionStatus]
+    counts = {status: by_status.get(status, 0) for status in statuses}
     figures = [
-        {
-            "id": "fig-status",
-            "caption": "Participants by status",
-            "figure": _figure(
-                [
-                    {
-                        "type": "bar",
-                        "x": [*statuses, "excluded"],
-                        "y": [by_status.get(status, 0) for status in statuses] + [len(excluded)],
-                        "marker": {"color": [_BLUE, _ORANGE, "#009E73", "#999999"]},
-                        "hovertemplate": "%{x}: %{y}<extra></extra>",
-                    }
-                ],
-                "Participants by status",
-                yaxis=_count_axis("Sessions", max([*by_status.values(), len(excluded), 1])),
-            ),
-        },
-        {
-            "id": "fig-rate",
-            "caption": "Answers per minute, last hour",
-            "figure": _figure(
-                [
-                    {
-                        "type": "scatter",
-                        "mode": "lines",
-                        "x": list(range(-RATE_WINDOW_MIN + 1, 1)),
-                        "y": per_minute,
-                        "line": {"color": _BLUE},
-                        "hovertemplate": "%{x} min: %{y} answers<extra></extra>",
-                    }
-                ],
-                "Answers per minute (last hour)",
-                xaxis={"title": {"text": "Minutes ago"}},
-                yaxis=_count_axis("Answers", max([*per_minute, 1])),
-            ),
-        },
-        {
-            "id": "fig-dropoff",
-            "caption": "Where unfinished participants stopped",
-            "figure": _figure(
-                [
-                    {
-                        "type": "bar",
-                        "x": sorted(dropoff),
-                        "y": [dropoff[key] for key in sorted(dropoff)],
-                        "marker": {"color": _ORANGE},
-                        "hovertemplate": "after %{x} answers: %{y}<extra></extra>",
-                    }
-                ],
-                "Drop-off: unfinished sessions by answers given",
-                xaxis={"title": {"text": "Answers given"}, "rangemode": "tozero"},
-                yaxis=_count_axis("Sessions", max([*dropoff.values(), 1])),
-            ),
-        },
+        monitor_charts.status_figure(counts, len(excluded)),
+        monitor_charts.answer_rate_figure(per_minute),
+        monitor_charts.dropoff_figure(dropoff),
     ]
     return StudyDashboard(
-        by_status={status: by_status.get(status, 0) for status in statuses},
+        by_status=counts,
         excluded=len(excluded),
         answers_last_5_min=recent,
         answers_per_minute=recent / 5.0,
@@ -390,27 +320,20 @@ def verify_replay(
     seed, and sessions recorded before display snapping replay their exact queries.
     """
     runtime = cache.runtime(study)
-    elicitation = [row for row in effective_rows(rows) if row.phase == Phase.ELICITATION.value]
-    expected = [decode_query(row.query) for row in elicitation if row.query is not None]
-    answers = [bool(row.elicitor_answer) for row in elicitation]
+    elicitation = elicitor_rows(effective_rows(rows))
     try:
-        elicitor = build_session_elicitor(
-            runtime.spec, runtime.space, runtime.params, seed=seed, version=version
-        )
-        outcome = replay(elicitor, answers, expected_queries=expected)
-    except NumericalError as exc:
+        outcome = replay_verified(lambda: runtime.elicitor(seed, version), elicitation)
+    except ElicitationError as exc:
+        return {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
+    if isinstance(outcome, Failed):
         # The answers did not determine a metric: consistent only if that is what was committed.
         recorded_failure = result is not None and result.metric.get("type") == "failed"
         verdict = "reproduces the recorded failure" if recorded_failure else "fails"
-        return {"ok": recorded_failure, "message": f"replay {verdict}: {exc}"}
-    except ElicitationError as exc:
-        return {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
+        return {"ok": recorded_failure, "message": f"replay {verdict}: {outcome.message}"}
     if not isinstance(outcome, Done):
-        return {"ok": True, "message": f"replays to the pending query after {len(answers)} answers"}
+        return {"ok": True, "message": f"replays to the pending query after {len(elicitation)} answers"}
     if result is None or result.metric.get("type") == "failed":
         return {"ok": True, "message": "replays to a metric; no result is committed yet"}
-    from ..codec import encode_metric
-
     replayed = encode_metric(outcome.result.metric)
     same = np.allclose(np.asarray(replayed["a"]), np.asarray(result.metric["a"]), atol=1e-9)
     return {
@@ -438,38 +361,13 @@ class SessionDetail:
         return str(np.round(np.asarray(side["rates"], dtype=np.float64), 3).tolist())
 
 
-def _convergence_figure(rows: list[Answer]) -> dict[str, Any]:
-    """Distance between the two compared classifiers by step, one line per binary search.
-
-    In each LPME search the two compared points lie at the current interval's quartiles, so their
-    distance shrinks with the search interval: the line shows the search converging.
-    """
-    searches: dict[str, list[tuple[int, float]]] = {}
-    for row in rows:
-        if row.phase != Phase.ELICITATION.value or row.query is None or row.undone_at is not None:
-            continue
-        query = row.query
-        key = f"{query.get('search', '')} / coordinate {query.get('coordinate')}"
-        width = float(np.linalg.norm(np.asarray(query["first"]) - np.asarray(query["second"])))
-        searches.setdefault(key, []).append((len(searches.get(key, [])), width))
-    data = [
-        {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "name": key,
-            "x": [step for step, _width in points],
-            "y": [width for _step, width in points],
-        }
-        for key, points in searches.items()
+def _elicited_rows(rows: list[Answer]) -> list[Answer]:
+    """The standing elicitation rows that carry their query (what the convergence chart draws)."""
+    return [
+        row
+        for row in rows
+        if row.phase == Phase.ELICITATION.value and row.query is not None and row.undone_at is None
     ]
-    return _figure(
-        data,
-        "Convergence of each binary search",
-        showlegend=len(data) <= 8,
-        height=340,
-        xaxis={"title": {"text": "Step within the search"}},
-        yaxis={"title": {"text": "Distance between compared rates"}, "type": "log"},
-    )
 
 
 def session_detail(
@@ -483,9 +381,7 @@ def session_detail(
     config = study.config
     class_names = list(config["class_names"])
     group_names = list(config.get("group_names") or [])
-    figures = [
-        {"id": "fig-convergence", "caption": "Binary-search convergence", "figure": _convergence_figure(rows)}
-    ]
+    figures = [monitor_charts.convergence_figure(_elicited_rows(rows))]
     if result is not None and result.metric.get("type") != "failed":
         figures += coordinator_figures(result.metric, class_names, group_names)
         evaluation = result.evaluation or {}
@@ -500,25 +396,7 @@ def session_detail(
             if isinstance(evaluation.get(key), dict)
         ]
         if values:
-            figures.append(
-                {
-                    "id": "fig-agreement",
-                    "caption": "Agreement M on the evaluation pairs",
-                    "figure": _figure(
-                        [
-                            {
-                                "type": "bar",
-                                "x": [label for label, _value in values],
-                                "y": [value if value is not None else 0 for _label, value in values],
-                                "marker": {"color": [_BLUE, "#999999", "#bbbbbb"][: len(values)]},
-                                "hovertemplate": "%{x}: %{y:.0f}%<extra></extra>",
-                            }
-                        ],
-                        "Agreement M with the participant's evaluation answers",
-                        yaxis={"title": {"text": "% of pairs"}, "range": [0, 100]},
-                    ),
-                }
-            )
+            figures.append(monitor_charts.agreement_figure(values))
     replay_check = verify_replay(
         cache, study, rows, result, seed=session.seed, version=session.algorithm_version
     )
@@ -535,40 +413,18 @@ def session_detail(
 def coefficient_figures(study: Study, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Distribution of each elicited coefficient across included participants (box per coefficient)."""
     columns = [key for key in (rows[0] if rows else {}) if key.startswith(("a_", "B_", "lam"))]
-    data = []
-    for column in columns:
-        values = [
+    coefficients = {
+        column: [
             row[column] for row in rows if isinstance(row.get(column), int | float) and not row["excluded"]
         ]
-        if values:
-            data.append({"type": "box", "name": column, "y": values, "boxpoints": "all", "jitter": 0.4})
-    figures = []
-    if data:
-        figures.append(
-            {
-                "id": "fig-coefficients",
-                "caption": "Elicited coefficients across participants",
-                "figure": _figure(data, "Elicited coefficients across participants", height=380),
-            }
-        )
+        for column in columns
+    }
     agreement = [
         (row["participant_code"] or row["session_id"][:8], row["agreement_elicited_pct"])
         for row in rows
         if row.get("agreement_elicited_pct") is not None
     ]
-    if agreement:
-        figures.append(
-            {
-                "id": "fig-agreement-all",
-                "caption": "Agreement M per participant",
-                "figure": _figure(
-                    [{"type": "bar", "x": [name for name, _v in agreement], "y": [v for _n, v in agreement]}],
-                    "Agreement M per participant (elicited metric)",
-                    yaxis={"title": {"text": "% of evaluation pairs"}, "range": [0, 100]},
-                ),
-            }
-        )
-    return figures
+    return monitor_charts.coefficients_figures(coefficients, agreement)
 
 
 #: Candidate classifiers the results page ranks with every participant's metric.
@@ -609,10 +465,6 @@ def candidate_pool(space: Any) -> list[np.ndarray]:
 
 def ranking_figure(db: Session, study: Study) -> dict[str, Any] | None:
     """Rank of each pool classifier (1 = best) under each included participant's metric and accuracy."""
-    from ..codec import decode_metric
-    from ..outcome import accuracy_baseline
-    from ..study_config import StudyConfig, build_space
-
     space = build_space(StudyConfig.model_validate(study.config))
     pool = candidate_pool(space)
     excluded = {row.session_id for row in db.scalars(select(Exclusion).where(Exclusion.lifted_at.is_(None)))}
@@ -645,32 +497,6 @@ def ranking_figure(db: Session, study: Study) -> dict[str, Any] | None:
         f"{name}: rates {np.round(np.asarray(rates), 3).tolist()}"
         for name, rates in zip(names, pool, strict=True)
     ]
-    z = [base_rank.tolist(), *ranks]
-    return {
-        "id": "fig-ranking",
-        "caption": "How each participant's metric ranks a pool of classifiers (1 = best)",
-        "figure": _figure(
-            [
-                {
-                    "type": "heatmap",
-                    "z": z,
-                    "x": names,
-                    "y": ["accuracy (baseline)", *labels],
-                    "text": [[str(value) for value in row] for row in z],
-                    "texttemplate": "%{text}",
-                    "customdata": [hover] * len(z),
-                    "hovertemplate": "%{y}: %{customdata} → rank %{z}<extra></extra>",
-                    "colorscale": [[0, "#0072B2"], [1, "#f2f4f7"]],
-                    "zmin": 1,
-                    "zmax": POOL_SIZE,
-                    "showscale": False,
-                    "xgap": 2,
-                    "ygap": 2,
-                }
-            ],
-            "Ranking of the candidate pool",
-            height=140 + 28 * len(z),
-            yaxis={"autorange": "reversed"},
-            xaxis={"title": {"text": "Candidate classifier (seeded points of the query sphere)"}},
-        ),
-    }
+    return monitor_charts.ranking_figure(
+        names, hover, ["accuracy (baseline)", *labels], [base_rank.tolist(), *ranks]
+    )

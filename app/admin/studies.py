@@ -21,11 +21,11 @@ from sqlalchemy.orm import Session
 
 from elicitation import ElicitationError
 
-from .. import services
+from .. import sessions
 from ..algorithms import get_algorithm
 from ..errors import ConflictError, NotFoundError
 from ..models import Answer, ElicitationSession, LogAction, SessionStatus, Study, utcnow
-from ..services import SessionCache
+from ..sessions import SessionCache
 from ..study_config import StudyConfig, StudyConfigError, build_space, parse_study_config
 from .auth import AdminError, Principal
 from .models import Exclusion, Invitation, StudyControl, StudySnapshot, StudyStatus, User
@@ -230,7 +230,7 @@ def _fill(study: Study, config: StudyConfig) -> None:
     study.config = config.model_dump(mode="json")
     study.algorithm = config.algorithm
     # The same simulated run the participant app uses to place the interleaved checks.
-    study.expected_queries = services._typical_queries(spec, space, params)
+    study.expected_queries = sessions.typical_queries(spec, space, params)
     study.open_enrolment = config.open_enrolment
 
 
@@ -442,13 +442,13 @@ def create_invitations(
         )
     if expires_at is not None and expires_at <= utcnow():
         raise AdminError("the expiry must lie in the future", status_code=422, code="invalid")
-    sessions = [
-        services.create_session(db, cache, study.id, consented=False, require_open=False, commit=False)
+    invited = [
+        sessions.create_session(db, cache, study.id, consented=False, require_open=False, commit=False)
         for _ in range(count)
     ]
     db.flush()  # the sessions' rows first: the invitations' foreign keys point at them
     created = []
-    for index, (session, token) in enumerate(sessions):
+    for index, (session, token) in enumerate(invited):
         label = labels[index] if labels and index < len(labels) else None
         invitation = Invitation(
             study_id=study.id,

@@ -1,4 +1,4 @@
-"""JSON API under /api/v1 for scripts, automated participants and tests (same services as the pages)."""
+"""JSON API under /api/v1 for scripts, automated participants and tests (the service behind the pages)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import orjson
 from fastapi import APIRouter, Body, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import services
+from .. import sessions
 from ..api_errors import ERROR_RESPONSES
 from ..deps import CacheDep, DbSessionDep, SettingsDep
 
@@ -75,7 +75,7 @@ class SessionStateOut(BaseModel):
     result: dict[str, Any] | None
 
 
-def _state(view: services.SessionView) -> Response:
+def _state(view: sessions.SessionView) -> Response:
     """The session state as JSON, serialised by orjson without a second validation pass.
 
     ``response_model`` still documents the shape (and the schema fuzz tests hold the API to it); skipping
@@ -102,7 +102,7 @@ def create_session(
 ) -> dict[str, str]:
     """Start a session in an open-enrolment study."""
     body = body or SessionCreateIn()
-    _session, token = services.create_session(
+    _session, token = sessions.create_session(
         db, cache, study_id, participant_code=body.participant_code, consented=body.consent
     )
     base = settings.public_base_url or str(request.base_url).rstrip("/")
@@ -112,13 +112,13 @@ def create_session(
 @router.get("/sessions/{token}", response_model=SessionStateOut, responses={404: {"description": "unknown"}})
 def show_session(token: str, db: DbSessionDep, cache: CacheDep) -> Response:
     """The session's status, progress and the query to answer next."""
-    return _state(services.get_view(db, cache, token))
+    return _state(sessions.get_view(db, cache, token))
 
 
 @router.post("/sessions/{token}/consent", response_model=SessionStateOut)
 def give_consent(token: str, db: DbSessionDep, cache: CacheDep) -> Response:
     """Confirm consent (idempotent); until then nothing is counted."""
-    return _state(services.consent(db, cache, token))
+    return _state(sessions.consent(db, cache, token))
 
 
 @router.post(
@@ -130,7 +130,7 @@ def give_consent(token: str, db: DbSessionDep, cache: CacheDep) -> Response:
 )
 def submit_answer(token: str, answer: AnswerIn, db: DbSessionDep, cache: CacheDep) -> Response:
     """Answer the query ``seq``; returns the state with the next query. Repeats are recorded once."""
-    view = services.submit_answer(
+    view = sessions.submit_answer(
         db,
         cache,
         token,
@@ -148,4 +148,4 @@ def undo_answer(
 ) -> Response:
     """Undo the last answer (kept in the log, marked as undone)."""
     seq = body.seq if body is not None else None
-    return _state(services.undo(db, cache, token, seq=seq))
+    return _state(sessions.undo(db, cache, token, seq=seq))

@@ -5,17 +5,17 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-import numpy as np
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, BeforeValidator, Field
 
-from .. import repository, services
+from .. import repository, sessions
+from ..charts.comparison import comparison_view
 from ..deps import CacheDep, DbSessionDep
 from ..errors import ConflictError, NotFoundError
 from ..metric_views import participant_figures
 from ..models import SessionStatus
-from ..study_config import StudyConfig, build_space
+from ..study_config import StudyConfig
 
 __all__ = ["router"]
 
@@ -96,7 +96,7 @@ def join_study(
         return _render(
             request, "studies/join.html", {"study": study, "config": config, "errors": errors}, 422
         )
-    _session, token = services.create_session(
+    _session, token = sessions.create_session(
         db, cache, study.id, participant_code=form.participant_code, consented=True
     )
     return _see_other(f"/sessions/{token}/instructions")
@@ -105,14 +105,13 @@ def join_study(
 @router.get("/sessions/{token}")
 def show_session(token: str, request: Request, db: DbSessionDep, cache: CacheDep) -> Response:
     """The current question (or the consent page, or a redirect to the thank-you page)."""
-    view = services.get_view(db, cache, token)
+    view = sessions.get_view(db, cache, token)
     if view.status is SessionStatus.DONE:
         return _see_other(f"/sessions/{token}/result")
     if view.status is SessionStatus.INVITED:
         return _render(request, "sessions/consent.html", {"view": view, "token": token, "errors": []})
-    return _render(
-        request, "sessions/show.html", {"view": view, "token": token, "comparison": view.comparison}
-    )
+    question_view = comparison_view(view.comparison) if view.comparison is not None else None
+    return _render(request, "sessions/show.html", {"view": view, "token": token, "question": question_view})
 
 
 @router.post("/sessions/{token}/consent")
@@ -125,48 +124,26 @@ def give_consent(
 ) -> Response:
     """Record consent and continue with the instructions."""
     if consent != "yes":
-        view = services.get_view(db, cache, token)
+        view = sessions.get_view(db, cache, token)
         errors = ["Please tick the box to confirm that you agree to take part."]
         return _render(
             request, "sessions/consent.html", {"view": view, "token": token, "errors": errors}, 422
         )
-    services.consent(db, cache, token)
+    sessions.consent(db, cache, token)
     return _see_other(f"/sessions/{token}/instructions")
 
 
 @router.get("/sessions/{token}/instructions")
 def show_instructions(token: str, request: Request, db: DbSessionDep, cache: CacheDep) -> Response:
     """How to read the charts, with a worked example."""
-    view = services.get_view(db, cache, token)
+    view, example = sessions.get_instructions(db, cache, token)
     if view.status is SessionStatus.INVITED:
         return _see_other(f"/sessions/{token}")
-    example = _worked_example(view)
     return _render(
-        request, "sessions/instructions.html", {"view": view, "token": token, "comparison": example}
+        request,
+        "sessions/instructions.html",
+        {"view": view, "token": token, "question": comparison_view(example)},
     )
-
-
-def _worked_example(view: services.SessionView) -> dict[str, Any]:
-    """A fixed example pair for the instructions: the right one finds more of the last class."""
-    space = build_space(view.config)
-    center = space.sphere.center
-    radius = space.sphere.radius * 0.7
-    k = space.n_classes
-    tilt = np.zeros(k)
-    tilt[0], tilt[-1] = 1.0, -1.0
-    tilt /= np.linalg.norm(tilt)
-    left, right = center + radius * tilt, center - radius * tilt
-    if space.n_groups > 1:
-        left, right = np.tile(left, (space.n_groups, 1)), np.tile(right, (space.n_groups, 1))
-    return {
-        "seq": 0,
-        "left": {"rates": left.tolist(), "confusion": np.asarray(space.confusion(left)).tolist()},
-        "right": {"rates": right.tolist(), "confusion": np.asarray(space.confusion(right)).tolist()},
-        "class_names": list(space.class_names),
-        "group_names": list(space.group_names),
-        "population": view.config.population,
-        "practice": False,
-    }
 
 
 @router.post("/sessions/{token}/answers")
@@ -179,7 +156,7 @@ def submit_answer(
 ) -> Response:
     """Record an answer, then show the next question (Post/Redirect/Get)."""
     try:
-        view = services.submit_answer(
+        view = sessions.submit_answer(
             db,
             cache,
             token,
@@ -207,7 +184,7 @@ def undo_answer(
 ) -> Response:
     """Undo the last answer and show that question again."""
     try:
-        services.undo(db, cache, token, seq=form.seq)
+        sessions.undo(db, cache, token, seq=form.seq)
     except ConflictError as exc:
         if exc.code in {"stale_seq", "nothing_to_undo"}:
             return _see_other(f"/sessions/{token}")
@@ -218,14 +195,8 @@ def undo_answer(
 @router.get("/sessions/{token}/result")
 def show_result(token: str, request: Request, db: DbSessionDep, cache: CacheDep) -> Response:
     """Thank-you page: completion code, optional redirect and a plain-language summary."""
-    view = services.get_view(db, cache, token)
+    view = sessions.get_view(db, cache, token)
     if view.status is not SessionStatus.DONE or view.result is None:
         return _see_other(f"/sessions/{token}")
-    figures = _result_figures(view)
+    figures = participant_figures(view.result.metric, list(view.config.class_names))
     return _render(request, "sessions/result.html", {"view": view, "token": token, "figures": figures})
-
-
-def _result_figures(view: services.SessionView) -> list[dict[str, Any]]:
-    """Charts of the revealed metric (ids + Plotly figure dicts) for the thank-you page."""
-    metric = view.result.metric if view.result is not None else {}
-    return participant_figures(metric, list(view.config.class_names))

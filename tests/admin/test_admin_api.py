@@ -327,14 +327,14 @@ def test_a_failed_invitation_batch_stores_no_session(
 ) -> None:
     from sqlalchemy import func, select
 
-    from app import services
+    from app import sessions
     from app.models import ElicitationSession
 
     token = accounts["alice"]["token"]
     sid = create(client, token)["id"]
     open_study(client, token, sid)
     made = 0
-    original = services.create_session
+    original = sessions.create_session
 
     def failing_third(*args: Any, **kwargs: Any) -> Any:
         nonlocal made
@@ -343,7 +343,7 @@ def test_a_failed_invitation_batch_stores_no_session(
             raise RuntimeError("the database went away mid-batch")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(services, "create_session", failing_third)
+    monkeypatch.setattr(sessions, "create_session", failing_third)
     with pytest.raises(RuntimeError):
         client.post(f"/api/v1/studies/{sid}/invitations", json={"count": 5}, headers=bearer(token))
     monkeypatch.undo()

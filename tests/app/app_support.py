@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from app.services import create_study
+from app.sessions import create_study
 from elicitation import QuadraticMetric
 
 #: The known metric of the automated participant (a quadratic with diminishing returns).

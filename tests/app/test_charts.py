@@ -11,7 +11,8 @@ import numpy as np
 import plotly
 import pytest
 
-from app import charts
+from app.charts import common, result
+from app.charts import comparison as comparison_charts
 from elicitation.rates import SyntheticSpace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,7 +55,7 @@ def test_rounded_counts_add_up_to_100_and_stay_within_one_unit(decimals: int, k:
     rng = np.random.default_rng(1000 * k + decimals)
     unit = 10.0**-decimals
     for matrix in _random_confusions(rng, 50, k):
-        shown = charts.rounded_counts(matrix, decimals)
+        shown = comparison_charts.rounded_counts(matrix, decimals)
         assert shown.shape == matrix.shape
         assert shown.sum() == pytest.approx(100.0, abs=1e-9)
         assert np.all(np.abs(shown - matrix) <= unit * (1 + 1e-9))
@@ -65,8 +66,8 @@ def test_rounded_counts_add_up_to_100_and_stay_within_one_unit(decimals: int, k:
 
 def test_rounded_counts_give_equal_class_sizes_for_equal_priors() -> None:
     three = SyntheticSpace(3, radius=0.15, class_names=("bus", "car", "van"))
-    left = charts.rounded_counts(three.confusion([0.5, 0.4, 0.3]), 1)
-    right = charts.rounded_counts(three.confusion([0.3, 0.45, 0.4]), 1)
+    left = comparison_charts.rounded_counts(three.confusion([0.5, 0.4, 0.3]), 1)
+    right = comparison_charts.rounded_counts(three.confusion([0.3, 0.45, 0.4]), 1)
     assert (
         np.round(left.sum(axis=1), 6).tolist()
         == np.round(right.sum(axis=1), 6).tolist()
@@ -77,7 +78,7 @@ def test_rounded_counts_give_equal_class_sizes_for_equal_priors() -> None:
 def test_rounded_counts_round_each_group_of_a_fair_query_to_100() -> None:
     space = SyntheticSpace(2, radius=0.2, priors=[0.7, 0.3], n_groups=3)
     confusion = space.confusion([[0.8, 0.6], [0.7, 0.75], [0.61, 0.66]])
-    shown = charts.rounded_counts(confusion, 0)
+    shown = comparison_charts.rounded_counts(confusion, 0)
     assert shown.shape == (3, 2, 2)
     assert shown.sum(axis=(1, 2)).tolist() == [100.0, 100.0, 100.0]
 
@@ -94,24 +95,28 @@ def test_rounded_counts_round_each_group_of_a_fair_query_to_100() -> None:
 )
 def test_rounded_counts_reject_matrices_that_are_not_counts_out_of_100(bad: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        charts.rounded_counts(bad)  # type: ignore[arg-type]
+        comparison_charts.rounded_counts(bad)  # type: ignore[arg-type]
 
 
 def test_rounded_counts_reject_unsupported_precision() -> None:
     with pytest.raises(ValueError, match="decimals"):
-        charts.rounded_counts(_confusion([0.6, 0.6]), 3)
+        comparison_charts.rounded_counts(_confusion([0.6, 0.6]), 3)
 
 
 def test_display_decimals_uses_integers_when_they_are_faithful() -> None:
-    assert charts.display_decimals(_confusion([0.82, 0.61]), _confusion([0.70, 0.79])) == 0
+    assert comparison_charts.display_decimals(_confusion([0.82, 0.61]), _confusion([0.70, 0.79])) == 0
 
 
 def test_display_decimals_adds_decimals_so_a_small_difference_stays_visible() -> None:
     left, right = _confusion([0.7000, 0.6000]), _confusion([0.7040, 0.5920])
-    assert np.array_equal(charts.rounded_counts(left, 0), charts.rounded_counts(right, 0))
-    decimals = charts.display_decimals(left, right)
+    assert np.array_equal(
+        comparison_charts.rounded_counts(left, 0), comparison_charts.rounded_counts(right, 0)
+    )
+    decimals = comparison_charts.display_decimals(left, right)
     assert decimals >= 1
-    assert not np.array_equal(charts.rounded_counts(left, decimals), charts.rounded_counts(right, decimals))
+    assert not np.array_equal(
+        comparison_charts.rounded_counts(left, decimals), comparison_charts.rounded_counts(right, decimals)
+    )
 
 
 def test_display_decimals_never_inverts_or_invents_a_difference() -> None:
@@ -121,10 +126,15 @@ def test_display_decimals_never_inverts_or_invents_a_difference() -> None:
         right_rates = left_rates + rng.normal(scale=0.003, size=3) * rng.integers(0, 2, size=3)
         space = SyntheticSpace(3, radius=0.2)
         left, right = space.confusion(np.clip(left_rates, 0, 1)), space.confusion(np.clip(right_rates, 0, 1))
-        decimals = charts.display_decimals(left, right)
-        shown = np.sign(charts.rounded_counts(left, decimals) - charts.rounded_counts(right, decimals))
-        exact = np.where(np.abs(left - right) <= charts.SAME_COUNT_ATOL, 0.0, np.sign(left - right))
-        if decimals < charts.DISPLAY_DECIMALS[-1]:
+        decimals = comparison_charts.display_decimals(left, right)
+        shown = np.sign(
+            comparison_charts.rounded_counts(left, decimals)
+            - comparison_charts.rounded_counts(right, decimals)
+        )
+        exact = np.where(
+            np.abs(left - right) <= comparison_charts.SAME_COUNT_ATOL, 0.0, np.sign(left - right)
+        )
+        if decimals < comparison_charts.DISPLAY_DECIMALS[-1]:
             assert np.array_equal(shown, exact)
 
 
@@ -132,8 +142,8 @@ def test_display_decimals_never_inverts_or_invents_a_difference() -> None:
 
 
 def test_sankey_flows_add_up_to_100_and_match_the_matrix() -> None:
-    counts = charts.rounded_counts(_confusion([0.82, 0.61]), 0)
-    figure = charts.sankey_figure(counts, NAMES, population="patients")
+    counts = comparison_charts.rounded_counts(_confusion([0.82, 0.61]), 0)
+    figure = comparison_charts.sankey_figure(counts, NAMES, population="patients")
     trace = figure["data"][0]
     assert trace["type"] == "sankey"
     link = trace["link"]
@@ -146,8 +156,8 @@ def test_sankey_flows_add_up_to_100_and_match_the_matrix() -> None:
 
 
 def test_sankey_boxes_carry_class_names_and_totals() -> None:
-    counts = charts.rounded_counts(_confusion([0.82, 0.61]), 0)
-    labels = charts.sankey_figure(counts, NAMES)["data"][0]["node"]["label"]
+    counts = comparison_charts.rounded_counts(_confusion([0.82, 0.61]), 0)
+    labels = comparison_charts.sankey_figure(counts, NAMES)["data"][0]["node"]["label"]
     true_totals, predicted_totals = counts.sum(axis=1), counts.sum(axis=0)
     assert labels == [
         f"Actually benign<br>{true_totals[0]:.0f} in total",
@@ -159,9 +169,9 @@ def test_sankey_boxes_carry_class_names_and_totals() -> None:
 
 
 def test_sankey_colours_follow_the_class_and_mark_wrong_flows_without_hue_alone() -> None:
-    counts = charts.rounded_counts(_confusion([0.8, 0.6]), 0)
-    trace = charts.sankey_figure(counts, NAMES, population="patients")["data"][0]
-    assert trace["node"]["color"] == [charts.class_color(0), charts.class_color(1)] * 2
+    counts = comparison_charts.rounded_counts(_confusion([0.8, 0.6]), 0)
+    trace = comparison_charts.sankey_figure(counts, NAMES, population="patients")["data"][0]
+    assert trace["node"]["color"] == [common.class_color(0), common.class_color(1)] * 2
     for source, target, color, text in zip(
         trace["link"]["source"],
         trace["link"]["target"],
@@ -170,7 +180,7 @@ def test_sankey_colours_follow_the_class_and_mark_wrong_flows_without_hue_alone(
         strict=True,
     ):
         predicted = target - 2
-        red, green, blue = (int(charts.class_color(predicted)[i : i + 2], 16) for i in (1, 3, 5))
+        red, green, blue = (int(common.class_color(predicted)[i : i + 2], 16) for i in (1, 3, 5))
         assert color.startswith(f"rgba({red},{green},{blue},")
         alpha = float(color.rsplit(",", 1)[1].rstrip(")"))
         correct = source == predicted
@@ -185,22 +195,22 @@ def test_sankey_colours_follow_the_class_and_mark_wrong_flows_without_hue_alone(
 
 def test_sankey_leaves_out_empty_flows() -> None:
     counts = [[65.0, 0.0], [5.0, 30.0]]
-    link = charts.sankey_figure(counts, NAMES)["data"][0]["link"]
+    link = comparison_charts.sankey_figure(counts, NAMES)["data"][0]["link"]
     assert (0, 3) not in set(zip(link["source"], link["target"], strict=True))
     assert sum(link["value"]) == pytest.approx(100.0)
 
 
 def test_sankey_rejects_a_class_name_count_that_does_not_match() -> None:
     with pytest.raises(ValueError, match="class names"):
-        charts.sankey_figure(_confusion([0.8, 0.6]), ["benign"])
+        comparison_charts.sankey_figure(_confusion([0.8, 0.6]), ["benign"])
 
 
 # ---- bar chart ------------------------------------------------------------------------------------
 
 
 def test_bar_chart_shows_the_same_numbers_grouped_by_true_class() -> None:
-    counts = charts.rounded_counts(_confusion([0.82, 0.61]), 0)
-    figure = charts.bar_figure(counts, NAMES, population="patients", y_max=60)
+    counts = comparison_charts.rounded_counts(_confusion([0.82, 0.61]), 0)
+    figure = comparison_charts.bar_figure(counts, NAMES, population="patients", y_max=60)
     traces = [trace for trace in figure["data"] if not trace["showlegend"]]
     legend = [trace for trace in figure["data"] if trace["showlegend"]]
     names = [
@@ -216,7 +226,7 @@ def test_bar_chart_shows_the_same_numbers_grouped_by_true_class() -> None:
     for j, trace in enumerate(traces):
         assert trace["y"] == counts[:, j].tolist()
         assert trace["x"] == ["Actually benign<br>(65 in total)", "Actually malignant<br>(35 in total)"]
-        assert trace["marker"]["color"] == charts.class_color(j)
+        assert trace["marker"]["color"] == common.class_color(j)
         shapes = trace["marker"]["pattern"]["shape"]
         assert [shape == "" for shape in shapes] == [i == j for i in range(2)]
         assert [("correct" in text) for text in trace["text"]] == [i == j for i in range(2)]
@@ -228,12 +238,12 @@ def test_bar_chart_shows_the_same_numbers_grouped_by_true_class() -> None:
 
 def test_bar_chart_rejects_a_non_positive_scale() -> None:
     with pytest.raises(ValueError, match="y_max"):
-        charts.bar_figure(_confusion([0.8, 0.6]), NAMES, y_max=0)
+        comparison_charts.bar_figure(_confusion([0.8, 0.6]), NAMES, y_max=0)
 
 
 def test_counts_table_lists_every_cell_with_totals() -> None:
-    counts = charts.rounded_counts(_confusion([0.82, 0.61]), 0)
-    table = charts.counts_table(counts, NAMES)
+    counts = comparison_charts.rounded_counts(_confusion([0.82, 0.61]), 0)
+    table = comparison_charts.counts_table(counts, NAMES)
     assert table["columns"] == NAMES
     assert [row["true_class"] for row in table["rows"]] == NAMES
     assert [[cell["value"] for cell in row["cells"]] for row in table["rows"]] == [
@@ -248,7 +258,7 @@ def test_counts_table_lists_every_cell_with_totals() -> None:
 
 
 def test_comparison_view_labels_sides_a_and_b_and_shares_precision_and_scale() -> None:
-    view = charts.comparison_view(_comparison([0.82, 0.61], [0.70, 0.79]))
+    view = comparison_charts.comparison_view(_comparison([0.82, 0.61], [0.70, 0.79]))
     assert [side["label"] for side in view["sides"]] == ["Classifier A", "Classifier B"]
     assert [side["key"] for side in view["sides"]] == ["left", "right"]
     scales = {side["panels"][0]["bar"]["layout"]["yaxis"]["range"][1] for side in view["sides"]}
@@ -260,7 +270,7 @@ def test_comparison_view_labels_sides_a_and_b_and_shares_precision_and_scale() -
 def test_comparison_view_draws_one_panel_per_group_for_fairness_studies() -> None:
     space = SyntheticSpace(2, radius=0.2, priors=[0.7, 0.3], n_groups=2, group_names=("women", "men"))
     left, right = [[0.8, 0.6], [0.7, 0.75]], [[0.72, 0.7], [0.66, 0.8]]
-    view = charts.comparison_view(
+    view = comparison_charts.comparison_view(
         {
             "seq": 2,
             "left": {"rates": left, "confusion": space.confusion(left).tolist()},
@@ -291,19 +301,20 @@ def test_comparison_view_draws_one_panel_per_group_for_fairness_studies() -> Non
 )
 def test_comparison_view_rejects_inconsistent_input(change: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        charts.comparison_view(_comparison([0.8, 0.6], [0.7, 0.7], **change))
+        comparison_charts.comparison_view(_comparison([0.8, 0.6], [0.7, 0.7], **change))
 
 
 def _render_partial(comparison: dict[str, object]) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "templates"), autoescape=True)
-    charts.register_template_globals(env)
-    return env.get_template("sessions/_comparison.html").render(comparison=comparison)
+    return env.get_template("sessions/_comparison.html").render(
+        question=comparison_charts.comparison_view(comparison)
+    )
 
 
 def test_partial_embeds_each_figure_as_json_next_to_its_container() -> None:
     comparison = _comparison([0.82, 0.61], [0.70, 0.79])
     html = _render_partial(comparison)
-    view = charts.comparison_view(comparison)
+    view = comparison_charts.comparison_view(comparison)
     containers = re.findall(r'data-figure="([^"]+)"', html)
     assert len(containers) == 4
     for figure_id in containers:
@@ -351,54 +362,54 @@ def test_plotly_bundle_still_honours_the_strict_csp_style_hooks() -> None:
 
 
 def test_metric_weights_figure_has_one_bar_per_class_in_class_colours() -> None:
-    trace = charts.metric_weights_figure([0.6, 0.8], NAMES)["data"][0]
+    trace = result.metric_weights_figure([0.6, 0.8], NAMES)["data"][0]
     assert trace["x"] == NAMES and trace["y"] == [0.6, 0.8]
-    assert trace["marker"]["color"] == [charts.class_color(0), charts.class_color(1)]
+    assert trace["marker"]["color"] == [common.class_color(0), common.class_color(1)]
     with pytest.raises(ValueError, match="class names"):
-        charts.metric_weights_figure([0.6, 0.8, 0.1], NAMES)
+        result.metric_weights_figure([0.6, 0.8, 0.1], NAMES)
 
 
 def test_quadratic_heatmap_is_symmetric_around_zero_and_labelled() -> None:
     B = [[-0.3, 0.1], [0.1, -0.2]]
-    trace = charts.quadratic_heatmap_figure(B, NAMES, title="B")["data"][0]
+    trace = result.quadratic_heatmap_figure(B, NAMES, title="B")["data"][0]
     assert trace["z"] == B and trace["x"] == NAMES and trace["y"] == NAMES
     assert trace["zmin"] == -0.3 and trace["zmax"] == 0.3
     assert trace["text"][0][1] == "0.100"
     with pytest.raises(ValueError, match="square"):
-        charts.quadratic_heatmap_figure([[1.0, 2.0]], NAMES)
+        result.quadratic_heatmap_figure([[1.0, 2.0]], NAMES)
 
 
 def test_pair_heatmaps_are_titled_with_group_names_and_accept_json_keys() -> None:
     B = [[0.2, 0.0], [0.0, 0.1]]
-    figures = charts.pair_heatmap_figures({"1,2": B, (0, 1): B, "0,2": B}, NAMES, ["women", "men", "other"])
+    figures = result.pair_heatmap_figures({"1,2": B, (0, 1): B, "0,2": B}, NAMES, ["women", "men", "other"])
     assert [title for title, _ in figures] == [
         "Unfairness weights between women and men",
         "Unfairness weights between women and other",
         "Unfairness weights between men and other",
     ]
     with pytest.raises(ValueError, match="out of range"):
-        charts.pair_heatmap_figures({(0, 3): B}, NAMES, ["women", "men"])
+        result.pair_heatmap_figures({(0, 3): B}, NAMES, ["women", "men"])
 
 
 def test_tradeoff_figure_splits_the_whole_between_performance_and_fairness() -> None:
-    traces = charts.tradeoff_figure(0.3)["data"]
+    traces = result.tradeoff_figure(0.3)["data"]
     assert [trace["x"][0] for trace in traces] == pytest.approx([0.7, 0.3])
     assert traces[1]["marker"]["pattern"]["shape"] == "/"
     with pytest.raises(ValueError, match="lambda"):
-        charts.tradeoff_figure(1.5)
+        result.tradeoff_figure(1.5)
 
 
 def test_progress_figure_counts_answered_and_remaining() -> None:
-    traces = charts.progress_figure(7, 30)["data"]
+    traces = comparison_charts.progress_figure(7, 30)["data"]
     assert [trace["x"][0] for trace in traces] == [7, 23]
-    assert charts.progress_figure(35, 30)["data"][1]["x"] == [0]
+    assert comparison_charts.progress_figure(35, 30)["data"][1]["x"] == [0]
     with pytest.raises(ValueError, match="non-negative"):
-        charts.progress_figure(-1, 30)
+        comparison_charts.progress_figure(-1, 30)
 
 
 def test_class_colours_are_okabe_ito_and_distinct_for_the_first_classes() -> None:
-    assert set(charts.CLASS_COLORS) <= set(charts.OKABE_ITO.values())
-    assert len({charts.class_color(i) for i in range(8)}) == 8
-    assert charts.class_color(8) == charts.class_color(0)
+    assert set(common.CLASS_COLORS) <= set(common.OKABE_ITO.values())
+    assert len({common.class_color(i) for i in range(8)}) == 8
+    assert common.class_color(8) == common.class_color(0)
     with pytest.raises(ValueError):
-        charts.class_color(-1)
+        common.class_color(-1)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli_experiments import main
+from app.cli.experiments import main
 
 
 def test_efficiency_exact_section_writes_tables_json_and_figure(

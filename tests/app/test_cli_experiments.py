@@ -1,4 +1,4 @@
-"""Tests of `elicit simulate`, `elicit benchmark` and `elicit replay` (app/cli_experiments.py)."""
+"""Tests of `elicit simulate`, `elicit benchmark` and `elicit replay` (app/cli/experiments.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.cli_experiments import build_parser, format_table, main, register
+from app.cli.experiments import build_parser, format_table, main, register
 from app.codec import CodecError, decode_metric, encode_metric
 from elicitation import QuadraticMetric
 

@@ -15,7 +15,7 @@ from alembic.migration import MigrationContext
 from db_support import POSTGRES_URL
 from sqlalchemy import create_engine, inspect, select, text, type_coerce
 
-from app.cli_web import alembic_config
+from app.cli.web import alembic_config
 from app.db import Base, load_json, make_engine
 from app.settings import Settings
 

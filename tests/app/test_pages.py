@@ -207,12 +207,12 @@ def test_plotly_is_served_locally_and_cached(client: TestClient) -> None:
 
 
 def test_unexpected_error_is_a_generic_500_page(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app import services
+    from app import sessions
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(services, "get_view", broken)
+    monkeypatch.setattr(sessions, "get_view", broken)
     app = create_app(settings)
     try:
         with TestClient(app, raise_server_exceptions=False) as client:

@@ -9,7 +9,7 @@ import pytest
 from app_support import METRIC, SMALL_STUDY, Participant
 
 from app.db import make_engine, make_sessionmaker
-from app.services import create_study
+from app.sessions import create_study
 from app.settings import Settings
 from benchmarks.servers import ServerProcess, free_port
 

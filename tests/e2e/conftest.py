@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 import pytest
 import uvicorn
 
-from app.cli_web import upgrade_database
+from app.cli.web import upgrade_database
 from app.main import create_app
-from app.services import create_session, create_study
+from app.sessions import create_session, create_study
 from app.settings import Settings
 
 #: Chromium flags for a root user in a container without network (see STYLE.md section 5).

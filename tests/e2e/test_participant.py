@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from sqlalchemy import select
 
 from app.models import Answer, ElicitationSession
-from app.services import consent, hash_token
+from app.sessions import consent, hash_token
 
 pytestmark = pytest.mark.e2e
 

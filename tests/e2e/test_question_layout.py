@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from app.services import consent
+from app.sessions import consent
 
 pytestmark = pytest.mark.e2e
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli_web import upgrade_database
+from app.cli.web import upgrade_database
 from app.settings import Settings
 
 # The app tests' study and metric are the reference here too (one definition of "the small study").

@@ -17,7 +17,7 @@ import numpy as np
 from db_support import POSTGRES_URL
 
 from app.db import make_engine, make_sessionmaker
-from app.services import create_study
+from app.sessions import create_study
 from app.settings import Settings
 from benchmarks.servers import ServerProcess
 from benchmarks.servers import postgres_database as fresh_postgres_database

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from reliability_support import assert_no_active_content, create_small_study
 from sqlalchemy import func, select
 
-from app import services
+from app import sessions
 from app.main import MAX_REQUEST_BODY_BYTES, create_app
 from app.models import Answer, ElicitationSession
 from app.settings import Settings
@@ -41,7 +41,7 @@ def env(sqlite_file_settings: Settings) -> Iterator[dict[str, Any]]:
     closed = create_small_study(sqlite_file_settings, name="closed", open_enrolment=False)
     app = create_app(sqlite_file_settings)
     with app.state.sessionmaker() as db:
-        _session, token = services.create_session(db, app.state.session_cache, study.id, consented=True)
+        _session, token = sessions.create_session(db, app.state.session_cache, study.id, consented=True)
     with TestClient(app, raise_server_exceptions=True, follow_redirects=False) as client:
         yield {"app": app, "client": client, "study": study, "closed": closed, "token": token}
     app.state.engine.dispose()

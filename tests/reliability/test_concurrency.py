@@ -14,7 +14,7 @@ import httpx
 from reliability_support import create_small_study
 from sqlalchemy import create_engine
 
-from app import services
+from app import sessions
 from app.db import make_sessionmaker
 from app.main import create_app
 from app.settings import Settings
@@ -39,7 +39,7 @@ def test_requests_do_not_deadlock_on_a_small_pool(sqlite_file_settings: Settings
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     with app.state.sessionmaker() as db:
-        _session, token = services.create_session(db, app.state.session_cache, study.id, consented=True)
+        _session, token = sessions.create_session(db, app.state.session_cache, study.id, consented=True)
 
     async def main() -> list[Any]:
         anyio.to_thread.current_default_thread_limiter().total_tokens = 2

@@ -23,7 +23,7 @@ from app_support import METRIC
 from reliability_support import RobustParticipant, Server, create_small_study, run_participants
 from sqlalchemy import event, select, text
 
-from app import services
+from app import sessions
 from app.codec import decode_metric
 from app.db import make_engine, make_sessionmaker
 from app.main import create_app
@@ -80,17 +80,17 @@ def test_each_answer_is_one_transaction(sqlite_file_settings: Settings) -> None:
     event.listen(app.state.engine, "commit", lambda _conn: commits.append(1))
     try:
         with app.state.sessionmaker() as db:
-            _session, token = services.create_session(db, app.state.session_cache, study.id, consented=True)
+            _session, token = sessions.create_session(db, app.state.session_cache, study.id, consented=True)
         done = False
         answers = 0
         while not done:
             with app.state.sessionmaker() as db:
-                view = services.get_view(db, app.state.session_cache, token)
+                view = sessions.get_view(db, app.state.session_cache, token)
                 before = len(commits)
                 if view.comparison is None:
                     done = True
                     continue
-                after = services.submit_answer(
+                after = sessions.submit_answer(
                     db, app.state.session_cache, token, seq=view.next_seq, preferred="first"
                 )
                 answers += 1
@@ -187,7 +187,7 @@ def test_sigkilled_server_loses_no_acknowledged_answer(sqlite_file_settings: Set
 def _check_database(app: Any, acknowledged: dict[str, dict[int, str]], finals: dict[str, Any]) -> None:
     cache = app.state.session_cache
     with app.state.sessionmaker() as db:
-        known = {services.hash_token(token): token for token in acknowledged}
+        known = {sessions.hash_token(token): token for token in acknowledged}
         for session in db.scalars(select(ElicitationSession)).all():
             rows = db.scalars(
                 select(Answer).where(Answer.session_id == session.id).order_by(Answer.seq)
@@ -206,7 +206,7 @@ def _check_database(app: Any, acknowledged: dict[str, dict[int, str]], finals: d
             assert len(results) == 1
 
             # The session replays (stored queries checked) to exactly what its participant last saw.
-            view = services.get_view(db, cache, token)
+            view = sessions.get_view(db, cache, token)
             assert view.to_api() == finals[token]
 
             # The elicited metric equals an uninterrupted in-process run of the same participant.

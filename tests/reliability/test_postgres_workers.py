@@ -27,12 +27,12 @@ from reliability_support import (
 )
 from sqlalchemy import select
 
-from app import services
-from app.cli_web import upgrade_database
+from app import sessions
+from app.cli.web import upgrade_database
 from app.codec import decode_metric
 from app.db import make_engine, make_sessionmaker
 from app.models import Answer, ElicitationSession, Result, SessionStatus
-from app.services import SessionCache
+from app.sessions import SessionCache
 from app.settings import Settings
 from elicitation import run
 
@@ -106,7 +106,7 @@ def _shown_at(settings: Settings, token: str, seq: int) -> Any:
     try:
         with make_sessionmaker(engine)() as db:
             session = db.scalars(
-                select(ElicitationSession).where(ElicitationSession.token_hash == services.hash_token(token))
+                select(ElicitationSession).where(ElicitationSession.token_hash == sessions.hash_token(token))
             ).one()
             row = db.scalars(select(Answer).where(Answer.session_id == session.id, Answer.seq == seq)).one()
             assert row.shown is not None
@@ -173,7 +173,7 @@ def test_double_submit_race_records_one_answer(cluster: tuple[Settings, Any, lis
     try:
         with make_sessionmaker(engine)() as db:
             session = db.scalars(
-                select(ElicitationSession).where(ElicitationSession.token_hash == services.hash_token(token))
+                select(ElicitationSession).where(ElicitationSession.token_hash == sessions.hash_token(token))
             ).one()
             rows = db.scalars(
                 select(Answer).where(Answer.session_id == session.id).order_by(Answer.seq)
@@ -213,7 +213,7 @@ def _check_sessions(
     try:
         with make_sessionmaker(engine)() as db:
             for token in tokens:
-                view = services.get_view(db, cache, token)
+                view = sessions.get_view(db, cache, token)
                 assert view.status is SessionStatus.DONE
                 rows = db.scalars(
                     select(Answer).where(Answer.session_id == view.session.id).order_by(Answer.seq)

@@ -26,8 +26,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from app import services
-from app.cli_web import upgrade_database
+from app import sessions
+from app.cli.web import upgrade_database
 from app.main import create_app
 from app.settings import Settings
 
@@ -50,7 +50,7 @@ def fuzz_target(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     study = create_small_study(settings)
     app = create_app(settings)
     with app.state.sessionmaker() as db:
-        _session, token = services.create_session(db, app.state.session_cache, study.id, consented=True)
+        _session, token = sessions.create_session(db, app.state.session_cache, study.id, consented=True)
     return {"app": app, "study_id": str(study.id), "token": token}
 
 

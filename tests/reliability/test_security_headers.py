@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from reliability_support import assert_no_active_content, create_small_study
 
-from app import services
+from app import sessions
 from app.main import create_app
 from app.settings import Settings
 
@@ -32,7 +32,7 @@ def target(sqlite_file_settings: Settings) -> Iterator[dict[str, Any]]:
         raise RuntimeError("an unexpected failure, to see the 500 page")
 
     with app.state.sessionmaker() as db:
-        session, token = services.create_session(db, app.state.session_cache, study.id, consented=True)
+        session, token = sessions.create_session(db, app.state.session_cache, study.id, consented=True)
     with TestClient(app, raise_server_exceptions=False, follow_redirects=False) as client:
         yield {"client": client, "study_id": str(study.id), "token": token, "session_id": str(session.id)}
     app.state.engine.dispose()

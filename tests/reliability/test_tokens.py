@@ -13,9 +13,10 @@ import pytest
 from reliability_support import PROJECT_ROOT, create_small_study
 from sqlalchemy import select
 
-from app import services
+from app import sessions
 from app.main import create_app
 from app.models import ElicitationSession
+from app.sessions import tokens as tokens_module
 from app.settings import Settings
 
 MIN_TOKEN_BITS = 128
@@ -27,7 +28,7 @@ def _new_tokens(settings: Settings, count: int) -> tuple[Any, list[str]]:
     tokens = []
     with app.state.sessionmaker() as db:
         for _ in range(count):
-            _session, token = services.create_session(db, app.state.session_cache, study.id)
+            _session, token = sessions.create_session(db, app.state.session_cache, study.id)
             tokens.append(token)
     return app, tokens
 
@@ -39,10 +40,10 @@ def test_participant_tokens_are_unguessable_and_stored_as_digests(sqlite_file_se
         for token in tokens:
             raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
             assert len(raw) * 8 >= MIN_TOKEN_BITS
-        assert services.TOKEN_BYTES * 8 >= MIN_TOKEN_BITS
+        assert sessions.TOKEN_BYTES * 8 >= MIN_TOKEN_BITS
         with app.state.sessionmaker() as db:
             stored = db.scalars(select(ElicitationSession.token_hash)).all()
-        assert sorted(stored) == sorted(services.hash_token(token) for token in tokens)
+        assert sorted(stored) == sorted(sessions.hash_token(token) for token in tokens)
     finally:
         app.state.engine.dispose()
     # Not even the database file holds a token (WAL included): only SHA-256 digests.
@@ -62,12 +63,12 @@ def test_token_lookup_compares_digests_in_constant_time(
         compared.append((a, b))
         return original(a, b)
 
-    monkeypatch.setattr(services.hmac, "compare_digest", spy)
+    monkeypatch.setattr(tokens_module.hmac, "compare_digest", spy)
     try:
         with app.state.sessionmaker() as db:
-            view = services.get_view(db, app.state.session_cache, tokens[0])
+            view = sessions.get_view(db, app.state.session_cache, tokens[0])
         assert view.status.value == "invited"
-        assert compared == [(services.hash_token(tokens[0]),) * 2]
+        assert compared == [(sessions.hash_token(tokens[0]),) * 2]
     finally:
         app.state.engine.dispose()
 

@@ -57,10 +57,13 @@ from elicitation.lab.simulation import (
     build_elicitor,
     simulate,
 )
+from elicitation.lab.spaces import space_from_dict
 from elicitation.lab.timing import measure_timing
 from elicitation.variants import general_n_classes
 
-from .codec import CodecError, decode_metric, encode_metric, to_jsonable
+from ..algorithms import UnknownAlgorithmError, get_algorithm
+from ..codec import CodecError, decode_metric, encode_metric, to_jsonable
+from ..displayed import build_session_elicitor
 
 __all__ = [
     "BENCHMARKS",
@@ -486,16 +489,10 @@ def _build_for_replay(algorithm: str, document: Mapping[str, Any]) -> Any:
     """Study exports carry a query space and the app registry's params; simulations only their params."""
     if "space" not in document:
         return build_elicitor(algorithm, document["params"])
-    from elicitation.lab.spaces import space_from_dict
-
-    from .algorithms import UnknownAlgorithmError, get_algorithm
-
     try:
         spec = get_algorithm(algorithm)
     except UnknownAlgorithmError as exc:
         raise InvalidConfigError(str(exc.args[0])) from None
-    from .displayed import build_session_elicitor
-
     return build_session_elicitor(
         spec,
         space_from_dict(document["space"]),
@@ -870,7 +867,7 @@ def write_outputs(directory: Path, name: str, report: Mapping[str, Any], table_m
 
 def _efficiency_module() -> Any:
     """``benchmarks/efficiency.py`` of this checkout (the benchmarks are scripts, not a package)."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "efficiency.py"
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "efficiency.py"
     if not path.is_file():
         return None
     spec = importlib.util.spec_from_file_location("elicitation_efficiency_benchmark", path)
@@ -974,7 +971,7 @@ def register(subparsers: Any) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """A parser with only this module's subcommands (tests, ``python -m app.cli_experiments``)."""
+    """A parser with only this module's subcommands (tests, ``python -m app.cli.experiments``)."""
     parser = argparse.ArgumentParser(prog="elicit", description="Elicitation Studio's algorithm commands")
     subparsers = parser.add_subparsers(dest="command", required=True)
     register(subparsers)

@@ -18,7 +18,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from .admin.auth import (
+from ..admin import export, studies
+from ..admin.auth import (
     AdminError,
     Principal,
     create_api_token,
@@ -27,10 +28,13 @@ from .admin.auth import (
     revoke_api_token,
     set_password,
 )
-from .admin.models import Role, User
-from .cli_web import _db, _link
-from .errors import AppError
-from .settings import Settings
+from ..admin.models import Role, User
+from ..admin.planner import plan_study
+from ..errors import AppError
+from ..sessions import SessionCache
+from ..settings import Settings
+from ..study_config import StudyConfigError, load_study_config
+from .web import database_session, public_link
 
 __all__ = ["PASSWORD_ENV", "register"]
 
@@ -59,7 +63,7 @@ def _fail(exc: Exception) -> int:
 def _cmd_admin_create(args: argparse.Namespace) -> int:
     try:
         password = _read_password(args)
-        with _db(Settings()) as db:
+        with database_session(Settings()) as db:
             user = create_user(db, args.email, password, args.role)
     except AppError as exc:
         return _fail(exc)
@@ -70,7 +74,7 @@ def _cmd_admin_create(args: argparse.Namespace) -> int:
 def _cmd_admin_password(args: argparse.Namespace) -> int:
     try:
         password = _read_password(args)
-        with _db(Settings()) as db:
+        with database_session(Settings()) as db:
             user = find_user(db, args.email)
             if user is None:
                 raise AdminError(f"no account {args.email}")
@@ -82,7 +86,7 @@ def _cmd_admin_password(args: argparse.Namespace) -> int:
 
 
 def _cmd_admin_list(args: argparse.Namespace) -> int:
-    with _db(Settings()) as db:
+    with database_session(Settings()) as db:
         users = list(db.scalars(select(User).order_by(User.id)))
     if not users:
         print("no accounts yet; create one with `elicit admin create --email ... --role admin`")
@@ -92,7 +96,7 @@ def _cmd_admin_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_token_create(args: argparse.Namespace) -> int:
-    with _db(Settings()) as db:
+    with database_session(Settings()) as db:
         user = find_user(db, args.email)
         if user is None:
             return _fail(AdminError(f"no account {args.email}"))
@@ -106,7 +110,7 @@ def _cmd_token_create(args: argparse.Namespace) -> int:
 
 
 def _cmd_token_revoke(args: argparse.Namespace) -> int:
-    with _db(Settings()) as db:
+    with database_session(Settings()) as db:
         admin = User(id=-1, email="cli", password_hash="", role=Role.ADMIN.value, session_epoch=0)
         try:
             revoke_api_token(db, admin, args.token_id)
@@ -127,10 +131,9 @@ def _cli_principal(db: Any, email: str | None) -> Principal:
 
 
 def _study_status(args: argparse.Namespace) -> int:
-    from .admin import studies
 
     try:
-        with _db(Settings()) as db:
+        with database_session(Settings()) as db:
             principal = _cli_principal(db, None)
             study, control = studies.visible_study(db, principal, args.study_id)
             if args.status == "closed" and not args.yes:
@@ -146,10 +149,9 @@ def _study_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_study_duplicate(args: argparse.Namespace) -> int:
-    from .admin import studies
 
     try:
-        with _db(Settings()) as db:
+        with database_session(Settings()) as db:
             principal = _cli_principal(db, args.owner)
             study, control = studies.visible_study(db, _cli_principal(db, None), args.study_id)
             copy = studies.duplicate_study(db, principal, study, control)
@@ -160,10 +162,9 @@ def _cmd_study_duplicate(args: argparse.Namespace) -> int:
 
 
 def _cmd_study_assign(args: argparse.Namespace) -> int:
-    from .admin import studies
 
     try:
-        with _db(Settings()) as db:
+        with database_session(Settings()) as db:
             owner = find_user(db, args.owner)
             if owner is None:
                 raise AdminError(f"no account {args.owner}")
@@ -176,13 +177,11 @@ def _cmd_study_assign(args: argparse.Namespace) -> int:
 
 
 def _cmd_study_invite(args: argparse.Namespace) -> int:
-    from .admin import studies
-    from .services import SessionCache
 
     settings = Settings()
     expires = datetime.now(UTC) + timedelta(days=args.expires_in_days) if args.expires_in_days else None
     try:
-        with _db(settings) as db:
+        with database_session(settings) as db:
             principal = _cli_principal(db, None)
             study, control = studies.visible_study(db, principal, args.study_id)
             created = studies.create_invitations(
@@ -196,7 +195,7 @@ def _cmd_study_invite(args: argparse.Namespace) -> int:
         writer.writerow(["invitation_id", "url", "expires_at"])
         for invitation, token in created:
             expiry = invitation.expires_at.isoformat() if invitation.expires_at else ""
-            writer.writerow([invitation.id, _link(settings, f"/sessions/{token}"), expiry])
+            writer.writerow([invitation.id, public_link(settings, f"/sessions/{token}"), expiry])
     finally:
         if out is not sys.stdout:
             out.close()
@@ -206,8 +205,6 @@ def _cmd_study_invite(args: argparse.Namespace) -> int:
 
 
 def _cmd_study_plan(args: argparse.Namespace) -> int:
-    from .admin.planner import plan_study
-    from .study_config import StudyConfigError, load_study_config
 
     try:
         config = load_study_config(args.file)
@@ -233,10 +230,9 @@ def _cmd_study_plan(args: argparse.Namespace) -> int:
 
 
 def _cmd_study_export(args: argparse.Namespace) -> int:
-    from .admin import export, studies
 
     try:
-        with _db(Settings()) as db:
+        with database_session(Settings()) as db:
             study, _control = studies.visible_study(db, _cli_principal(db, None), args.study_id)
             if args.what == "archive":
                 text = json.dumps(export.study_archive(db, study))
@@ -253,8 +249,6 @@ def _cmd_study_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_study_import(args: argparse.Namespace) -> int:
-    from .admin import export
-    from .services import SessionCache
 
     try:
         archive = json.loads(Path(args.file).read_text(encoding="utf-8"))
@@ -262,7 +256,7 @@ def _cmd_study_import(args: argparse.Namespace) -> int:
         print(f"error: {args.file}: {exc}", file=sys.stderr)
         return 2
     try:
-        with _db(Settings()) as db:
+        with database_session(Settings()) as db:
             owner = _cli_principal(db, args.owner).user.id if args.owner else None
             study, verified = export.import_archive(db, SessionCache(0), archive, owner_id=owner)
     except AppError as exc:
@@ -272,7 +266,7 @@ def _cmd_study_import(args: argparse.Namespace) -> int:
 
 
 def _study_subparsers(subparsers: Any) -> Any:
-    """The ``study`` group's action parsers (made by app.cli_web), so new actions sit beside create/list."""
+    """The ``study`` group's action parsers (made by app.cli.web), so new actions sit beside create/list."""
     study = subparsers.choices.get("study")
     if study is None:
         study = subparsers.add_parser("study", help="manage studies")

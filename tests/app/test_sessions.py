@@ -1,4 +1,4 @@
-"""Service-level behaviour that HTTP tests cannot force: races on the same seq, cache validation."""
+"""Session-service behaviour that HTTP tests cannot force: races on the same seq, cache validation."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from app_support import new_session
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app import services
+from app import sessions
 from app.errors import ConflictError
 from app.models import Answer
+from app.sessions import service
 
 
 def rows(app: Any) -> list[Answer]:
@@ -32,7 +33,7 @@ def test_a_concurrent_answer_to_the_same_seq_is_settled_by_the_unique_constraint
     conflict: bool,
 ) -> None:
     token = new_session(client, study)
-    original = services._answer_values
+    original = service._answer_values
     raced = False
 
     def racing_answer_values(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -40,17 +41,17 @@ def test_a_concurrent_answer_to_the_same_seq_is_settled_by_the_unique_constraint
         if not raced:
             raced = True  # another tab commits the same seq between our read and our insert
             with app.state.sessionmaker() as other:
-                services.submit_answer(other, services.SessionCache(), token, seq=0, preferred=theirs)
+                sessions.submit_answer(other, sessions.SessionCache(), token, seq=0, preferred=theirs)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(services, "_answer_values", racing_answer_values)
+    monkeypatch.setattr(service, "_answer_values", racing_answer_values)
     with app.state.sessionmaker() as db:
         if conflict:
             with pytest.raises(ConflictError) as exc:
-                services.submit_answer(db, app.state.session_cache, token, seq=0, preferred=mine)
+                sessions.submit_answer(db, app.state.session_cache, token, seq=0, preferred=mine)
             assert exc.value.code == "already_answered"
         else:
-            view = services.submit_answer(db, app.state.session_cache, token, seq=0, preferred=mine)
+            view = sessions.submit_answer(db, app.state.session_cache, token, seq=0, preferred=mine)
             assert view.answered == 1
     assert [(row.seq, row.preferred) for row in rows(app)] == [(0, theirs)]
 
@@ -62,8 +63,8 @@ def test_rows_written_by_another_worker_are_seen_despite_the_cache(
     first = client.post(f"/api/v1/sessions/{token}/answers", json={"seq": 0, "preferred": "first"}).json()
     # another worker (its own cache) answers the next question
     with app.state.sessionmaker() as other:
-        elsewhere = services.submit_answer(
-            other, services.SessionCache(), token, seq=first["query"]["seq"], preferred="second"
+        elsewhere = sessions.submit_answer(
+            other, sessions.SessionCache(), token, seq=first["query"]["seq"], preferred="second"
         )
     here = client.get(f"/api/v1/sessions/{token}").json()
     assert here["progress"]["answered"] == 2

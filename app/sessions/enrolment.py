@@ -1,6 +1,6 @@
-"""Enrolment gate: whether a study takes a new participant (or an invited person's consent) right now.
+"""Enrolment: whether a study takes a new participant (or an invited person's consent) right now.
 
-Called by the participant services when a session is created from the open link and when an invited
+Called by the participant service when a session is created from the open link and when an invited
 person consents. Sessions already under way are never interrupted: pausing or closing a study only stops
 new people from starting.
 """
@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from ..admin.models import Invitation, StudyControl, StudyStatus
 from ..errors import ConflictError
 from ..models import ElicitationSession, Study, utcnow
-from .models import Invitation, StudyControl, StudyStatus
 
 __all__ = ["check_enrolment"]
 

@@ -9,14 +9,18 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from . import repository
-from .db import make_engine, make_sessionmaker
-from .settings import Settings
-from .study_config import StudyConfigError, load_study_config, parse_study_config
+from .. import repository
+from ..admin.auth import find_user, first_admin
+from ..admin.models import StudyControl, User
+from ..admin.studies import give_study
+from ..db import make_engine, make_sessionmaker
+from ..sessions import create_study
+from ..settings import Settings
+from ..study_config import StudyConfigError, load_study_config, parse_study_config
 
 __all__ = ["DEMO_STUDY", "PROJECT_ROOT", "alembic_config", "register", "upgrade_database"]
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 #: The demo: a breast-cancer-style screening task as in the paper's user study (Appendix I), with QPME.
 DEMO_STUDY: dict[str, Any] = {
@@ -56,11 +60,13 @@ def upgrade_database(settings: Settings, revision: str = "head") -> None:
     command.upgrade(alembic_config(settings), revision)
 
 
-def _db(settings: Settings) -> Session:
+def database_session(settings: Settings) -> Session:
+    """A database session for one command (the caller closes it)."""
     return make_sessionmaker(make_engine(settings))()
 
 
-def _link(settings: Settings, path: str) -> str:
+def public_link(settings: Settings, path: str) -> str:
+    """The absolute URL of ``path`` as participants and coordinators reach the server."""
     return f"{settings.public_base_url or 'http://127.0.0.1:8000'}{path}"
 
 
@@ -88,7 +94,6 @@ def _cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def _cmd_study_create(args: argparse.Namespace) -> int:
-    from .services import create_study
 
     try:
         config = load_study_config(args.file)
@@ -96,17 +101,17 @@ def _cmd_study_create(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     settings = Settings()
-    with _db(settings) as db:
+    with database_session(settings) as db:
         study = create_study(db, config)
         print(f"created study {study.id} ({study.name})")
         if study.open_enrolment:
-            print(f"participant link: {_link(settings, f'/studies/{study.id}/join')}")
+            print(f"participant link: {public_link(settings, f'/studies/{study.id}/join')}")
     return 0
 
 
 def _cmd_study_list(args: argparse.Namespace) -> int:
     settings = Settings()
-    with _db(settings) as db:
+    with database_session(settings) as db:
         studies = repository.list_studies(db)
         counts = repository.session_counts(db)
         if not studies:
@@ -124,13 +129,8 @@ def _cmd_study_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .admin.auth import find_user, first_admin
-    from .admin.models import StudyControl, User
-    from .admin.studies import give_study
-    from .services import create_study
-
     settings = Settings()
-    with _db(settings) as db:
+    with database_session(settings) as db:
         owner = find_user(db, args.owner) if args.owner else first_admin(db)
         if args.owner and owner is None:
             print(
@@ -156,7 +156,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 "no back-office account owns it yet: create one with `elicit admin create`, then run "
                 "`elicit demo` again (or `elicit demo --owner EMAIL`)"
             )
-        print(f"participant link: {_link(settings, f'/studies/{study.id}/join')}")
+        print(f"participant link: {public_link(settings, f'/studies/{study.id}/join')}")
     return 0
 
 

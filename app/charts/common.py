@@ -1,0 +1,84 @@
+"""Shared pieces of every chart: the colour-blind-safe palette, fonts, titles and name checks.
+
+Every chart function in this package returns a JSON-safe ``{"data": [...], "layout": {...}}`` Plotly figure
+dict; templates embed it in a ``<script type="application/json">`` tag and ``static/js/charts.js`` draws it
+with the locally served plotly.js. Nothing here touches the database, the request or the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "CLASS_COLORS",
+    "DIVERGING_SCALE",
+    "FONT",
+    "GRID",
+    "INK",
+    "MUTED",
+    "OKABE_ITO",
+    "Figure",
+    "check_names",
+    "class_color",
+    "fmt",
+    "rgba",
+    "set_title",
+]
+
+
+#: A Plotly figure as plain JSON-safe data: ``{"data": [...], "layout": {...}}``.
+Figure = dict[str, Any]
+
+#: The Okabe-Ito colour-blind-safe palette (Okabe & Ito 2008), by name.
+OKABE_ITO: Mapping[str, str] = {
+    "blue": "#0072B2",
+    "orange": "#E69F00",
+    "bluish_green": "#009E73",
+    "reddish_purple": "#CC79A7",
+    "sky_blue": "#56B4E9",
+    "vermillion": "#D55E00",
+    "yellow": "#F0E442",
+    "black": "#000000",
+}
+#: Class ``i`` is always drawn in ``CLASS_COLORS[i % len(CLASS_COLORS)]``; blue/orange first because that
+#: pair stays distinct under every common colour-vision deficiency and in greyscale.
+CLASS_COLORS: tuple[str, ...] = tuple(OKABE_ITO.values())
+
+FONT = {"family": "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"}
+INK = "#1f2933"
+MUTED = "#52606d"
+GRID = "#d9e2ec"
+# A diverging blue-white-orange scale built from Okabe-Ito ends: readable with colour-vision deficiencies.
+DIVERGING_SCALE = [[0.0, "#0072B2"], [0.5, "#f7f7f7"], [1.0, "#D55E00"]]
+
+
+def class_color(index: int) -> str:
+    """The palette colour of class ``index`` (cycling when there are more classes than colours)."""
+    if index < 0:
+        raise ValueError(f"class index must be non-negative, got {index}")
+    return CLASS_COLORS[index % len(CLASS_COLORS)]
+
+
+def rgba(hex_color: str, alpha: float) -> str:
+    red, green, blue = (int(hex_color[pos : pos + 2], 16) for pos in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha:g})"
+
+
+def fmt(value: float, decimals: int) -> str:
+    return f"{value:.{decimals}f}"
+
+
+def set_title(layout: dict[str, Any], title: str | None) -> None:
+    """Give ``layout`` the heading every figure shares (left-aligned, 14 px); no title, no heading."""
+    if title:
+        layout["title"] = {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}}
+
+
+def check_names(names: Sequence[str], count: int, what: str) -> list[str]:
+    names = [str(name) for name in names]
+    if len(names) != count:
+        raise ValueError(f"expected {count} {what} names, got {len(names)}: {names}")
+    if any(not name.strip() for name in names):
+        raise ValueError(f"{what} names must not be empty")
+    return names

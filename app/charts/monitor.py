@@ -1,0 +1,240 @@
+"""The back office's dashboard and session pages: participants, answer rate, drop-off, convergence, agreement.
+
+Each function takes numbers the monitoring service has already counted and returns a figure card
+``{"id", "caption", "figure"}``; the figure's title goes to ``layout.meta`` only, since the page's
+figcaption shows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .common import INK, Figure
+
+__all__ = [
+    "agreement_figure",
+    "answer_rate_figure",
+    "coefficients_figures",
+    "convergence_figure",
+    "dropoff_figure",
+    "ranking_figure",
+    "status_figure",
+]
+
+_BLUE = "#0072B2"
+_ORANGE = "#E69F00"
+_LAYOUT = {
+    "font": {"family": "system-ui, sans-serif", "size": 13, "color": INK},
+    "margin": {"l": 56, "r": 12, "t": 16, "b": 48},
+    "height": 300,
+    "paper_bgcolor": "rgba(0,0,0,0)",
+    "plot_bgcolor": "rgba(0,0,0,0)",
+    "showlegend": False,
+}
+
+
+def _figure(data: list[dict[str, Any]], title: str, **layout: Any) -> Figure:
+    """A figure dict; ``title`` goes to ``layout.meta`` only, since the page's figcaption shows it."""
+    return {"data": data, "layout": {**_LAYOUT, "meta": {"title": title}, **layout}}
+
+
+def _count_axis(title: str, largest: int) -> dict[str, Any]:
+    """A y axis for whole counts: integer ticks, about five of them."""
+    return {"title": {"text": title}, "rangemode": "tozero", "dtick": max(1, -(-largest // 5))}
+
+
+def status_figure(by_status: Mapping[str, int], excluded: int) -> dict[str, Any]:
+    """Sessions by status (in the mapping's order), then the excluded ones."""
+    statuses = list(by_status)
+    return {
+        "id": "fig-status",
+        "caption": "Participants by status",
+        "figure": _figure(
+            [
+                {
+                    "type": "bar",
+                    "x": [*statuses, "excluded"],
+                    "y": [by_status[status] for status in statuses] + [excluded],
+                    "marker": {"color": [_BLUE, _ORANGE, "#009E73", "#999999"]},
+                    "hovertemplate": "%{x}: %{y}<extra></extra>",
+                }
+            ],
+            "Participants by status",
+            yaxis=_count_axis("Sessions", max([*by_status.values(), excluded, 1])),
+        ),
+    }
+
+
+def answer_rate_figure(per_minute: Sequence[int]) -> dict[str, Any]:
+    """Answers per minute over the last ``len(per_minute)`` minutes, oldest first."""
+    window = len(per_minute)
+    return {
+        "id": "fig-rate",
+        "caption": "Answers per minute, last hour",
+        "figure": _figure(
+            [
+                {
+                    "type": "scatter",
+                    "mode": "lines",
+                    "x": list(range(-window + 1, 1)),
+                    "y": list(per_minute),
+                    "line": {"color": _BLUE},
+                    "hovertemplate": "%{x} min: %{y} answers<extra></extra>",
+                }
+            ],
+            "Answers per minute (last hour)",
+            xaxis={"title": {"text": "Minutes ago"}},
+            yaxis=_count_axis("Answers", max([*per_minute, 1])),
+        ),
+    }
+
+
+def dropoff_figure(dropoff: Mapping[int, int]) -> dict[str, Any]:
+    """Unfinished sessions by the number of answers they stopped at."""
+    return {
+        "id": "fig-dropoff",
+        "caption": "Where unfinished participants stopped",
+        "figure": _figure(
+            [
+                {
+                    "type": "bar",
+                    "x": sorted(dropoff),
+                    "y": [dropoff[key] for key in sorted(dropoff)],
+                    "marker": {"color": _ORANGE},
+                    "hovertemplate": "after %{x} answers: %{y}<extra></extra>",
+                }
+            ],
+            "Drop-off: unfinished sessions by answers given",
+            xaxis={"title": {"text": "Answers given"}, "rangemode": "tozero"},
+            yaxis=_count_axis("Sessions", max([*dropoff.values(), 1])),
+        ),
+    }
+
+
+def convergence_figure(rows: Sequence[Any]) -> dict[str, Any]:
+    """Distance between the two compared classifiers by step, one line per binary search.
+
+    ``rows`` are a session's standing elicitation log rows (their stored ``query``). In each LPME search the
+    two compared points lie at the current interval's quartiles, so their distance shrinks with the search
+    interval: the line shows the search converging.
+    """
+    searches: dict[str, list[tuple[int, float]]] = {}
+    for row in rows:
+        query = row.query
+        key = f"{query.get('search', '')} / coordinate {query.get('coordinate')}"
+        width = float(np.linalg.norm(np.asarray(query["first"]) - np.asarray(query["second"])))
+        searches.setdefault(key, []).append((len(searches.get(key, [])), width))
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": key,
+            "x": [step for step, _width in points],
+            "y": [width for _step, width in points],
+        }
+        for key, points in searches.items()
+    ]
+    return {
+        "id": "fig-convergence",
+        "caption": "Binary-search convergence",
+        "figure": _figure(
+            data,
+            "Convergence of each binary search",
+            showlegend=len(data) <= 8,
+            height=340,
+            xaxis={"title": {"text": "Step within the search"}},
+            yaxis={"title": {"text": "Distance between compared rates"}, "type": "log"},
+        ),
+    }
+
+
+def agreement_figure(values: Sequence[tuple[str, float | None]]) -> dict[str, Any]:
+    """Agreement M (percent of evaluation pairs) of the elicited metric and its baselines."""
+    return {
+        "id": "fig-agreement",
+        "caption": "Agreement M on the evaluation pairs",
+        "figure": _figure(
+            [
+                {
+                    "type": "bar",
+                    "x": [label for label, _value in values],
+                    "y": [value if value is not None else 0 for _label, value in values],
+                    "marker": {"color": [_BLUE, "#999999", "#bbbbbb"][: len(values)]},
+                    "hovertemplate": "%{x}: %{y:.0f}%<extra></extra>",
+                }
+            ],
+            "Agreement M with the participant's evaluation answers",
+            yaxis={"title": {"text": "% of pairs"}, "range": [0, 100]},
+        ),
+    }
+
+
+def coefficients_figures(
+    coefficients: Mapping[str, Sequence[float]], agreement: Sequence[tuple[str, float]]
+) -> list[dict[str, Any]]:
+    """Each elicited coefficient's spread across participants (a box each), and agreement per participant."""
+    data = [
+        {"type": "box", "name": column, "y": list(values), "boxpoints": "all", "jitter": 0.4}
+        for column, values in coefficients.items()
+        if values
+    ]
+    figures = []
+    if data:
+        figures.append(
+            {
+                "id": "fig-coefficients",
+                "caption": "Elicited coefficients across participants",
+                "figure": _figure(data, "Elicited coefficients across participants", height=380),
+            }
+        )
+    if agreement:
+        figures.append(
+            {
+                "id": "fig-agreement-all",
+                "caption": "Agreement M per participant",
+                "figure": _figure(
+                    [{"type": "bar", "x": [name for name, _v in agreement], "y": [v for _n, v in agreement]}],
+                    "Agreement M per participant (elicited metric)",
+                    yaxis={"title": {"text": "% of evaluation pairs"}, "range": [0, 100]},
+                ),
+            }
+        )
+    return figures
+
+
+def ranking_figure(
+    names: Sequence[str], hover: Sequence[str], labels: Sequence[str], ranks: Sequence[Sequence[int]]
+) -> dict[str, Any]:
+    """Rank of each pool classifier (1 = best, one row per metric), as an annotated heat map."""
+    z = [list(row) for row in ranks]
+    return {
+        "id": "fig-ranking",
+        "caption": "How each participant's metric ranks a pool of classifiers (1 = best)",
+        "figure": _figure(
+            [
+                {
+                    "type": "heatmap",
+                    "z": z,
+                    "x": list(names),
+                    "y": list(labels),
+                    "text": [[str(value) for value in row] for row in z],
+                    "texttemplate": "%{text}",
+                    "customdata": [list(hover)] * len(z),
+                    "hovertemplate": "%{y}: %{customdata} → rank %{z}<extra></extra>",
+                    "colorscale": [[0, "#0072B2"], [1, "#f2f4f7"]],
+                    "zmin": 1,
+                    "zmax": len(names),
+                    "showscale": False,
+                    "xgap": 2,
+                    "ygap": 2,
+                }
+            ],
+            "Ranking of the candidate pool",
+            height=140 + 28 * len(z),
+            yaxis={"autorange": "reversed"},
+            xaxis={"title": {"text": "Candidate classifier (seeded points of the query sphere)"}},
+        ),
+    }

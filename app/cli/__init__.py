@@ -1,0 +1,38 @@
+"""The `elicit` command. Each group of subcommands lives in its own module with a ``register`` function.
+
+`web` (serve, db, study create/list, demo), `admin` (accounts, tokens, study lifecycle, plan, export, import)
+and `experiments` (simulate, benchmark, replay). To add commands, write a module with
+``register(subparsers)`` that adds parsers whose ``func`` default is ``func(args) -> int`` and add it to
+`COMMAND_GROUPS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from . import admin, experiments, web
+
+__all__ = ["COMMAND_GROUPS", "build_parser", "main"]
+
+#: Modules whose ``register(subparsers)`` adds subcommands, in help order (`admin` extends `web`'s ``study``).
+COMMAND_GROUPS = (web, admin, experiments)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every registered command group."""
+    parser = argparse.ArgumentParser(
+        prog="elicit",
+        description="Elicitation Studio: serve the participant app and manage studies.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for group in COMMAND_GROUPS:
+        group.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``elicit`` console script; returns the process exit status."""
+    args = build_parser().parse_args(argv)
+    status: int = args.func(args)
+    return status

@@ -1,0 +1,7 @@
+"""``python -m app.cli``: the same as the ``elicit`` console script."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,41 @@
+"""A participant session in one room: tokens, the answer log, replay, enrolment, the service, view models.
+
+Routes and the back office call the use cases re-exported here; the modules behind them are
+`tokens` (secrets and lookup), `log` (undo-aware reading of the answer log), `replay` (the one
+replay-and-verify), `runtime` (per-process study runtimes and live elicitors), `enrolment` (is the study
+taking people), `study` (storing a new study), `views` (what pages and the API show) and `service` (the use
+cases, which own their transactions).
+"""
+
+from .enrolment import check_enrolment
+from .log import effective_rows, elicitor_rows
+from .replay import replay_verified
+from .runtime import Failed, SessionCache, StudyRuntime
+from .service import MAX_TIMING_MS, consent, create_session, get_instructions, get_view, submit_answer, undo
+from .study import create_study, typical_queries
+from .tokens import TOKEN_BYTES, hash_token
+from .views import SessionView, comparison_model, worked_example
+
+__all__ = [
+    "MAX_TIMING_MS",
+    "TOKEN_BYTES",
+    "Failed",
+    "SessionCache",
+    "SessionView",
+    "StudyRuntime",
+    "check_enrolment",
+    "comparison_model",
+    "consent",
+    "create_session",
+    "create_study",
+    "effective_rows",
+    "elicitor_rows",
+    "get_instructions",
+    "get_view",
+    "hash_token",
+    "replay_verified",
+    "submit_answer",
+    "typical_queries",
+    "undo",
+    "worked_example",
+]

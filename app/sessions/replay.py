@@ -1,0 +1,67 @@
+"""The one replay-and-verify of a recorded session: rebuild its elicitor and check every stored query.
+
+Used by the participant service on every request that misses the cache and by the back office's replay
+check (also run on import); ``elicit replay`` builds a study export's elicitor the same way
+(`app.displayed.build_session_elicitor`) and checks it through the core's driver. The regenerated queries
+are compared with the stored ones after the replay, all at once (`elicitation.first_mismatch`), straight
+from their JSON: building `Query` objects for ``expected_queries`` would cost as much as the replay. If the
+elicitor fails numerically, the driver's per-query check (`elicitation.replay` with ``expected_queries``)
+decides whether the log diverged first, so a diverged log is always reported as a mismatch, never as a
+numerical failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from elicitation import NumericalError, Pending, Query, ReplayMismatchError, first_mismatch, replay
+
+from ..codec import CodecError, decode_query
+from .runtime import ElicitorState, Failed
+
+__all__ = ["replay_verified"]
+
+
+def replay_verified(fresh_elicitor: Callable[[], Any], rows: Sequence[Any]) -> ElicitorState:
+    """Replay the elicitor answers of ``rows`` through ``fresh_elicitor()``; `ReplayMismatchError` on drift.
+
+    ``rows`` are the standing elicitation rows of a log (``elicitor_answer`` and the stored ``query`` JSON).
+    Returns `Pending`, `Done`, or `Failed` when the answers do not determine a metric.
+    """
+    answers = [bool(row.elicitor_answer) for row in rows]
+    try:
+        outcome = replay(fresh_elicitor(), answers)
+    except NumericalError as exc:
+        try:
+            expected = [decode_query(row.query or {}) for row in rows]
+        except CodecError as codec_error:
+            raise ReplayMismatchError(f"a stored query cannot be read: {codec_error}") from None
+        with contextlib.suppress(NumericalError):
+            replay(fresh_elicitor(), answers, expected_queries=expected)
+        return Failed(str(exc))
+    log = outcome.log if isinstance(outcome, Pending) else outcome.result.log
+    _check_replayed(log, rows)
+    return outcome
+
+
+def _check_replayed(log: Sequence[tuple[Query, bool]], rows: Sequence[Any]) -> None:
+    """Raise `ReplayMismatchError` unless each regenerated query matches its stored one (``REPLAY_ATOL``)."""
+    if len(log) != len(rows):
+        raise ReplayMismatchError(f"replay produced {len(log)} queries but the log holds {len(rows)} answers")
+    if not rows:
+        return
+    try:
+        index = first_mismatch(
+            [query for query, _answer in log],
+            [row.query["first"] for row in rows],
+            [row.query["second"] for row in rows],
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReplayMismatchError(f"the stored queries do not have the regenerated shape: {exc}") from None
+    if index is not None:
+        raise ReplayMismatchError(
+            f"replayed query {index} (log seq {rows[index].seq}) differs from the logged one; the session "
+            "was recorded with a different configuration or algorithm version"
+        )

@@ -1,0 +1,183 @@
+"""Per-process state of the participant app: each study's runtime, and recently active sessions' elicitors.
+
+A session's state is the replay of its answer log; `SessionCache` may hold the live elicitor for
+``(session, number of elicitor answers, seq of the last one)`` and the light log rows last read, but an entry
+is used only when it matches the log, so correctness never depends on it.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
+
+from elicitation import Done, Pending
+
+from .. import repository as repo
+from ..algorithms import AlgorithmSpec, get_algorithm
+from ..displayed import build_session_elicitor
+from ..errors import NotFoundError
+from ..models import Study
+from ..plan import SessionPlan
+from ..study_config import StudyConfig, build_space
+
+__all__ = ["CONFUSION_MEMO_SIZE", "ElicitorState", "Failed", "SessionCache", "StudyRuntime"]
+
+#: Confusion matrices remembered per study (two per query; a session has a few hundred queries).
+CONFUSION_MEMO_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The elicitor could not produce a metric (e.g. a singular system from contradictory answers)."""
+
+    message: str
+
+
+ElicitorState = Pending[Any] | Done[Any] | Failed
+
+
+@dataclass(frozen=True)
+class StudyRuntime:
+    """What serving a study needs, built once per process from its stored configuration."""
+
+    study_id: uuid.UUID
+    config: StudyConfig
+    space: Any
+    spec: AlgorithmSpec
+    params: BaseModel
+    expected_queries: int
+    _confusions: dict[bytes, list[Any]] = field(default_factory=dict, repr=False, compare=False)
+    _plans: dict[int, SessionPlan] = field(default_factory=dict, repr=False, compare=False)
+
+    def confusion(self, rates: np.ndarray) -> list[Any]:
+        """The space's confusion matrix for ``rates`` as nested lists, memoised.
+
+        Every query is converted twice (shown as the next query, then logged with its answer), and the
+        space validates its inputs on every call; the memo is bounded and keyed by the exact rates.
+        """
+        key = rates.tobytes() + bytes(str(rates.shape), "ascii")
+        cached = self._confusions.get(key)
+        if cached is None:
+            cached = np.asarray(self.space.confusion(rates)).tolist()
+            if len(self._confusions) >= CONFUSION_MEMO_SIZE:
+                self._confusions.clear()
+            self._confusions[key] = cached
+        return cached
+
+    def elicitor(self, seed: int, version: str | None) -> Any:
+        """A fresh elicitor for a session of this study recorded with ``seed`` and algorithm ``version``."""
+        return build_session_elicitor(self.spec, self.space, self.params, seed=seed, version=version)
+
+    def plan(self, seed: int) -> SessionPlan:
+        """The session script for ``seed`` (memoised: it holds no mutable state)."""
+        cached = self._plans.get(seed)
+        if cached is None:
+            cached = self._new_plan(seed)
+            if len(self._plans) >= CONFUSION_MEMO_SIZE:
+                self._plans.clear()
+            self._plans[seed] = cached
+        return cached
+
+    def _new_plan(self, seed: int) -> SessionPlan:
+        return SessionPlan(
+            space=self.space,
+            seed=seed,
+            practice_queries=self.config.practice_queries,
+            dominance_checks=self.config.dominance_checks if self.config.checks else 0,
+            repeat_checks=self.config.repeat_checks if self.config.checks else 0,
+            evaluation_queries=self.config.evaluation_queries,
+            expected_queries=self.expected_queries,
+            evaluation_precision=self.config.evaluation_precision,
+        )
+
+
+class SessionCache:
+    """In-process caches: study runtimes, and the live elicitor state of recently active sessions."""
+
+    def __init__(self, max_sessions: int = 512) -> None:
+        self.max_sessions = max_sessions
+        self._studies: dict[uuid.UUID, StudyRuntime] = {}
+        self._live: OrderedDict[uuid.UUID, tuple[int, int, ElicitorState]] = OrderedDict()
+        self._logs: OrderedDict[uuid.UUID, list[Any]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def runtime(self, study: Study) -> StudyRuntime:
+        with self._lock:
+            cached = self._studies.get(study.id)
+        if cached is not None:
+            return cached
+        return self._build_runtime(study)
+
+    def runtime_of(self, db: Session, study_id: uuid.UUID) -> StudyRuntime:
+        """The runtime of the study with this id, reading the study only when it is not cached."""
+        with self._lock:
+            cached = self._studies.get(study_id)
+        if cached is not None:
+            return cached
+        study = repo.get_study(db, study_id)
+        if study is None:
+            raise NotFoundError()
+        return self._build_runtime(study)
+
+    def _build_runtime(self, study: Study) -> StudyRuntime:
+        config = StudyConfig.model_validate(study.config)
+        spec = get_algorithm(study.algorithm)
+        runtime = StudyRuntime(
+            study_id=study.id,
+            config=config,
+            space=build_space(config),
+            spec=spec,
+            params=spec.parse_params(config.algorithm_params),
+            expected_queries=study.expected_queries,
+        )
+        with self._lock:
+            self._studies[study.id] = runtime
+        return runtime
+
+    def take(self, session_id: uuid.UUID, n_answers: int, last_seq: int) -> ElicitorState | None:
+        """Remove and return the live state if it was left at exactly this point of the log."""
+        with self._lock:
+            entry = self._live.pop(session_id, None)
+        if entry is None or entry[0] != n_answers or entry[1] != last_seq:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return entry[2]
+
+    def put(self, session_id: uuid.UUID, n_answers: int, last_seq: int, state: ElicitorState) -> None:
+        if self.max_sessions <= 0:
+            return
+        with self._lock:
+            self._live[session_id] = (n_answers, last_seq, state)
+            self._live.move_to_end(session_id)
+            while len(self._live) > self.max_sessions:
+                self._live.popitem(last=False)
+
+    def take_log(self, session_id: uuid.UUID) -> list[Any] | None:
+        """Remove and return the log rows last seen for this session (the caller checks for newer ones)."""
+        with self._lock:
+            return self._logs.pop(session_id, None)
+
+    def put_log(self, session_id: uuid.UUID, rows: list[Any]) -> None:
+        if self.max_sessions <= 0:
+            return
+        with self._lock:
+            self._logs[session_id] = rows
+            self._logs.move_to_end(session_id)
+            while len(self._logs) > self.max_sessions:
+                self._logs.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._live.clear()
+            self._logs.clear()
+            self._studies.clear()

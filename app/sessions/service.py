@@ -1,0 +1,476 @@
+"""Use cases of a participant session: create, consent, answer, undo, view; each owns its transaction.
+
+The answer log is the truth: a session's state is the replay of its effective answers (answers minus undone
+ones) through a fresh elicitor (`replay.replay_verified`). `SessionCache` may hold the live elicitor for
+``(session, number of elicitor answers)``; an entry is used only when its count and the sequence number of
+the last elicitor answer match the log, so correctness never depends on it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from elicitation import Done, NumericalError, Pending
+
+from .. import repository as repo
+from ..codec import decode_query, encode_metric, encode_query, to_jsonable
+from ..displayed import session_version
+from ..errors import ConflictError, NotFoundError
+from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, utcnow
+from ..outcome import check_summary, evaluation_summary, plain_summary
+from ..plan import SessionPlan, Step, elicitor_choice
+from .enrolment import check_enrolment
+from .log import effective_rows, elicitor_rows
+from .replay import replay_verified
+from .runtime import ElicitorState, Failed, SessionCache, StudyRuntime
+from .tokens import completion_code, hash_token, load_session, new_token
+from .views import SessionView, comparison_model, shown_side, worked_example
+
+__all__ = [
+    "MAX_TIMING_MS",
+    "consent",
+    "create_session",
+    "get_instructions",
+    "get_view",
+    "submit_answer",
+    "undo",
+]
+
+#: Largest accepted client-side timing (a day); larger values are clamped, not rejected.
+MAX_TIMING_MS = 86_400_000
+
+
+def _load_log(db: Session, cache: SessionCache, session_id: uuid.UUID) -> list[Any]:
+    """The log as light rows: cached rows plus any the database has beyond them (append-only log)."""
+    rows = cache.take_log(session_id)
+    if rows is None:
+        return list(repo.log_entries(db, session_id))
+    if len(rows) and rows[-1].seq != len(rows) - 1:
+        return list(repo.log_entries(db, session_id))
+    rows.extend(repo.log_entries(db, session_id, after_seq=len(rows) - 1))
+    return rows
+
+
+def _cache_key(elicitation: list[Any]) -> tuple[int, int]:
+    """Where the elicitor stands in the log: (answers it received, seq of the last one)."""
+    return len(elicitation), (elicitation[-1].seq if elicitation else -1)
+
+
+class _Context:
+    """A session with its log loaded and its elicitor state resolved (within one request)."""
+
+    def __init__(
+        self,
+        db: Session,
+        cache: SessionCache,
+        session: ElicitationSession,
+        runtime: StudyRuntime,
+        rows: list[Any],
+    ) -> None:
+        self.db = db
+        self.cache = cache
+        self.session = session
+        self.runtime = runtime
+        self.plan: SessionPlan = runtime.plan(session.seed)
+        self.rows = rows
+        self.effective = effective_rows(rows)
+        self.elicitation = elicitor_rows(self.effective)
+        self.state: ElicitorState = self._resolve()
+        self._step: tuple[Step | None] | None = None
+
+    @classmethod
+    def of_token(cls, db: Session, cache: SessionCache, token: str) -> _Context:
+        """The context of the session behind ``token`` (`NotFoundError` for an unknown token)."""
+        session = load_session(db, token)
+        runtime = cache.runtime_of(db, session.study_id)
+        return cls(db, cache, session, runtime, _load_log(db, cache, session.id))
+
+    def append(self, row: repo.LogEntry) -> None:
+        """Record a just-committed answer in this context (effective log and, if needed, the elicitor)."""
+        self.rows.append(row)
+        self._step = None
+        if row.phase == Phase.ELICITATION.value:
+            self.advance(row)
+        else:
+            self.effective.append(row)
+
+    @property
+    def next_seq(self) -> int:
+        return len(self.rows)
+
+    def _resolve(self) -> ElicitorState:
+        n, last = _cache_key(self.elicitation)
+        state = self.cache.take(self.session.id, n, last)
+        if state is None:
+            state = self._replay()
+        self.cache.put(self.session.id, n, last, state)
+        return state
+
+    def _replay(self) -> ElicitorState:
+        return replay_verified(
+            lambda: self.runtime.elicitor(self.session.seed, self.session.algorithm_version), self.elicitation
+        )
+
+    def advance(self, row: repo.LogEntry) -> None:
+        """Feed a just-committed elicitation answer to the live elicitor (or rebuild by replay)."""
+        self.effective.append(row)
+        self.elicitation.append(row)
+        n, last = _cache_key(self.elicitation)
+        previous = self.cache.take(self.session.id, n - 1, self.elicitation[-2].seq if n > 1 else -1)
+        state: ElicitorState | None = None
+        if isinstance(previous, Pending):
+            try:
+                query = previous.elicitor.send(bool(row.elicitor_answer))
+                state = Pending(elicitor=previous.elicitor, query=query, n_answered=n, log=())
+            except StopIteration:
+                state = None  # finished: replay once to get the driver's checked result with its log
+            except NumericalError as exc:
+                state = Failed(str(exc))
+        self.state = state if state is not None else self._replay()
+        self.cache.put(self.session.id, n, last, self.state)
+
+    def step(self) -> Step | None:
+        if self._step is None:
+            query = self.state.query if isinstance(self.state, Pending) else None
+            metric = self.state.result.metric if isinstance(self.state, Done) else None
+            self._step = (self.plan.next_step(self.effective, query, metric),)
+        return self._step[0]
+
+    def view(self) -> SessionView:
+        self.cache.put_log(self.session.id, self.rows)
+        status = SessionStatus(self.session.status)
+        step = self.step() if status is SessionStatus.ACTIVE else None
+        result = repo.get_result(self.db, self.session.id) if status is SessionStatus.DONE else None
+        finished = not isinstance(self.state, Pending)
+        n_elicited = len(self.elicitation)
+        elicitor_total = self.runtime.expected_queries
+        remaining = None
+        if isinstance(self.state, Pending):
+            remaining = getattr(self.state.elicitor, "expected_remaining", None)
+        if remaining is not None:
+            # The elicitor's own stopping rule beats the study-wide estimate (active elicitors have one).
+            elicitor_total = n_elicited + int(remaining)
+        total = self.plan.estimated_total(n_elicited, elicitor_total, finished)
+        if status is SessionStatus.INVITED:
+            phase = "consent"
+        elif status is SessionStatus.DONE:
+            phase = "done"
+        elif step is not None and step.phase is Phase.PRACTICE:
+            phase = "practice"
+        else:
+            # Checks and evaluation pairs are deliberately not announced as different from the rest.
+            phase = "questions"
+        comparison = None
+        if step is not None:
+            comparison = comparison_model(
+                self.runtime,
+                seq=self.next_seq,
+                left=step.left,
+                right=step.right,
+                practice=step.phase is Phase.PRACTICE,
+            )
+        return SessionView(
+            session=self.session,
+            config=self.runtime.config,
+            status=status,
+            phase=phase,
+            answered=len(self.effective),
+            estimated_total=max(total, len(self.effective)),
+            next_seq=self.next_seq,
+            step=step,
+            comparison=comparison,
+            result=result,
+            can_undo=status is SessionStatus.ACTIVE and bool(self.effective),
+            sections=self.plan.sections(self.effective, elicitor_total, finished, step),
+        )
+
+    # -- finishing ----------------------------------------------------------------------------------------
+
+    def finalize_if_complete(self) -> None:
+        """Commit the result and mark the session done once nothing is left to ask (idempotent)."""
+        if self.session.status != SessionStatus.ACTIVE.value or self.step() is not None:
+            return
+        config = self.runtime.config
+        space = self.runtime.space
+        pairs = []
+        checks = []
+        standing = {row.seq for row in self.effective}
+        for row in repo.log_rows(self.db, self.session.id):
+            if row.seq not in standing:
+                continue
+            if row.phase == Phase.EVALUATION.value and row.query is not None:
+                query = decode_query(row.query)
+                pairs.append(
+                    (query.first, query.second, elicitor_choice(row.preferred or "tie", bool(row.swapped)))
+                )
+            elif row.phase == Phase.CHECK.value and row.check is not None:
+                checks.append(row.check)
+        if isinstance(self.state, Done):
+            elicited = self.state.result
+            metric = elicited.metric
+            metric_json = encode_metric(metric)
+            num_queries = int(elicited.num_queries)
+            details = to_jsonable(dict(elicited.details))
+            evaluation = evaluation_summary([(f, s, c.value) for f, s, c in pairs], metric, space.priors)
+            summary = plain_summary(metric, space.class_names, config.population)
+        else:
+            message = self.state.message if isinstance(self.state, Failed) else "elicitation did not finish"
+            metric_json = {"type": "failed", "reason": message}
+            num_queries = len(self.elicitation)
+            details = {}
+            evaluation = {"pairs": len(pairs), "elicited": None}
+            summary = (
+                "Thank you. Your answers did not add up to a single consistent metric, which happens; "
+                "they are recorded and will still help the study."
+            )
+        result = Result(
+            session_id=self.session.id,
+            metric=metric_json,
+            num_queries=num_queries,
+            details=details,
+            evaluation=to_jsonable(evaluation),
+            checks=check_summary(checks),
+            summary=summary,
+        )
+        self.session.status = SessionStatus.DONE.value
+        self.session.finished_at = utcnow()
+        self.session.completion_code = completion_code()
+        self.db.add(result)
+        try:
+            self.db.commit()
+        except IntegrityError:
+            # Another request finished the same session first; its committed result stands.
+            self.db.rollback()
+            self.db.refresh(self.session)
+
+
+def _context(db: Session, cache: SessionCache, token: str) -> _Context:
+    return _Context.of_token(db, cache, token)
+
+
+# -- use cases ------------------------------------------------------------------------------------------
+
+
+def create_session(
+    db: Session,
+    cache: SessionCache,
+    study_id: str | uuid.UUID,
+    *,
+    participant_code: str | None = None,
+    consented: bool = False,
+    require_open: bool = True,
+    commit: bool = True,
+) -> tuple[ElicitationSession, str]:
+    """Create a session of an (open-enrolment) study; returns it and its secret token (shown once).
+
+    ``commit=False`` leaves the new row in the caller's transaction (a batch of invitations is one commit).
+    """
+    try:
+        key = study_id if isinstance(study_id, uuid.UUID) else uuid.UUID(str(study_id))
+    except ValueError:
+        raise NotFoundError() from None
+    study = repo.get_study(db, key)
+    if study is None or (require_open and not study.open_enrolment):
+        raise NotFoundError()
+    if require_open:
+        check_enrolment(db, study)
+    runtime = cache.runtime(study)
+    token = new_token()
+    now = utcnow()
+    session = ElicitationSession(
+        id=uuid.uuid4(),
+        study_id=study.id,
+        token_hash=hash_token(token),
+        participant_code=participant_code,
+        seed=secrets.randbits(63),
+        algorithm=study.algorithm,
+        algorithm_version=session_version(runtime.spec),
+        status=(SessionStatus.ACTIVE if consented else SessionStatus.INVITED).value,
+        created_at=now,
+        consented_at=now if consented else None,
+    )
+    repo.add(db, session)
+    if commit:
+        db.commit()
+    return session, token
+
+
+def get_view(db: Session, cache: SessionCache, token: str) -> SessionView:
+    """The session's current state; finishes it first if its last answer completed it."""
+    context = _context(db, cache, token)
+    context.finalize_if_complete()
+    return context.view()
+
+
+def get_instructions(db: Session, cache: SessionCache, token: str) -> tuple[SessionView, dict[str, Any]]:
+    """The session's current state and the study's worked example (a comparison model) to explain it."""
+    context = _context(db, cache, token)
+    context.finalize_if_complete()
+    return context.view(), worked_example(context.runtime)
+
+
+def consent(db: Session, cache: SessionCache, token: str) -> SessionView:
+    """Record consent (idempotent): from now on the session counts and its questions start."""
+    context = _context(db, cache, token)
+    if context.session.status == SessionStatus.INVITED.value:
+        check_enrolment(db, context.session.study, context.session)
+        context.session.status = SessionStatus.ACTIVE.value
+        context.session.consented_at = utcnow()
+        db.commit()
+    return context.view()
+
+
+def _clamp(value: int | None) -> int | None:
+    return None if value is None else max(0, min(int(value), MAX_TIMING_MS))
+
+
+def submit_answer(
+    db: Session,
+    cache: SessionCache,
+    token: str,
+    *,
+    seq: int,
+    preferred: str,
+    time_on_page_ms: int | None = None,
+    hidden_ms: int | None = None,
+) -> SessionView:
+    """Record the answer to the query shown at ``seq`` and return the state with the next query.
+
+    A repeat of an already recorded answer (double click, retry, second tab) changes nothing; a different
+    answer to an answered ``seq``, or a ``seq`` that was never shown, raises `ConflictError` with the
+    current state. The answer is committed before the next query is computed.
+    """
+    while True:
+        context = _context(db, cache, token)
+        status = SessionStatus(context.session.status)
+        if seq < context.next_seq:
+            earlier = context.rows[seq]
+            if earlier.action == LogAction.ANSWER.value and earlier.preferred == preferred:
+                context.finalize_if_complete()
+                return context.view()
+            raise ConflictError(
+                f"question {seq} was already answered differently; your recorded answer stands",
+                context.view(),
+                code="already_answered",
+            )
+        if status is SessionStatus.INVITED:
+            raise ConflictError("please confirm your consent first", context.view(), code="consent_required")
+        if status is SessionStatus.DONE:
+            raise ConflictError("this session is finished", context.view(), code="session_finished")
+        if seq > context.next_seq:
+            raise ConflictError(f"question {seq} has not been shown yet", context.view(), code="stale_seq")
+        step = context.step()
+        if step is None:
+            context.finalize_if_complete()
+            raise ConflictError("this session is finished", context.view(), code="session_finished")
+        values = _answer_values(context, step, preferred, time_on_page_ms, hidden_ms)
+        try:
+            repo.insert_answer(db, values)
+            db.commit()
+        except IntegrityError:
+            # A concurrent request recorded this seq first: the next pass answers as the repeat it now is.
+            db.rollback()
+            continue
+        context.append(repo.LogEntry.of(values))
+        context.finalize_if_complete()
+        return context.view()
+
+
+def _answer_values(
+    context: _Context, step: Step, preferred: str, time_on_page_ms: int | None, hidden_ms: int | None
+) -> dict[str, Any]:
+    """The log row recording ``preferred`` as the answer to ``step`` (column name -> value)."""
+    position = len(context.effective)
+    choice = elicitor_choice(preferred, step.swapped)
+    elicitor_answer: bool | None = None
+    tie_break: bool | None = None
+    if step.phase is Phase.ELICITATION:
+        # The elicitors take booleans only: "about the same" is logged as such and decided by a seeded coin.
+        if choice.value == "tie":
+            tie_break = context.plan.tie_break(position)
+            elicitor_answer = tie_break
+        else:
+            elicitor_answer = choice.value == "first"
+    check = None
+    if step.check is not None:
+        check = {**step.check, "answer": choice.value, "passed": choice.value == step.check["expected"]}
+    previous = context.rows[-1].created_at if context.rows else context.session.consented_at
+    elapsed = None
+    now = utcnow()
+    if previous is not None:
+        if previous.tzinfo is None:  # SQLite returns naive datetimes (stored as UTC)
+            previous = previous.replace(tzinfo=now.tzinfo)
+        elapsed = _clamp(int((now - previous).total_seconds() * 1000))
+    return {
+        "session_id": context.session.id,
+        "seq": context.next_seq,
+        "action": LogAction.ANSWER.value,
+        "phase": step.phase.value,
+        "phase_index": step.phase_index,
+        "query": encode_query(step.query),
+        "shown": {
+            "left": shown_side(context.runtime, step.left),
+            "right": shown_side(context.runtime, step.right),
+        },
+        "swapped": step.swapped,
+        "preferred": preferred,
+        "elicitor_answer": elicitor_answer,
+        "tie_break": tie_break,
+        "check": check,
+        "time_on_page_ms": _clamp(time_on_page_ms),
+        "hidden_ms": _clamp(hidden_ms),
+        "server_elapsed_ms": elapsed,
+        "undoes_seq": None,
+        "created_at": now,
+    }
+
+
+def undo(db: Session, cache: SessionCache, token: str, *, seq: int | None = None) -> SessionView:
+    """Undo the last effective answer (the log keeps it, marked); ``seq`` guards against stale clicks.
+
+    With ``seq`` (the query the participant was looking at), a repeated click whose undo is already
+    recorded changes nothing.
+    """
+    while True:
+        context = _context(db, cache, token)
+        status = SessionStatus(context.session.status)
+        if seq is not None and seq < context.next_seq:
+            if context.rows[seq].action == LogAction.UNDO.value:
+                return context.view()
+            raise ConflictError(
+                "the session has moved on since this page was shown", context.view(), code="stale_seq"
+            )
+        if status is SessionStatus.DONE:
+            raise ConflictError("this session is finished", context.view(), code="session_finished")
+        if status is SessionStatus.INVITED:
+            raise ConflictError("please confirm your consent first", context.view(), code="consent_required")
+        if seq is not None and seq > context.next_seq:
+            raise ConflictError(f"question {seq} has not been shown yet", context.view(), code="stale_seq")
+        if not context.effective:
+            raise ConflictError("there is no answer to undo", context.view(), code="nothing_to_undo")
+        target = context.effective[-1]
+        now = utcnow()
+        row = Answer(
+            session_id=context.session.id,
+            seq=context.next_seq,
+            action=LogAction.UNDO.value,
+            undoes_seq=target.seq,
+            created_at=now,
+        )
+        repo.mark_undone(db, context.session.id, target.seq, now)
+        db.add(row)
+        try:
+            db.commit()
+        except IntegrityError:
+            # A concurrent request wrote this seq first: the next pass sees its row.
+            db.rollback()
+            continue
+        break
+    # Hand the log back so the fresh context only reads the undo row, then recompute from the shorter log.
+    cache.put_log(context.session.id, context.rows)
+    return _context(db, cache, token).view()

@@ -1,0 +1,112 @@
+"""What a page or the API shows about a session: the session view and the comparison view model."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..models import ElicitationSession, Result, SessionStatus, Study
+from ..plan import Section, Step
+from ..study_config import StudyConfig
+from .runtime import StudyRuntime
+
+__all__ = ["SessionView", "comparison_model", "shown_side", "worked_example"]
+
+
+@dataclass
+class SessionView:
+    """Everything a page or the API shows about a session at one moment (after its last commit)."""
+
+    session: ElicitationSession
+    config: StudyConfig
+    status: SessionStatus
+    phase: str
+    answered: int
+    estimated_total: int
+    next_seq: int
+    step: Step | None
+    comparison: dict[str, Any] | None
+    result: Result | None
+    can_undo: bool
+    #: The session's parts (practice, questions, last comparisons) with how far each has got.
+    sections: list[Section] = field(default_factory=list)
+
+    @property
+    def study(self) -> Study:
+        """The session's study (read from the database on first use; the hot path never needs it)."""
+        return self.session.study
+
+    @property
+    def redirect_url(self) -> str | None:
+        if self.status is not SessionStatus.DONE or self.config.redirect_url is None:
+            return None
+        return str(self.config.redirect_url)
+
+    def to_api(self) -> dict[str, Any]:
+        """The JSON API shape: ``{status, phase, progress, query, result}``."""
+        query = None
+        if self.comparison is not None:
+            query = {
+                "seq": self.comparison["seq"],
+                "practice": self.comparison["practice"],
+                "first": self.comparison["left"],
+                "second": self.comparison["right"],
+            }
+        result = None
+        if self.result is not None:
+            result = {
+                "completion_code": self.session.completion_code,
+                "redirect_url": self.redirect_url,
+                "metric": self.result.metric,
+                "num_queries": self.result.num_queries,
+                "summary": self.result.summary,
+                "evaluation": self.result.evaluation,
+                "checks": self.result.checks,
+            }
+        return {
+            "status": self.status.value,
+            "phase": self.phase,
+            "progress": {
+                "answered": self.answered,
+                "estimated_total": self.estimated_total,
+                "sections": [asdict(section) for section in self.sections],
+            },
+            "query": query,
+            "result": result,
+        }
+
+
+def shown_side(runtime: StudyRuntime, rates: np.ndarray) -> dict[str, Any]:
+    """A classifier as shown: its rates and its confusion matrix out of 100 (nested lists)."""
+    return {"rates": rates.tolist(), "confusion": runtime.confusion(np.asarray(rates, dtype=np.float64))}
+
+
+def comparison_model(
+    runtime: StudyRuntime, *, seq: int, left: np.ndarray, right: np.ndarray, practice: bool
+) -> dict[str, Any]:
+    """One question as shown: both classifiers' rates and confusion matrices, and the names to label them."""
+    return {
+        "seq": seq,
+        "left": shown_side(runtime, left),
+        "right": shown_side(runtime, right),
+        "class_names": list(runtime.space.class_names),
+        "group_names": list(runtime.space.group_names),
+        "population": runtime.config.population,
+        "practice": practice,
+    }
+
+
+def worked_example(runtime: StudyRuntime) -> dict[str, Any]:
+    """The instructions' example pair: classifier B finds more of the last class, A more of the first."""
+    space = runtime.space
+    center = space.sphere.center
+    radius = space.sphere.radius * 0.7
+    tilt = np.zeros(space.n_classes)
+    tilt[0], tilt[-1] = 1.0, -1.0
+    tilt /= np.linalg.norm(tilt)
+    left, right = center + radius * tilt, center - radius * tilt
+    if space.n_groups > 1:
+        left, right = np.tile(left, (space.n_groups, 1)), np.tile(right, (space.n_groups, 1))
+    return comparison_model(runtime, seq=0, left=left, right=right, practice=False)
