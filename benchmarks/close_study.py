@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.admin.auth import create_api_token, create_user  # noqa: E402
-from app.cli_web import upgrade_database  # noqa: E402
+from app.cli.web import upgrade_database  # noqa: E402
 from app.db import make_engine, make_sessionmaker  # noqa: E402
 from app.models import Answer, ElicitationSession, Result  # noqa: E402
 from app.settings import Settings  # noqa: E402
