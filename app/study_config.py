@@ -23,6 +23,7 @@ from elicitation.lab.spaces import space_from_dict
 from .algorithms import REGISTRY, UnknownAlgorithmError, get_algorithm
 
 __all__ = [
+    "DEFAULT_ALGORITHM",
     "DEFAULT_CONSENT_TEXT",
     "DEFAULT_INSTRUCTIONS_TEXT",
     "StudyConfig",
@@ -33,6 +34,10 @@ __all__ = [
     "parse_study_config",
 ]
 
+#: The elicitor for people unless a study says otherwise: the active one asks the fewest questions, only
+#: pairs that display differently, and copes with the odd inconsistent answer (the paper's QPME stays a
+#: choice).
+DEFAULT_ALGORITHM = "active_quadratic"
 DEFAULT_CONSENT_TEXT = (
     "This study asks you to compare pairs of classifiers and say which one you would rather use. "
     "It takes about ten minutes. We record your answers, how long each one took, and nothing that "
@@ -61,7 +66,7 @@ class StudyConfig(BaseModel):
     class_names: list[str] = Field(min_length=2, max_length=10)
     group_names: list[str] = Field(default_factory=list, max_length=10)
     population: str = Field(default="people", min_length=1, max_length=60, description='e.g. "patients"')
-    algorithm: str = "qpme"
+    algorithm: str = DEFAULT_ALGORITHM
     algorithm_params: dict[str, Any] = Field(default_factory=dict)
     query_space: dict[str, Any] = Field(default_factory=lambda: {"kind": "synthetic"})
     practice_queries: int = Field(default=2, ge=0, le=10)

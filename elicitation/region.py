@@ -45,12 +45,15 @@ import numpy as np
 import numpy.typing as npt
 from scipy.optimize import linprog  # type: ignore[import-untyped]
 
+from .display import DISPLAY_TOTAL
 from .errors import InvalidConfigError, NumericalError
 from .types import FloatArray, Sphere
 
 __all__ = [
     "BASELINE_MARGIN",
+    "MIN_SPAN_PEOPLE",
     "Region",
+    "display_min_radius",
     "realistic_region",
     "region_summary",
 ]
@@ -58,6 +61,9 @@ __all__ = [
 #: Every classifier in the region gets at least this share of people right beyond the majority-class
 #: baseline (one person in 100, so no chart shows a classifier tied with "everyone is the common class").
 BASELINE_MARGIN = 0.01
+#: A useful region lets two classifiers differ by at least this many people in the largest class of every
+#: group (out of 100): smaller spheres show the same few pictures over and over.
+MIN_SPAN_PEOPLE = 4
 #: The sphere is shrunk by this relative margin, so boundary queries stay strictly feasible.
 _MARGIN = 1e-6
 #: Weight of the centre's accuracy in the objective, small enough never to trade radius for it noticeably.
@@ -140,6 +146,16 @@ def _region_lp(
         extent = float(fixed_extent)
         worst = float(result.x[k])
     return center, extent, worst
+
+
+def display_min_radius(class_sizes: npt.ArrayLike, span: float = MIN_SPAN_PEOPLE) -> float:
+    """Smallest radius across which the largest class of every group differs by ``span`` of 100 people.
+
+    ``class_sizes`` holds people per class, ``(n_classes,)`` or ``(n_groups, n_classes)`` (any totals).
+    """
+    sizes = np.atleast_2d(np.asarray(class_sizes, dtype=np.float64))
+    largest = np.min(sizes.max(axis=1) / sizes.sum(axis=1)) * DISPLAY_TOTAL
+    return float(span / (2.0 * largest))
 
 
 def realistic_region(

@@ -24,6 +24,7 @@ from ..algorithms import REGISTRY
 from ..deps import CacheDep, DbSessionDep, SettingsDep
 from ..errors import ConflictError
 from ..study_config import (
+    DEFAULT_ALGORITHM,
     DEFAULT_CONSENT_TEXT,
     DEFAULT_INSTRUCTIONS_TEXT,
     StudyConfig,
@@ -173,6 +174,12 @@ def _floats(value: str, field: str) -> list[float] | None:
         raise AdminError(f"{field}: give numbers separated by commas", status_code=422) from None
 
 
+def _takes_epsilon(algorithm: str) -> bool:
+    """Whether the algorithm has the form's search tolerance (the active ones stop on their own rule)."""
+    spec = REGISTRY.get(algorithm)
+    return spec is not None and "epsilon" in spec.params_model.model_fields
+
+
 def _form_config(form: dict[str, Any]) -> dict[str, Any]:
     """A configuration dict from the study form (or from its advanced JSON box, which wins)."""
     advanced = str(form.get("config_json", "")).strip()
@@ -195,14 +202,15 @@ def _form_config(form: dict[str, Any]) -> dict[str, Any]:
     priors = _floats(str(form.get("priors", "")), "class shares")
     if priors is not None:
         space["priors"] = priors
+    algorithm = str(form.get("algorithm") or DEFAULT_ALGORITHM)
     config: dict[str, Any] = {
         "name": form.get("name", ""),
         "task": form.get("task", ""),
         "class_names": _split(str(form.get("class_names", ""))),
         "group_names": _split(str(form.get("group_names", ""))),
         "population": form.get("population") or "people",
-        "algorithm": form.get("algorithm") or "qpme",
-        "algorithm_params": {"epsilon": epsilon},
+        "algorithm": algorithm,
+        "algorithm_params": {"epsilon": epsilon} if _takes_epsilon(algorithm) else {},
         "query_space": space,
         "practice_queries": practice,
         "checks": form.get("checks") == "on",
@@ -224,7 +232,7 @@ def _form_from_config(config: dict[str, Any]) -> dict[str, Any]:
         "class_names": ", ".join(config.get("class_names", [])),
         "group_names": ", ".join(config.get("group_names", [])),
         "population": config.get("population", "people"),
-        "algorithm": config.get("algorithm", "qpme"),
+        "algorithm": config.get("algorithm", DEFAULT_ALGORITHM),
         "epsilon": (config.get("algorithm_params") or {}).get("epsilon", 0.05),
         "radius": space.get("radius", 0.2),
         "priors": ", ".join(str(p) for p in space.get("priors", []) or [])
@@ -247,7 +255,7 @@ _BLANK_FORM = {
     "class_names": "benign, malignant",
     "group_names": "",
     "population": "patients",
-    "algorithm": "qpme",
+    "algorithm": DEFAULT_ALGORITHM,
     "epsilon": 0.05,
     "radius": 0.2,
     "priors": "",

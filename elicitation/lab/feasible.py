@@ -51,6 +51,7 @@ from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from ..errors import InvalidConfigError, NumericalError
 from ..rates import CONFUSION_TOTAL, check_rates
+from ..region import display_min_radius, realistic_region
 from ..types import FloatArray, Sphere, as_rate_array
 from .datasets import DATASET_NAMES, Dataset, IntArray, load_dataset
 
@@ -59,6 +60,7 @@ __all__ = [
     "MATCH_ATOL",
     "MIN_RADIUS_FRACTION",
     "MODELS",
+    "REGIONS",
     "SPHERE_MARGIN",
     "DatasetSpace",
     "FeasibleModel",
@@ -82,6 +84,8 @@ MIN_RADIUS_FRACTION = 0.15
 SPHERE_MARGIN = 1e-6
 #: Class-probability models that `fit_feasible_model` can fit.
 MODELS = ("logistic", "gradient_boosting")
+#: Where a dataset's query sphere may sit (see `fit_feasible_model`).
+REGIONS = ("realistic", "uniform")
 #: HiGHS feasibility tolerance; tighter than ``MATCH_ATOL`` so that LP answers pass the match check.
 _LP_TOLERANCE = 1e-10
 #: An added plug-in must push an axis extent at least this far to count as progress.
@@ -341,6 +345,7 @@ class DatasetSpace:
         extents: FloatArray,
         radius: float,
         recipe: Mapping[str, Any],
+        center: npt.ArrayLike | None = None,
     ) -> None:
         k = len(class_names)
         if k < 2 or not polytopes or any(p.k != k for p in polytopes):
@@ -353,7 +358,11 @@ class DatasetSpace:
         self._polytopes = tuple(polytopes)
         self._extents = np.array(extents, dtype=np.float64)
         self._extents.setflags(write=False)
-        self._sphere = Sphere.around_uniform(k, radius)
+        self._sphere = (
+            Sphere.around_uniform(k, radius)
+            if center is None
+            else Sphere(np.asarray(center, dtype=np.float64), radius)
+        )
         self._recipe = dict(recipe)
         priors = np.array([p.class_totals / p.class_totals.sum() for p in polytopes])
         priors.setflags(write=False)
@@ -387,7 +396,7 @@ class DatasetSpace:
 
     @property
     def sphere(self) -> Sphere:
-        """The query sphere at ``o`` (inside every group's feasible set)."""
+        """The query sphere (inside every group's feasible set; `recipe["region"]` says where it sits)."""
         return self._sphere
 
     @property
@@ -512,6 +521,7 @@ class DatasetSpace:
             "class_names": list(self._class_names),
             "group_names": list(self._group_names),
             "radius": self._sphere.radius,
+            "center": self._sphere.center.tolist(),
             "extents": self._extents.tolist(),
             "recipe": dict(self._recipe),
             "groups": [p.to_dict() for p in self._polytopes],
@@ -561,6 +571,8 @@ class DatasetSpace:
             extents=extents,
             radius=float(data["radius"]),
             recipe=data.get("recipe", {}),
+            # Descriptions stored before the centre was recorded used the uniform classifier's rates.
+            center=None if data.get("center") is None else as_rate_array(data["center"], "center"),
         )
 
     def __repr__(self) -> str:
@@ -671,6 +683,7 @@ class FeasibleModel:
             "n_directions",
             "radius",
             "min_radius",
+            "region",
         }
         unknown = set(options) - allowed
         if unknown:
@@ -714,6 +727,7 @@ def fit_feasible_model(
     n_directions: int | None = None,
     radius: float | None = None,
     min_radius: float | None = None,
+    region: str = "realistic",
 ) -> FeasibleModel:
     """Fit ``eta_hat`` on a train split and build the feasible space on the held-out split.
 
@@ -734,6 +748,10 @@ def fit_feasible_model(
         Ask for a smaller sphere than the largest one Algorithm 3 finds (e.g. the paper's 0.2).
     min_radius : float, optional
         Refuse spheres smaller than this; default ``MIN_RADIUS_FRACTION * (1/k) / sqrt(k)``.
+    region : {"realistic", "uniform"}
+        Where the sphere sits: among classifiers beating the majority-class baseline
+        (`elicitation.region.realistic_region`; the default), or at the paper's uniform classifier ``o``.
+        A realistic region that does not fit falls back to ``o``.
 
     Returns
     -------
@@ -752,6 +770,8 @@ def fit_feasible_model(
         raise InvalidConfigError(f"test_fraction must lie in [0.05, 0.95], got {test_fraction!r}")
     if model not in MODELS:
         raise InvalidConfigError(f"model must be one of {MODELS}, got {model!r}")
+    if region not in REGIONS:
+        raise InvalidConfigError(f"region must be one of {REGIONS}, got {region!r}")
     k = dataset.n_classes
     if n_directions is None:
         n_directions = _default_directions(k)
@@ -815,6 +835,15 @@ def fit_feasible_model(
             f"below min_radius = {float(min_radius):.4f}: the classifiers cannot tell the classes apart well "
             "enough (or a class/group has too few rows) for a useful study"
         )
+    center: FloatArray | None = None
+    if region == "realistic":
+        chosen = realistic_region(
+            [polytope.rates for polytope in polytopes],
+            np.array([p.class_totals / p.class_totals.sum() for p in polytopes]),
+            min_radius=display_min_radius(np.array([p.class_totals for p in polytopes])),
+        )
+        if chosen is not None:
+            center, largest = chosen.center, chosen.radius
     if radius is not None and float(radius) > largest:
         raise InvalidConfigError(
             f"radius {float(radius):g} is larger than the largest sphere in the feasible set of "
@@ -829,6 +858,7 @@ def fit_feasible_model(
         "n_directions": int(n_directions),
         "radius": None if radius is None else float(radius),
         "min_radius": float(min_radius),
+        "region": region,
     }
     space = DatasetSpace(
         name=dataset.name,
@@ -838,6 +868,7 @@ def fit_feasible_model(
         extents=extents,
         radius=largest if radius is None else float(radius),
         recipe=recipe,
+        center=center,
     )
     test_rows.setflags(write=False)
     eta.setflags(write=False)

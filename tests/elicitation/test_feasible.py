@@ -23,12 +23,18 @@ from elicitation.lab.spaces import space_from_dict
 from elicitation.oracles import ExactOracle, random_fair_metric, random_quadratic_metric
 from elicitation.qpme import qpme
 from elicitation.rates import QuerySpace, rates_from_confusion
+from elicitation.region import BASELINE_MARGIN
 from elicitation.types import Query
 
 
 @pytest.fixture(scope="module")
 def cancer() -> FeasibleModel:
     return fit_feasible_model(load_dataset("breast-cancer"), seed=3)
+
+
+@pytest.fixture(scope="module")
+def cancer_at_o() -> FeasibleModel:
+    return fit_feasible_model(load_dataset("breast-cancer"), seed=3, region="uniform")
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +70,10 @@ def test_dataset_space_follows_the_query_space_contract(cancer: FeasibleModel) -
     assert space.group_names == ()
     assert space.priors.shape == (2,)
     assert space.priors.sum() == pytest.approx(1.0)
-    assert np.allclose(space.sphere.center, 0.5)
+    # the realistic region: every classifier in it beats "everyone is benign" by a person in 100
+    worst = space.priors @ space.sphere.center - space.sphere.radius * np.linalg.norm(space.priors)
+    assert worst >= space.priors.max() + BASELINE_MARGIN - 1e-6
+    assert space.sphere.radius >= 0.1 and space.recipe["region"] == "realistic"
     rates = space.sphere.center + np.array([0.1, -0.05])
     confusion = space.confusion(rates)
     assert confusion.shape == (2, 2)
@@ -73,8 +82,9 @@ def test_dataset_space_follows_the_query_space_contract(cancer: FeasibleModel) -
     assert np.allclose(rates_from_confusion(confusion), rates, atol=1e-12)
 
 
-def test_sphere_radius_is_algorithm_3s_inscribed_ball(cancer: FeasibleModel) -> None:
-    space = cancer.space
+def test_sphere_radius_is_algorithm_3s_inscribed_ball(cancer_at_o: FeasibleModel) -> None:
+    space = cancer_at_o.space
+    assert np.allclose(space.sphere.center, 0.5)
     c = space.extents.min(axis=(0, 2))
     assert space.sphere.radius == pytest.approx(1.0 / np.sqrt(np.sum(1.0 / c**2)), rel=1e-5)
     assert space.sphere.radius == pytest.approx(space.max_radius, rel=1e-5)
@@ -306,3 +316,22 @@ def test_feasible_rates_outside_the_sphere_use_the_linear_program(cancer: Feasib
         classifier = space.classifier(target)
         assert np.max(np.abs(classifier.rates - target)) <= MATCH_ATOL
         assert classifier.weights.shape[0] <= 3
+
+
+def test_descriptions_without_a_centre_rebuild_at_the_uniform_classifier(cancer: FeasibleModel) -> None:
+    stored = cancer.space.to_dict()
+    assert np.allclose(stored["center"], cancer.space.sphere.center)
+    legacy = {key: value for key, value in stored.items() if key != "center"}
+    legacy["radius"] = 0.2
+    rebuilt = DatasetSpace.from_dict(legacy)
+    assert np.allclose(rebuilt.sphere.center, 0.5) and rebuilt.sphere.radius == 0.2
+    assert np.allclose(rates_from_confusion(rebuilt.confusion([0.6, 0.45])), [0.6, 0.45], atol=1e-9)
+
+
+def test_realistic_region_of_a_fairness_space_lies_in_every_group(adult_fair: FeasibleModel) -> None:
+    space = adult_fair.space
+    assert space.recipe["region"] == "realistic"
+    rng = np.random.default_rng(5)
+    for rates in _sphere_points(space, rng, 12):
+        for group in range(space.n_groups):
+            assert np.allclose(space.classifier(rates, group).rates, rates, atol=MATCH_ATOL)
