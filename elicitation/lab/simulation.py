@@ -22,49 +22,22 @@ paper               code                meaning
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
-import numpy.typing as npt
 
+from ..catalogue import ALGORITHMS as CATALOGUE
+from ..catalogue import Algorithm, Setting
 from ..driver import run
 from ..errors import InvalidConfigError
-from ..evaluation import (
-    elicitation_errors,
-)
-from ..fair import fair_qpme, tradeoff_search
-from ..lpme import lpme
-from ..oracles import (
-    ExactOracle,
-    LogisticOracle,
-    ThresholdNoiseOracle,
-    random_fair_metric,
-    random_linear_metric,
-    random_quadratic_metric,
-    satisfies_regularity,
-)
-from ..qpme import default_inner_radius, qpme
-from ..types import (
-    Elicitation,
-    Elicitor,
-    FairQuadraticMetric,
-    LinearMetric,
-    Metric,
-    QuadraticMetric,
-    Sphere,
-)
-from ..variants import (
-    DEFAULT_CUBIC_TOLERANCE,
-    CubicMetric,
-    cubic_qpme,
-    diagonal_qpme,
-    general_qpme,
-    general_sphere,
-)
+from ..families import Draw
+from ..families.cubic import CUBIC_SHARE
+from ..oracles import ExactOracle, LogisticOracle, ThresholdNoiseOracle, satisfies_regularity
+from ..qpme import default_inner_radius
+from ..types import Elicitation, Elicitor, Metric, QuadraticMetric, Sphere, pair_index
 
 __all__ = [
     "ALGORITHMS",
@@ -90,45 +63,19 @@ NOISE_MODELS: Final = ("exact", "threshold", "logistic")
 MAX_SEED: Final = 2**63 - 1
 
 
-@dataclass(frozen=True)
-class _Algorithm:
-    """How `simulate` and `replay_log` handle one algorithm name."""
-
-    family: type[Metric]
-    #: Whether the algorithm has an inner radius varrho (QPME's small spheres).
-    inner_radius: bool
-    description: str
-    #: LPME tolerance when the caller gives none.
-    default_epsilon: float = DEFAULT_EPSILON
-
-
-_ALGORITHMS: Final[Mapping[str, _Algorithm]] = {
-    "lpme": _Algorithm(LinearMetric, False, "linear metric <a, r> (Algorithm 2)"),
-    "qpme": _Algorithm(QuadraticMetric, True, "quadratic metric <a, r> + r^T B r / 2 (Algorithm 1)"),
-    "fair_qpme": _Algorithm(FairQuadraticMetric, True, "fair quadratic metric (a, B^{uv}, lam) (Section 4)"),
-    "tradeoff": _Algorithm(
-        FairQuadraticMetric, False, "trade-off lam alone, a and B^{uv} known (Algorithm 5)"
-    ),
-    "diagonal_qpme": _Algorithm(QuadraticMetric, True, "quadratic metric with diagonal B, O~(k) (Section 5)"),
-    "general_qpme": _Algorithm(
-        QuadraticMetric, True, "quadratic metric in the k^2 - k off-diagonal rates (Appendix E)"
-    ),
-    "cubic_qpme": _Algorithm(
-        CubicMetric, True, "cubic metric by QPME at basis points (Section 7)", DEFAULT_CUBIC_TOLERANCE
-    ),
-}
-#: Algorithm names `simulate`, `build_elicitor` and `replay_log` accept.
-ALGORITHMS: Final = tuple(_ALGORITHMS)
+#: Algorithm names `simulate`, `build_elicitor` and `replay_log` accept: the catalogue's algorithms that run
+#: on a bare sphere of rates (the active ones choose queries from a study's query space).
+ALGORITHMS: Final = tuple(name for name, spec in CATALOGUE.items() if not spec.needs_space)
 #: One line per algorithm: the metric family it elicits and where the paper describes it.
-ALGORITHM_DESCRIPTIONS: Final[Mapping[str, str]] = {
-    name: spec.description for name, spec in _ALGORITHMS.items()
-}
+ALGORITHM_DESCRIPTIONS: Final[Mapping[str, str]] = {name: CATALOGUE[name].elicits for name in ALGORITHMS}
+#: Keys of ``params`` that describe the sphere and the groups; the others are the algorithm's parameters.
+_SETTING_KEYS: Final = frozenset({"n_classes", "radius", "center", "n_groups", "tau"})
 
 
-def _check_algorithm(algorithm: object) -> _Algorithm:
-    if not isinstance(algorithm, str) or algorithm not in _ALGORITHMS:
+def _check_algorithm(algorithm: object) -> Algorithm:
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
         raise InvalidConfigError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
-    return _ALGORITHMS[algorithm]
+    return CATALOGUE[algorithm]
 
 
 def check_int(value: object, name: str, minimum: int, maximum: int | None = None) -> int:
@@ -153,13 +100,15 @@ def check_float(value: object, name: str, *, low: float, high: float, open_low: 
     return number
 
 
-def _sphere_from_params(algorithm: str, params: Mapping[str, Any]) -> Sphere:
+def _sphere_from_params(spec: Algorithm, params: Mapping[str, Any]) -> Sphere:
     k = check_int(params.get("n_classes"), "params.n_classes", 2)
     radius = check_float(params.get("radius", DEFAULT_RADIUS), "params.radius", low=0.0, high=1.0)
-    if algorithm == "general_qpme":
+    if spec.sphere is not None:
         if "center" in params:
-            raise InvalidConfigError("params.center is not supported for general_qpme (always R_ij = 1/k)")
-        return general_sphere(k, radius)
+            raise InvalidConfigError(
+                f"params.center is not supported for {spec.name} (n_classes and radius fix its sphere)"
+            )
+        return spec.sphere(k, radius)
     center = params.get("center")
     if center is None:
         return Sphere.around_uniform(k, radius)
@@ -169,17 +118,21 @@ def _sphere_from_params(algorithm: str, params: Mapping[str, Any]) -> Sphere:
     return sphere
 
 
-def _pairs_from_params(raw: object) -> dict[tuple[int, int], npt.NDArray[np.float64]]:
+def _pairs_from_params(raw: object, n_groups: int) -> list[Any]:
+    """The log's ``B_pairs`` (``{u, v, B}`` objects) as the catalogue's matrices in `pair_index` order."""
     if not isinstance(raw, Sequence):
         raise InvalidConfigError("params.B_pairs must be a list of {u, v, B} objects")
-    pairs: dict[tuple[int, int], npt.NDArray[np.float64]] = {}
+    pairs: dict[tuple[int, int], Any] = {}
     for index, item in enumerate(raw):
         if not isinstance(item, Mapping) or not {"u", "v", "B"} <= set(item):
             raise InvalidConfigError(f"params.B_pairs[{index}] must be an object with keys u, v, B")
         u = check_int(item["u"], f"params.B_pairs[{index}].u", 0)
         v = check_int(item["v"], f"params.B_pairs[{index}].v", 0)
-        pairs[(u, v)] = np.asarray(item["B"], dtype=np.float64)
-    return pairs
+        pairs[(u, v)] = item["B"]
+    expected = pair_index(n_groups)
+    if set(pairs) != set(expected):
+        raise InvalidConfigError(f"params.B_pairs must give one matrix per group pair {list(expected)}")
+    return [pairs[pair] for pair in expected]
 
 
 def build_elicitor(algorithm: str, params: Mapping[str, Any]) -> Elicitor[Elicitation[Any]]:
@@ -208,68 +161,21 @@ def build_elicitor(algorithm: str, params: Mapping[str, Any]) -> Elicitor[Elicit
     if not isinstance(params, Mapping):
         raise InvalidConfigError(f"params must be an object, got {type(params).__name__}")
     spec = _check_algorithm(algorithm)
-    sphere = _sphere_from_params(algorithm, params)
-    epsilon = check_float(params.get("epsilon", spec.default_epsilon), "params.epsilon", low=0.0, high=1.0)
-    inner = params.get("inner_radius")
-    inner_radius = None if inner is None else check_float(inner, "params.inner_radius", low=0.0, high=1.0)
-    if algorithm == "lpme":
-        return lpme(sphere, epsilon=epsilon)
-    if algorithm == "qpme":
-        reconstruction = params.get("reconstruction", "lstsq")
-        return qpme(sphere, epsilon=epsilon, inner_radius=inner_radius, reconstruction=reconstruction)
-    if algorithm == "diagonal_qpme":
-        return diagonal_qpme(sphere, epsilon, inner_radius=inner_radius)
-    if algorithm == "general_qpme":
-        return general_qpme(sphere, epsilon, inner_radius=inner_radius)
-    if algorithm == "cubic_qpme":
-        return cubic_qpme(sphere, epsilon, qpme_radius=inner_radius)
+    sphere = _sphere_from_params(spec, params)
+    own = {key: value for key, value in params.items() if key not in _SETTING_KEYS}
+    if not spec.needs_groups:
+        return spec.build(Setting(sphere), own, prefix="params.")
     if "tau" not in params:
         raise InvalidConfigError(f"params.tau (group prevalences) is required for {algorithm}")
     tau = np.asarray(params["tau"], dtype=np.float64)
-    if algorithm == "tradeoff":
-        if "a" not in params or "B_pairs" not in params:
-            raise InvalidConfigError(
-                "params.a and params.B_pairs (the known metric) are required for tradeoff"
-            )
-        return tradeoff_search(
-            sphere,
-            a=np.asarray(params["a"], dtype=np.float64),
-            B_pairs=_pairs_from_params(params["B_pairs"]),
-            tau=tau,
-            epsilon=epsilon,
-        )
     groups = check_int(params.get("n_groups", tau.shape[0]), "params.n_groups", 2)
-    result: Elicitor[Elicitation[Any]] = fair_qpme(
-        sphere, groups=groups, tau=tau, epsilon=epsilon, inner_radius=inner_radius
-    )
-    return result
-
-
-#: Share of ``||C||_F^2`` in the unit total of a random cubic metric (the rest as for quadratic metrics).
-CUBIC_SHARE: Final = 0.2
-
-
-def _random_metric(algorithm: str, rng: np.random.Generator, sphere: Sphere, n_groups: int) -> Metric:
-    k = sphere.n_classes
-    if algorithm == "lpme":
-        return random_linear_metric(rng, k)
-    if algorithm in ("qpme", "general_qpme"):
-        return random_quadratic_metric(rng, k, sphere=sphere)
-    if algorithm == "diagonal_qpme":
-        # B keeps the diagonal of a random NSD matrix (itself NSD); the metric renormalises.
-        base = random_quadratic_metric(rng, k, sphere=sphere)
-        return QuadraticMetric(base.a, np.diag(np.diag(base.B)))
-    if algorithm == "cubic_qpme":
-        base = random_quadratic_metric(rng, k, sphere=sphere)
-        tensor = rng.standard_normal((k, k, k))
-        C = np.mean([np.transpose(tensor, axes) for axes in itertools.permutations(range(3))], axis=0)
-        C = C * math.sqrt(CUBIC_SHARE / (1.0 - CUBIC_SHARE)) / float(np.linalg.norm(C))
-        return CubicMetric(base.a, base.B, C)
-    return random_fair_metric(rng, k, n_groups)
+    if "B_pairs" in own:
+        own["B_pairs"] = _pairs_from_params(own["B_pairs"], groups)
+    return spec.build(Setting(sphere, groups, tau=tau), own, prefix="params.")
 
 
 def _params(
-    algorithm: str,
+    spec: Algorithm,
     metric: Metric,
     *,
     n_classes: int,
@@ -278,17 +184,21 @@ def _params(
     inner_radius: float | None,
     reconstruction: str,
 ) -> dict[str, Any]:
+    """The JSON-safe ``params`` of an answer log: the sphere, the declared parameters that were set, and
+    for group metrics the groups (and the known coefficients for algorithms that are told them)."""
     params: dict[str, Any] = {"n_classes": n_classes, "radius": radius, "epsilon": epsilon}
-    if algorithm not in ("lpme", "tradeoff") and inner_radius is not None:
+    if spec.param("inner_radius") is not None and inner_radius is not None:
         params["inner_radius"] = inner_radius
-    if algorithm == "qpme":
+    if spec.param("reconstruction") is not None:
         params["reconstruction"] = reconstruction
-    if isinstance(metric, FairQuadraticMetric):
-        params["n_groups"] = metric.n_groups
-        params["tau"] = metric.tau.tolist()
-        if algorithm == "tradeoff":
-            params["a"] = metric.a.tolist()
-            params["B_pairs"] = [{"u": u, "v": v, "B": B.tolist()} for (u, v), B in metric.B_pairs.items()]
+    groups = spec.family.n_groups(metric)
+    if groups is not None:
+        stored = metric.to_dict()
+        params["n_groups"] = groups
+        params["tau"] = stored["tau"]
+        if spec.param("B_pairs") is not None:
+            params["a"] = stored["a"]
+            params["B_pairs"] = stored["B_pairs"]
     return params
 
 
@@ -328,35 +238,21 @@ class Simulation:
     min_gradient_entry: float | None = field(default=None)
 
 
-def _error_dict(algorithm: str, true: Metric, estimate: Metric) -> dict[str, float]:
-    errors = elicitation_errors(true, estimate)
-    values = {"a": errors.a, "B": errors.B, "B_pairs": errors.B_pairs, "lam": errors.lam, "C": errors.C}
-    if algorithm == "tradeoff":
-        values = {"lam": errors.lam}
-    return {name: float(value) for name, value in values.items() if value is not None}
-
-
-def _check_metric(algorithm: str, metric: Metric, sphere: Sphere, n_groups: int) -> Metric:
-    spec = _ALGORITHMS[algorithm]
-    if not isinstance(metric, spec.family):
-        raise InvalidConfigError(
-            f"metric must be a {spec.family.__name__} for {algorithm}, got {type(metric).__name__}"
-        )
+def _check_metric(spec: Algorithm, metric: Metric, sphere: Sphere, n_groups: int) -> Metric:
+    if not isinstance(metric, spec.family.metric_type):
+        wanted = spec.family.metric_type.__name__
+        raise InvalidConfigError(f"metric must be a {wanted} for {spec.name}, got {type(metric).__name__}")
     k = int(getattr(metric, "n_classes", -1))
     if k != sphere.n_classes:
-        what = (
-            "rates (k^2 - k off-diagonal rates for general_qpme)"
-            if algorithm == "general_qpme"
-            else "classes"
-        )
+        what = "classes" if spec.classes_from_rates is None else f"rates ({spec.elicits})"
         raise InvalidConfigError(
             f"the metric has {k} rates but the query sphere has {sphere.n_classes} {what}"
         )
-    diagonal = isinstance(metric, QuadraticMetric) and bool(np.all(np.diag(np.diag(metric.B)) == metric.B))
-    if algorithm == "diagonal_qpme" and not diagonal:
-        raise InvalidConfigError("metric.B must be diagonal for diagonal_qpme")
-    if isinstance(metric, FairQuadraticMetric) and metric.n_groups != n_groups:
-        raise InvalidConfigError(f"the metric has {metric.n_groups} groups but n_groups is {n_groups}")
+    if spec.check_metric is not None:
+        spec.check_metric(metric)
+    groups = spec.family.n_groups(metric)
+    if groups is not None and groups != n_groups:
+        raise InvalidConfigError(f"the metric has {groups} groups but n_groups is {n_groups}")
     return metric
 
 
@@ -420,10 +316,12 @@ def simulate(
     spec = _check_algorithm(algorithm)
     k = check_int(n_classes, "n_classes", 2)
     m = check_int(n_groups, "n_groups", 2)
-    eps = check_float(spec.default_epsilon if epsilon is None else epsilon, "epsilon", low=0.0, high=1.0)
+    eps = check_float(
+        spec.defaults()["epsilon"] if epsilon is None else epsilon, "epsilon", low=0.0, high=1.0
+    )
     rho = check_float(radius, "radius", low=0.0, high=1.0)
     if inner_radius is not None:
-        if not spec.inner_radius:
+        if spec.param("inner_radius") is None:
             raise InvalidConfigError(f"inner_radius does not apply to {algorithm} (it has no inner spheres)")
         check_float(inner_radius, "inner_radius", low=0.0, high=rho)
     if noise not in NOISE_MODELS:
@@ -436,14 +334,16 @@ def simulate(
     if noise == "logistic" and (not math.isfinite(level) or level <= 0.0):
         raise InvalidConfigError(f"noise_level (beta) must be a positive finite number, got {noise_level!r}")
     trial = check_int(seed, "seed", 0, MAX_SEED)
-    sphere = general_sphere(k, rho) if algorithm == "general_qpme" else Sphere.around_uniform(k, rho)
+    sphere = spec.synthetic_sphere(k, rho)
     hidden = (
-        _random_metric(algorithm, np.random.default_rng([trial, 0]), sphere, m)
+        spec.random_metric(
+            np.random.default_rng([trial, 0]), Draw(sphere.n_classes, sphere=sphere, n_groups=m)
+        )
         if metric is None
-        else _check_metric(algorithm, metric, sphere, m)
+        else _check_metric(spec, metric, sphere, m)
     )
     params = _params(
-        algorithm,
+        spec,
         hidden,
         n_classes=k,
         radius=rho,
@@ -469,7 +369,7 @@ def simulate(
         noise_level=level,
         metric=hidden,
         result=result,
-        errors=_error_dict(algorithm, hidden, result.metric),
+        errors=spec.errors(hidden, result.metric),
         regular=regular,
         wrong_answers=oracle.wrong_answers,
         inner_radius=varrho,
