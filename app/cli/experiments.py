@@ -27,13 +27,13 @@ import numpy as np
 from elicitation import (
     Done,
     ElicitationError,
-    FairQuadraticMetric,
     InvalidConfigError,
     Metric,
     NumericalError,
-    QuadraticMetric,
     ReplayMismatchError,
 )
+from elicitation.catalogue import ALGORITHMS as CATALOGUE
+from elicitation.families import family_of
 from elicitation.lab.benchmarks import (
     DEFAULT_TRIALS,
     FAIR_SETTINGS,
@@ -59,11 +59,11 @@ from elicitation.lab.simulation import (
 )
 from elicitation.lab.spaces import space_from_dict
 from elicitation.lab.timing import measure_timing
-from elicitation.variants import general_n_classes
 
 from ..algorithms import UnknownAlgorithmError, get_algorithm
 from ..codec import CodecError, decode_metric, encode_metric, to_jsonable
 from ..displayed import build_session_elicitor
+from ..metric_views import rate_text, text_lines
 
 __all__ = [
     "BENCHMARKS",
@@ -323,25 +323,6 @@ def _load_metric(path: Path, parser: argparse.ArgumentParser) -> Metric:
         parser.error(f"argument --metric: {exc}")
 
 
-def _metric_lines(metric: Metric) -> list[str]:
-    with np.printoptions(precision=4, suppress=True, linewidth=100):
-        if isinstance(metric, FairQuadraticMetric):
-            lines = [f"  a   = {metric.a}", f"  lam = {metric.lam:.4f}", "  tau = " + _rates(metric.tau)]
-            for (u, v), B in metric.B_pairs.items():
-                lines.append(f"  B^{u + 1}{v + 1} = " + str(B).replace("\n", "\n         "))
-            return lines
-        if isinstance(metric, QuadraticMetric):
-            return [f"  a = {metric.a}", "  B = " + str(metric.B).replace("\n", "\n      ")]
-        return [f"  a = {getattr(metric, 'a', metric)}"]
-
-
-def _rates(array: np.ndarray[Any, Any]) -> str:
-    """One line per query side; group rates ``(m, k)`` as ``[group 1 | group 2 | ...]``."""
-    rows = np.atleast_2d(array)
-    text = " | ".join(",".join(f"{value:.4f}" for value in row) for row in rows)
-    return f"[{text}]"
-
-
 def _print_steps(sim: Simulation, out: TextIO) -> None:
     out.write(
         f"{sim.algorithm} with k={sim.params['n_classes']}"
@@ -352,8 +333,8 @@ def _print_steps(sim: Simulation, out: TextIO) -> None:
         + (f" (level {sim.noise_level:g})" if sim.noise != "exact" else "")
         + f"; seed {sim.seed}\n"
     )
-    out.write("true metric:\n" + "\n".join(_metric_lines(sim.metric)) + "\n\n")
-    width = max((len(_rates(query.first)) for query, _ in sim.result.log[:1]), default=10)
+    out.write("true metric:\n" + "\n".join(text_lines(sim.metric)) + "\n\n")
+    width = max((len(rate_text(query.first)) for query, _ in sim.result.log[:1]), default=10)
     label = max((len(query.search) for query, _ in sim.result.log), default=6)
     out.write(
         f"{'#':>5}  {'search':<{label}}  {'kind':<8} {'coord':>5}  {'first':<{width}}  {'second':<{width}}  "
@@ -363,10 +344,10 @@ def _print_steps(sim: Simulation, out: TextIO) -> None:
         coordinate = "-" if query.coordinate is None else str(query.coordinate)
         out.write(
             f"{index:>5}  {query.search:<{label}}  {query.kind:<8} {coordinate:>5}  "
-            f"{_rates(query.first):<{width}}  {_rates(query.second):<{width}}  "
+            f"{rate_text(query.first):<{width}}  {rate_text(query.second):<{width}}  "
             f"{'first' if answer else 'second'}\n"
         )
-    out.write("\nelicited metric:\n" + "\n".join(_metric_lines(sim.result.metric)) + "\n")
+    out.write("\nelicited metric:\n" + "\n".join(text_lines(sim.result.metric)) + "\n")
     errors = "  ".join(f"{_ERROR_NAMES.get(name, name)} = {value:.4g}" for name, value in sim.errors.items())
     out.write(f"errors: {errors}\n")
     regular = {None: "n/a", True: "satisfied", False: "VIOLATED"}[sim.regular]
@@ -410,12 +391,14 @@ def _run_simulate(args: argparse.Namespace) -> int:
     if args.inner_radius is not None and args.inner_radius >= args.radius:
         parser.error(f"argument --inner-radius: must be smaller than --radius ({args.radius:g})")
     metric = None if args.metric is None else _load_metric(args.metric, parser)
-    if isinstance(metric, FairQuadraticMetric):
-        args.groups = metric.n_groups
     if metric is not None:
+        groups = family_of(metric).n_groups(metric)
+        if groups is not None:
+            args.groups = groups
         n_rates = int(getattr(metric, "n_classes", args.classes))
+        to_classes = CATALOGUE[args.algorithm].classes_from_rates
         try:
-            args.classes = general_n_classes(n_rates) if args.algorithm == "general_qpme" else n_rates
+            args.classes = n_rates if to_classes is None else to_classes(n_rates)
         except InvalidConfigError as exc:
             parser.error(f"argument --metric: {exc}")
     if args.radius > 1.0 / args.classes:
@@ -562,16 +545,17 @@ def _run_replay(args: argparse.Namespace) -> int:
     out.write(f"replayed {payload['answers']} answers of {payload['algorithm']} in {elapsed_ms:.1f} ms; ")
     if isinstance(outcome, Done):
         out.write(f"finished after {outcome.result.num_queries} queries; every logged query matched.\n")
-        out.write("elicited metric:\n" + "\n".join(_metric_lines(outcome.result.metric)) + "\n")
+        out.write("elicited metric:\n" + "\n".join(text_lines(outcome.result.metric)) + "\n")
         if "errors" in payload:
             out.write("errors against the log's true metric: ")
             out.write("  ".join(f"{_ERROR_NAMES.get(k, k)} = {v:.4g}" for k, v in payload["errors"].items()))
             out.write("\n")
     else:
         out.write("the elicitation is still running; every logged query matched.\n")
+        query = outcome.query
         out.write(
-            f"next query ({outcome.query.search}, {outcome.query.kind}): first {_rates(outcome.query.first)} "
-            f"vs second {_rates(outcome.query.second)}\n"
+            f"next query ({query.search}, {query.kind}): first {rate_text(query.first)} "
+            f"vs second {rate_text(query.second)}\n"
         )
     return EXIT_OK
 

@@ -183,7 +183,7 @@ def test_random_metrics_respect_the_algorithms_restrictions() -> None:
     check = get_algorithm("diagonal_qpme").check_metric
     assert check is not None
     check(diagonal)
-    with pytest.raises(InvalidConfigError, match="metric.B must be diagonal for diagonal_qpme"):
+    with pytest.raises(InvalidConfigError, match=r"metric\.B must be diagonal for diagonal_qpme"):
         check(get_algorithm("qpme").random_metric(rng, draw))
     tau = np.array([[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]])
     known = {"a": [1.0, 2.0, 3.0], "B_pairs": [np.eye(3).tolist()]}
