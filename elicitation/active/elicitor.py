@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Required, TypedDict, TypeVar, Unpack
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +26,7 @@ from ..types import (
     check_tau,
     pair_index,
 )
-from .families import Config, FamilySpec, Geometry, resolve_space
+from .families import Config, FamilySpec, resolve_space
 from .selection import choose_query
 
 __all__ = [
@@ -36,9 +36,12 @@ __all__ = [
     "DEFAULT_MIN_CELL_GAP",
     "DEFAULT_N_PARTICLES",
     "DEFAULT_TOLERANCE",
+    "FAMILIES",
     "MAX_DEFAULT_PARTICLES",
     "PARTICLE_BUDGET",
     "ActiveElicitor",
+    "ActiveOptions",
+    "active_elicitor",
     "active_fair",
     "active_linear",
     "active_quadratic",
@@ -358,21 +361,124 @@ def _check_criterion(criterion: object, betas: tuple[float, ...] | None) -> str:
     return str(criterion)
 
 
-def _build(
-    spec: FamilySpec,
-    geometry: Geometry,
+#: The metric families an active elicitor can elicit.
+FAMILIES = ("linear", "quadratic", "fair")
+
+
+class ActiveOptions(TypedDict, total=False):
+    """The keyword arguments every active entry point takes; `active_elicitor` documents each."""
+
+    seed: Required[int]
+    priors: npt.ArrayLike | None
+    beta: float | Sequence[float] | None
+    max_queries: int | None
+    min_queries: int
+    tolerance: float
+    min_cell_gap: float
+    n_particles: int | None
+    credible_level: float
+    criterion: str
+    display: DisplayGrid | None
+
+
+def active_elicitor(
+    family: str,
+    space: object,
     *,
     seed: int,
-    beta: float | Sequence[float] | None,
-    max_queries: int | None,
-    min_queries: int,
-    tolerance: float,
-    min_cell_gap: float,
-    n_particles: int | None,
-    credible_level: float,
-    criterion: str,
-    name: str,
+    tau: npt.ArrayLike | None = None,
+    priors: npt.ArrayLike | None = None,
+    beta: float | Sequence[float] | None = DEFAULT_BETA_GRID,
+    max_queries: int | None = None,
+    min_queries: int = 0,
+    tolerance: float = DEFAULT_TOLERANCE,
+    min_cell_gap: float = DEFAULT_MIN_CELL_GAP,
+    n_particles: int | None = None,
+    credible_level: float = DEFAULT_CREDIBLE_LEVEL,
+    criterion: str = "auto",
+    display: DisplayGrid | None = None,
 ) -> ActiveElicitor[Any]:
+    """Elicit a metric of ``family`` with active, noise-robust Bayesian queries (the one implementation).
+
+    `active_linear`, `active_quadratic` and `active_fair` are this function for one family each.
+
+    Parameters
+    ----------
+    family : {"linear", "quadratic", "fair"}
+        ``phi(r) = <a, r>``; ``<a, r> + 1/2 r^T B r`` with ``B`` NSD (Definition 2); or the fair quadratic
+        cost of Definition 3 (``a``, ``B^{uv}``, ``lam``), asked with ``(n_groups, n_classes)`` rate arrays
+        whose every group row lies in the common sphere.
+    space : Sphere or query space
+        Where queries live: a `Sphere` (then ``priors`` gives the class priors, uniform by default) or a
+        query space with ``sphere``, ``priors`` and ``confusion`` (`elicitation.rates.QuerySpace`; for
+        ``"fair"`` one with ``n_groups >= 2``).
+    seed : int
+        Seed of the ``numpy.random.Generator`` behind every random choice (store it with the session).
+    tau : array_like, shape (n_groups, n_classes)
+        ``"fair"`` only (and required there): ``P(G = g | Y = i)``, checked by `elicitation.types.check_tau`.
+    priors : array_like, optional
+        Only with a plain `Sphere`: ``P(Y = i)``, ``(n_classes,)``; for ``"fair"`` ``P(Y = i | G = g)``,
+        ``(n_classes,)`` or ``(n_groups, n_classes)``.
+    beta : float, sequence of float or None
+        Noise level(s) of the answer model ``P(correct) = sigmoid(beta |phi(r1) - phi(r2)|)``: a number
+        fixes it, a sequence is a grid marginalised with a uniform prior (default `DEFAULT_BETA_GRID`),
+        ``None`` assumes a noise-free oracle (inconsistent answers are then ignored and listed in
+        ``details["inconsistent_answers"]``).
+    max_queries : int, optional
+        Question budget; default ``max(30, 4 d)`` for ``d`` unknowns.
+    min_queries : int
+        Never stop on the spread before this many answers.
+    tolerance : float
+        Stop once the posterior's expected parameter error (paper normalisation) is at most this.
+    min_cell_gap : float
+        Every shown pair differs by at least this many people out of 100 in some confusion cell.
+    n_particles : int, optional
+        Posterior particles (>= 64); cost per question is roughly linear in it. Default
+        `DEFAULT_N_PARTICLES` with noise; for ``beta=None`` ``PARTICLE_BUDGET // d`` clipped to
+        ``[DEFAULT_N_PARTICLES, MAX_DEFAULT_PARTICLES]``.
+    credible_level : float
+        Level of the reported credible intervals.
+    criterion : {"auto", "variance", "information"}
+        How candidate pairs are scored: expected reduction of the posterior's total variance or expected
+        information gain; ``"auto"`` uses variance for ``beta=None`` and information gain otherwise.
+    display : DisplayGrid, optional
+        What the participant's charts can show (`elicitation.display`): every candidate is snapped to it,
+        so the posterior updates on exactly the displayed pair, perceptibility counts displayed people,
+        and no displayed pair is asked twice (in either order). Without it, queries are exact rates.
+
+    Returns
+    -------
+    ActiveElicitor
+        Yields `Query` objects (receives ``True`` when ``first`` is preferred) and returns an
+        `Elicitation` whose ``details`` hold ``credible_intervals``, ``posterior_spread``,
+        ``spread_history``, ``beta_posterior``, ``posterior_sample`` (for `ranking_probability`),
+        ``stopped_by`` and ``inconsistent_answers``.
+
+    Raises
+    ------
+    InvalidConfigError
+        On a bad argument (naming it and its allowed range), or when no perceptible pair fits the sphere.
+
+    Notes
+    -----
+    Asks at most ``max_queries`` questions; each costs one particle update and one candidate search,
+    roughly ``O(n_particles * (answers + candidates) * d)``.
+    """
+    if family not in FAMILIES:
+        raise InvalidConfigError(f"family must be one of {list(FAMILIES)}, got {family!r}")
+    if family == "fair":
+        if tau is None:
+            raise InvalidConfigError("tau (group prevalences) is required to elicit a fair metric")
+        sphere = space if isinstance(space, Sphere) else getattr(space, "sphere", None)
+        tau_array = check_tau(tau, n_classes=sphere.n_classes if isinstance(sphere, Sphere) else None)
+        n_groups, n_classes = tau_array.shape
+        geometry = resolve_space(space, priors, n_groups, display)
+        spec = FamilySpec(family, n_classes, tau_array)
+    else:
+        if tau is not None:
+            raise InvalidConfigError(f"tau applies to fair metrics only, not to a {family} metric")
+        geometry = resolve_space(space, priors, 1, display)
+        spec = FamilySpec(family, geometry.sphere.n_classes)
     dim = spec.family().dim
     if n_particles is None:
         # Noisy steps cost ~ particles x answers whatever d is (the slice sampler re-evaluates every
@@ -399,7 +505,7 @@ def _build(
         n_particles=_check_int(n_particles, "n_particles", 64),
         credible_level=_check_float(credible_level, "credible_level", 0.0, 1.0, open_low=True),
         criterion=_check_criterion(criterion, check_betas(beta)),
-        name=name,
+        name=f"active-{family}",
     )
     largest = float(np.max(geometry.priors)) * 100.0 * 2.0 * geometry.sphere.radius
     if config.min_cell_gap > largest:
@@ -411,191 +517,18 @@ def _build(
     return ActiveElicitor(_active_steps(state), state=state)
 
 
-_COMMON_DOC = """
-    seed : int
-        Seed of the ``numpy.random.Generator`` behind every random choice (store it with the session).
-    beta : float, sequence of float or None
-        Noise level(s) of the answer model ``P(correct) = sigmoid(beta |phi(r1) - phi(r2)|)``: a number
-        fixes it, a sequence is a grid marginalised with a uniform prior (default `DEFAULT_BETA_GRID`),
-        ``None`` assumes a noise-free oracle (inconsistent answers are then ignored and listed in
-        ``details["inconsistent_answers"]``).
-    max_queries : int, optional
-        Question budget; default ``max(30, 4 d)`` for ``d`` unknowns.
-    min_queries : int
-        Never stop on the spread before this many answers.
-    tolerance : float
-        Stop once the posterior's expected parameter error (paper normalisation) is at most this.
-    min_cell_gap : float
-        Every shown pair differs by at least this many people out of 100 in some confusion cell.
-    n_particles : int, optional
-        Posterior particles (>= 64); cost per question is roughly linear in it. Default 600 with noise;
-        for ``beta=None`` ``PARTICLE_BUDGET // d`` clipped to ``[600, 2000]`` (2,000 at k = 2, 600 at k = 5).
-    credible_level : float
-        Level of the reported credible intervals.
-    criterion : {"auto", "variance", "information"}
-        How candidate pairs are scored: expected reduction of the posterior's total variance or expected
-        information gain; ``"auto"`` uses variance for ``beta=None`` and information gain otherwise.
-    display : DisplayGrid, optional
-        What the participant's charts can show (`elicitation.display`): every candidate is snapped to it,
-        so the posterior updates on exactly the displayed pair, perceptibility counts displayed people,
-        and no displayed pair is asked twice (in either order). Without it, queries are exact rates.
-"""
+def active_linear(space: object, **options: Unpack[ActiveOptions]) -> ActiveElicitor[LinearMetric]:
+    """Elicit a linear metric ``phi(r) = <a, r>`` with active queries (`active_elicitor` ``"linear"``)."""
+    return active_elicitor("linear", space, **options)
 
 
-def active_linear(
-    space: object,
-    *,
-    seed: int,
-    priors: npt.ArrayLike | None = None,
-    beta: float | Sequence[float] | None = DEFAULT_BETA_GRID,
-    max_queries: int | None = None,
-    min_queries: int = 0,
-    tolerance: float = DEFAULT_TOLERANCE,
-    min_cell_gap: float = DEFAULT_MIN_CELL_GAP,
-    n_particles: int | None = None,
-    credible_level: float = DEFAULT_CREDIBLE_LEVEL,
-    criterion: str = "auto",
-    display: DisplayGrid | None = None,
-) -> ActiveElicitor[LinearMetric]:
-    """Elicit a linear metric ``phi(r) = <a, r>`` with active, noise-robust Bayesian queries.
-
-    Parameters
-    ----------
-    space : Sphere or query space
-        Where queries live: a `Sphere` (then ``priors`` gives ``P(Y = i)``, uniform by default) or a query
-        space with ``sphere``, ``priors`` and ``confusion`` (``notes/contracts.md``).
-    priors : array_like, optional
-        Class priors ``(n_classes,)``, only with a plain `Sphere`.
-    """
-    geometry = resolve_space(space, priors, 1, display)
-    return _build(
-        FamilySpec("linear", geometry.sphere.n_classes),
-        geometry,
-        seed=seed,
-        beta=beta,
-        max_queries=max_queries,
-        min_queries=min_queries,
-        tolerance=tolerance,
-        min_cell_gap=min_cell_gap,
-        n_particles=n_particles,
-        credible_level=credible_level,
-        criterion=criterion,
-        name="active-linear",
-    )
-
-
-def active_quadratic(
-    space: object,
-    *,
-    seed: int,
-    priors: npt.ArrayLike | None = None,
-    beta: float | Sequence[float] | None = DEFAULT_BETA_GRID,
-    max_queries: int | None = None,
-    min_queries: int = 0,
-    tolerance: float = DEFAULT_TOLERANCE,
-    min_cell_gap: float = DEFAULT_MIN_CELL_GAP,
-    n_particles: int | None = None,
-    credible_level: float = DEFAULT_CREDIBLE_LEVEL,
-    criterion: str = "auto",
-    display: DisplayGrid | None = None,
-) -> ActiveElicitor[QuadraticMetric]:
-    """Elicit a quadratic metric ``<a, r> + 1/2 r^T B r`` (``B`` NSD, Definition 2) with active queries.
-
-    Parameters
-    ----------
-    space : Sphere or query space
-        Where queries live: a `Sphere` (then ``priors`` gives ``P(Y = i)``, uniform by default) or a query
-        space with ``sphere``, ``priors`` and ``confusion`` (``notes/contracts.md``).
-    priors : array_like, optional
-        Class priors ``(n_classes,)``, only with a plain `Sphere`.
-    """
-    geometry = resolve_space(space, priors, 1, display)
-    return _build(
-        FamilySpec("quadratic", geometry.sphere.n_classes),
-        geometry,
-        seed=seed,
-        beta=beta,
-        max_queries=max_queries,
-        min_queries=min_queries,
-        tolerance=tolerance,
-        min_cell_gap=min_cell_gap,
-        n_particles=n_particles,
-        credible_level=credible_level,
-        criterion=criterion,
-        name="active-quadratic",
-    )
+def active_quadratic(space: object, **options: Unpack[ActiveOptions]) -> ActiveElicitor[QuadraticMetric]:
+    """Elicit a quadratic metric (Definition 2) with active queries (`active_elicitor` ``"quadratic"``)."""
+    return active_elicitor("quadratic", space, **options)
 
 
 def active_fair(
-    space: object,
-    *,
-    tau: npt.ArrayLike,
-    seed: int,
-    priors: npt.ArrayLike | None = None,
-    beta: float | Sequence[float] | None = DEFAULT_BETA_GRID,
-    max_queries: int | None = None,
-    min_queries: int = 0,
-    tolerance: float = DEFAULT_TOLERANCE,
-    min_cell_gap: float = DEFAULT_MIN_CELL_GAP,
-    n_particles: int | None = None,
-    credible_level: float = DEFAULT_CREDIBLE_LEVEL,
-    criterion: str = "auto",
-    display: DisplayGrid | None = None,
+    space: object, *, tau: npt.ArrayLike, **options: Unpack[ActiveOptions]
 ) -> ActiveElicitor[FairQuadraticMetric]:
-    """Elicit a fair quadratic cost (Definition 3: ``a``, ``B^{uv}``, ``lam``) with active queries.
-
-    Queries are ``(n_groups, n_classes)`` rate arrays whose every group row lies in the common sphere.
-
-    Parameters
-    ----------
-    space : Sphere or query space
-        A `Sphere` (the common sphere of all groups) or a query space with ``n_groups >= 2``.
-    tau : array_like, shape (n_groups, n_classes)
-        ``P(G = g | Y = i)``; non-negative, every column summing to one.
-    priors : array_like, optional
-        ``P(Y = i | G = g)``, ``(n_classes,)`` or ``(n_groups, n_classes)``, only with a plain `Sphere`.
-    """
-    sphere = space if isinstance(space, Sphere) else getattr(space, "sphere", None)
-    tau_array = check_tau(tau, n_classes=sphere.n_classes if isinstance(sphere, Sphere) else None)
-    m, k = tau_array.shape
-    geometry = resolve_space(space, priors, m, display)
-    return _build(
-        FamilySpec("fair", k, tau_array),
-        geometry,
-        seed=seed,
-        beta=beta,
-        max_queries=max_queries,
-        min_queries=min_queries,
-        tolerance=tolerance,
-        min_cell_gap=min_cell_gap,
-        n_particles=n_particles,
-        credible_level=credible_level,
-        criterion=criterion,
-        name="active-fair",
-    )
-
-
-for _function in (active_linear, active_quadratic, active_fair):
-    _function.__doc__ = (
-        (_function.__doc__ or "").rstrip()
-        + _COMMON_DOC
-        + """
-    Returns
-    -------
-    ActiveElicitor
-        Yields `Query` objects (receives ``True`` when ``first`` is preferred) and returns an
-        `Elicitation` whose ``details`` hold ``credible_intervals``, ``posterior_spread``,
-        ``spread_history``, ``beta_posterior``, ``posterior_sample`` (for `ranking_probability`),
-        ``stopped_by`` and ``inconsistent_answers``.
-
-    Raises
-    ------
-    InvalidConfigError
-        On a bad argument (naming it and its allowed range), or when no perceptible pair fits the sphere.
-
-    Notes
-    -----
-    Asks at most ``max_queries`` questions; each costs one particle update and one candidate search,
-    roughly ``O(n_particles * (answers + candidates) * d)``.
-    """
-    )
+    """Elicit a fair quadratic cost (Definition 3) with active queries (`active_elicitor` ``"fair"``)."""
+    return active_elicitor("fair", space, tau=tau, **options)
