@@ -37,7 +37,7 @@ is a function of the configuration, the seed and the answers only.
 Symbols
 -------
 =================  ================================================================
-paper / issue 7    code
+paper              code
 =================  ================================================================
 ``w``              rows of ``ParticlePosterior.particles`` (``(n_particles, dim)``)
 ``f(r1, r2)``      a query's feature vector; ``y * f`` is stored as ``signed``

@@ -81,7 +81,7 @@ _SYNTHETIC_FIELDS = frozenset(
 
 @runtime_checkable
 class QuerySpace(Protocol):
-    """What a study needs to show queries to people (see ``notes/contracts.md``).
+    """What a study needs to show queries to people (the contract every query space honours).
 
     ``priors`` has shape ``(n_classes,)`` or, with groups, ``(n_groups, n_classes)``; ``confusion`` maps
     rates of shape ``(n_classes,)`` / ``(n_groups, n_classes)`` to confusion matrices out of 100 of shape

@@ -11,7 +11,7 @@ over a grid, or ``None`` for the noise-free oracle of Definition 1) and, before 
 1. draws candidate pairs inside the study's sphere from the seeded rng, keeping only *perceptible* pairs:
    some confusion-matrix cell must differ by at least ``min_cell_gap`` people out of 100. The diagonal
    cells ``100 P(Y=i) r_i`` do not depend on how a space spreads the misclassified mass, so the check uses
-   them (a sufficient condition for every query space of ``notes/contracts.md``). For quadratic metrics
+   them (a sufficient condition for every `elicitation.rates.QuerySpace`). For quadratic metrics
    it adds pairs that are exact ties under single posterior particles (two distant points on one level
    set): when the gradient dominates, random pairs are all decided by the slope, ties split the
    posterior by its curvature;

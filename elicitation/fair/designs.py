@@ -24,7 +24,7 @@ its boundary optimum; `SlopeRun.point` accounts for both).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,25 +79,33 @@ __all__ = [
     "fair_qpme",
 ]
 
-#: The query designs `fair_qpme` offers (see its docstring).
-DESIGNS: tuple[str, ...] = ("qpme", "anchored", "paired")
+#: Builds LPME on a small sphere with a query label and the embedding that lifts its points to profiles.
+LpmeFactory = Callable[[Sphere, str, Embedding], Elicitor[Elicitation[LinearMetric]]]
+#: Builds the shifted-quadratic QPME run of one partition.
+QpmeFactory = Callable[[Partition], Elicitor[Elicitation[ShiftedQuadratic]]]
 
 
 @dataclass(frozen=True)
-class _SlopeRunner:
-    """What every lifted LPME slope run of one fair elicitation shares; ``tally[0]`` counts its answers."""
+class _FairRun:
+    """One fair elicitation's validated configuration, shared by its design; ``tally[0]`` counts answers."""
 
     sphere: Sphere
+    tau: FloatArray
+    partitions: tuple[Partition, ...]
     varrho: float
-    make_lpme: Callable[[Sphere, str, Embedding], Elicitor[Elicitation[LinearMetric]]]
     search: str
-    n_groups: int
     at_boundary: bool
+    make_lpme: LpmeFactory
+    make_qpme: QpmeFactory
     tally: list[int]
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.tau.shape[0])
 
 
 def _slope_runs(
-    runner: _SlopeRunner, side: Partition, axes: Sequence[int | None]
+    runner: _FairRun, side: Partition, axes: Sequence[int | None]
 ) -> Generator[Query, bool, list[SlopeRun]]:
     """One LPME run on ``side``'s groups per axis, in order: ``None`` in ``S_o``, ``j`` in ``S_{z_j}``.
 
@@ -253,120 +261,83 @@ def fair_qpme(
             small, eps, cycles=cycles, early_stop=early_stop, search=label, probe=probe_kind, embed=embed
         )
 
-    if design in ("qpme", "anchored"):
-
-        def make_inner(partition: Partition) -> Elicitor[Elicitation[ShiftedQuadratic]]:
-            return shifted_quadratic(
-                space,
-                epsilon=eps,
-                inner_radius=varrho,
-                reconstruction=reconstruction,
-                search=f"{search}/{partition_label(partition)}/qpme",
-                cycles=cycles,
-                early_stop=early_stop,
-                probe=probe_kind,
-                embed=profile_embedding(space.center, partition, m),
-            )
-
-        budget = sum(make_inner(sigma).max_queries for sigma in chosen)  # also validates QPME's arguments
-        extra = None
-        if design == "anchored":
-            extra = make_lpme
-            budget += len(chosen) * make_lpme(space, search).max_queries
-        body = _fair_steps(
-            space, tau_values, chosen, make_inner, extra, varrho, search, probe_kind == "boundary"
+    def make_qpme(partition: Partition) -> Elicitor[Elicitation[ShiftedQuadratic]]:
+        return shifted_quadratic(
+            space,
+            epsilon=eps,
+            inner_radius=varrho,
+            reconstruction=reconstruction,
+            search=f"{search}/{partition_label(partition)}/qpme",
+            cycles=cycles,
+            early_stop=early_stop,
+            probe=probe_kind,
+            embed=profile_embedding(space.center, partition, m),
         )
-        return Elicitor(body, name=search, max_queries=budget)
 
-    per_run = make_lpme(space, search).max_queries  # also validates LPME's arguments
-    budget = len(chosen) * (space.n_classes + 2) * per_run
-    body = _paired_steps(space, tau_values, chosen, varrho, make_lpme, search, probe_kind == "boundary")
-    return Elicitor(body, name=search, max_queries=budget)
+    run = _FairRun(
+        space, tau_values, chosen, varrho, search, probe_kind == "boundary", make_lpme, make_qpme, [0]
+    )
+    chosen_design = _DESIGNS[design]
+    budget = chosen_design.budget(run)  # also validates the sub-elicitors' arguments
+    return Elicitor(chosen_design.steps(run), name=search, max_queries=budget)
 
 
-def _paired_steps(
-    sphere: Sphere,
-    tau: FloatArray,
-    partitions: tuple[Partition, ...],
-    varrho: float,
-    make_lpme: Callable[[Sphere, str, Embedding], Elicitor[Elicitation[LinearMetric]]],
-    search: str,
-    at_boundary: bool,
-) -> Generator[Query, bool, Elicitation[FairQuadraticMetric]]:
-    m, k = tau.shape
-    everyone = frozenset(range(m))
-    tally = [0]
-    runner = _SlopeRunner(sphere, varrho, make_lpme, search, m, at_boundary, tally)
-    runs: list[SlopeRun] = []
+def _qpme_budget(run: _FairRun) -> int:
+    return sum(run.make_qpme(sigma).max_queries for sigma in run.partitions)
+
+
+def _qpme_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQuadraticMetric]]:
+    """Algorithm 4 as published: one QPME run per partition, reconstructed partition by partition."""
+    gradients: list[FloatArray] = []
+    hessians: list[FloatArray] = []
     counts: list[int] = []
-    for sigma in partitions:
-        before = tally[0]
-        # Side sigma: the runs of Algorithm 1 lines 1-3 (at o and at every z_j).
-        runs += yield from _slope_runs(runner, sigma, [None, *range(k)])
-        # The complement side at z_p replaces Algorithm 1's -z_p run. Its gradient direction
-        # a * tau^{not sigma} differs from sigma's, which pins down the rank-one term (d d^T) that the
-        # runs of one side can barely tell apart from the metric; p is where sigma's gradient at o is
-        # largest, the coordinate that couples most strongly to that term.
-        p = int(np.argmax(runs[-(k + 1)].slope))
-        runs += yield from _slope_runs(runner, everyone - sigma, [p])
-        counts.append(tally[0] - before)
-    outcome = reconstruct_fair_joint(tau, runs, varrho)
+    for sigma in run.partitions:
+        result = yield from run.make_qpme(sigma)
+        run.tally[0] += result.num_queries
+        gradients.append(result.metric.d)
+        hessians.append(result.metric.B)
+        counts.append(result.num_queries)
+    outcome = reconstruct_fair(run.tau, run.partitions, gradients, hessians)
     details: dict[str, Any] = {
-        "design": "paired",
-        "partitions": [sorted(sigma) for sigma in partitions],
-        "xi": membership_matrix(partitions, m).tolist(),
-        "slopes": [run.slope.tolist() for run in runs],
-        "offsets": [run.offset.tolist() for run in runs],
-        "moved_groups": [sorted(run.partition) for run in runs],
-        "inner_radius": varrho,
+        "design": "qpme",
+        "partitions": [sorted(sigma) for sigma in run.partitions],
+        "xi": membership_matrix(run.partitions, run.n_groups).tolist(),
         "queries_per_partition": counts,
-        "residual": float(outcome.scales[0]),
-        "singular_gap": float(outcome.scales[1]),
+        "gradients": [g.tolist() for g in gradients],
+        "hessians": [h.tolist() for h in hessians],
+        "scales": outcome.scales.tolist(),
         "psd_clipped_mass": outcome.negative_mass,
     }
-    return Elicitation(metric=outcome.metric, num_queries=tally[0], details=details)
+    return Elicitation(metric=outcome.metric, num_queries=run.tally[0], details=details)
 
 
-def _fair_steps(
-    sphere: Sphere,
-    tau: FloatArray,
-    partitions: tuple[Partition, ...],
-    make_inner: Callable[[Partition], Elicitor[Elicitation[ShiftedQuadratic]]],
-    make_lpme: Callable[[Sphere, str, Embedding], Elicitor[Elicitation[LinearMetric]]] | None,
-    varrho: float,
-    search: str,
-    at_boundary: bool,
-) -> Generator[Query, bool, Elicitation[FairQuadraticMetric]]:
+def _anchored_budget(run: _FairRun) -> int:
+    return (
+        _qpme_budget(run)
+        + len(run.partitions) * run.make_lpme(run.sphere, run.search, plain_rates).max_queries
+    )
+
+
+def _anchored_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQuadraticMetric]]:
+    """A QPME run per partition and an LPME run on the cut's other side; ``B``, ``lam`` from all slopes."""
+    tau, partitions = run.tau, run.partitions
     m, k = tau.shape
     everyone = frozenset(range(m))
-    o = sphere.center
-    tally = [0]
+    o = run.sphere.center
     gradients: list[FloatArray] = []
     hessians: list[FloatArray] = []
     counts: list[int] = []
     runs: list[SlopeRun] = []
     fallbacks: list[list[int]] = []
-    runner = (
-        None if make_lpme is None else _SlopeRunner(sphere, varrho, make_lpme, search, m, at_boundary, tally)
-    )
     for sigma in partitions:
-        before = tally[0]
+        before = run.tally[0]
         result: Elicitation[ShiftedQuadratic] | None
         try:
-            result = yield from make_inner(sigma)
-            tally[0] += result.num_queries
+            result = yield from run.make_qpme(sigma)
+            run.tally[0] += result.num_queries
         except DegenerateMetricError as degenerate:
-            if make_lpme is None:
-                raise
-            tally[0] += degenerate.queries_asked
+            run.tally[0] += degenerate.queries_asked
             result = None
-        if make_lpme is None:
-            assert result is not None  # the except clause re-raised otherwise
-            gradients.append(result.metric.d)
-            hessians.append(result.metric.B)
-            counts.append(tally[0] - before)
-            continue
-        assert runner is not None  # make_lpme is given past this point
         if result is not None:
             gradients.append(result.metric.d)
             hessians.append(result.metric.B)
@@ -379,23 +350,18 @@ def _fair_steps(
             # QPME's trivial queries saw no gradient at o (lam near 1, the violation dominates). The fair
             # structure needs none: measure this side's slopes at o and every z_j directly, as "paired" does.
             fallbacks.append(sorted(sigma))
-            runs += yield from _slope_runs(runner, sigma, [None, *range(k)])
+            runs += yield from _slope_runs(run, sigma, [None, *range(k)])
             p = int(np.argmax(runs[-(k + 1)].slope))
-        # One run on the cut's other side at z_p (see the module docstring, "Three query designs").
-        runs += yield from _slope_runs(runner, everyone - sigma, [p])
-        counts.append(tally[0] - before)
+        # One run on the cut's other side at z_p (see the module docstring).
+        runs += yield from _slope_runs(run, everyone - sigma, [p])
+        counts.append(run.tally[0] - before)
     details: dict[str, Any] = {
-        "design": "qpme" if make_lpme is None else "anchored",
+        "design": "anchored",
         "partitions": [sorted(sigma) for sigma in partitions],
         "xi": membership_matrix(partitions, m).tolist(),
         "queries_per_partition": counts,
     }
-    if make_lpme is None:
-        outcome = reconstruct_fair(tau, partitions, gradients, hessians)
-        details["gradients"] = [g.tolist() for g in gradients]
-        details["hessians"] = [h.tolist() for h in hessians]
-        details["scales"] = outcome.scales.tolist()
-    elif not fallbacks:
+    if not fallbacks:
         # a from the QPME gradients (every run of a partition informs d); B and lam from all slopes.
         d = np.array(gradients)
         d_norms = np.linalg.norm(d, axis=1)
@@ -403,19 +369,75 @@ def _fair_steps(
             raise NumericalError("a partition's elicited gradient is zero: a cannot be identified")
         tau_sigma = np.array([tau[sorted(sigma)].sum(axis=0) for sigma in partitions])
         a_hat, scales = costs_from_gradients(tau_sigma, d, d_norms)
-        outcome = reconstruct_fair_anchored(tau, a_hat, runs, varrho)
+        outcome = reconstruct_fair_anchored(tau, a_hat, runs, run.varrho)
         details["gradients"] = d.tolist()
         details["hessians"] = [h.tolist() for h in hessians]
         details["scales"] = scales.tolist()
         details["residual"] = float(outcome.scales[0])
     else:
         # Some partition has no QPME gradient: solve (a, B~) jointly from every slope instead.
-        outcome = reconstruct_fair_joint(tau, runs, varrho)
+        outcome = reconstruct_fair_joint(tau, runs, run.varrho)
         details["residual"] = float(outcome.scales[0])
     details["psd_clipped_mass"] = outcome.negative_mass
-    if make_lpme is not None:
-        details["fallback_partitions"] = fallbacks
-        details["slopes"] = [run.slope.tolist() for run in runs]
-        details["offsets"] = [run.offset.tolist() for run in runs]
-        details["moved_groups"] = [sorted(run.partition) for run in runs]
-    return Elicitation(metric=outcome.metric, num_queries=tally[0], details=details)
+    details["fallback_partitions"] = fallbacks
+    details["slopes"] = [slope_run.slope.tolist() for slope_run in runs]
+    details["offsets"] = [slope_run.offset.tolist() for slope_run in runs]
+    details["moved_groups"] = [sorted(slope_run.partition) for slope_run in runs]
+    return Elicitation(metric=outcome.metric, num_queries=run.tally[0], details=details)
+
+
+def _paired_budget(run: _FairRun) -> int:
+    per_run = run.make_lpme(run.sphere, run.search, plain_rates).max_queries
+    return len(run.partitions) * (run.sphere.n_classes + 2) * per_run
+
+
+def _paired_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQuadraticMetric]]:
+    """Per partition LPME at ``o`` and every ``z_j`` plus the other-side run, solved jointly."""
+    tau, partitions = run.tau, run.partitions
+    m, k = tau.shape
+    everyone = frozenset(range(m))
+    runs: list[SlopeRun] = []
+    counts: list[int] = []
+    for sigma in partitions:
+        before = run.tally[0]
+        # Side sigma: the runs of Algorithm 1 lines 1-3 (at o and at every z_j).
+        runs += yield from _slope_runs(run, sigma, [None, *range(k)])
+        # The complement side at z_p replaces Algorithm 1's -z_p run. Its gradient direction
+        # a * tau^{not sigma} differs from sigma's, which pins down the rank-one term (d d^T) that the
+        # runs of one side can barely tell apart from the metric; p is where sigma's gradient at o is
+        # largest, the coordinate that couples most strongly to that term.
+        p = int(np.argmax(runs[-(k + 1)].slope))
+        runs += yield from _slope_runs(run, everyone - sigma, [p])
+        counts.append(run.tally[0] - before)
+    outcome = reconstruct_fair_joint(tau, runs, run.varrho)
+    details: dict[str, Any] = {
+        "design": "paired",
+        "partitions": [sorted(sigma) for sigma in partitions],
+        "xi": membership_matrix(partitions, m).tolist(),
+        "slopes": [slope_run.slope.tolist() for slope_run in runs],
+        "offsets": [slope_run.offset.tolist() for slope_run in runs],
+        "moved_groups": [sorted(slope_run.partition) for slope_run in runs],
+        "inner_radius": run.varrho,
+        "queries_per_partition": counts,
+        "residual": float(outcome.scales[0]),
+        "singular_gap": float(outcome.scales[1]),
+        "psd_clipped_mass": outcome.negative_mass,
+    }
+    return Elicitation(metric=outcome.metric, num_queries=run.tally[0], details=details)
+
+
+@dataclass(frozen=True)
+class _Design:
+    """A query design of `fair_qpme`: its queries and its worst-case query count."""
+
+    steps: Callable[[_FairRun], Generator[Query, bool, Elicitation[FairQuadraticMetric]]]
+    budget: Callable[[_FairRun], int]
+
+
+_DESIGNS: Mapping[str, _Design] = {
+    "qpme": _Design(_qpme_steps, _qpme_budget),
+    "anchored": _Design(_anchored_steps, _anchored_budget),
+    "paired": _Design(_paired_steps, _paired_budget),
+}
+#: The query designs `fair_qpme` offers (see its docstring).
+DESIGNS: tuple[str, ...] = tuple(_DESIGNS)

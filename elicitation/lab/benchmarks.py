@@ -39,7 +39,7 @@ DEFAULT_TRIALS: Final = 100
 #: Settings of Section 6: k for QPME, (k, m) for fair QPME.
 QPME_CLASSES: Final = (2, 3, 4, 5)
 FAIR_SETTINGS: Final = tuple((k, m) for k in (2, 3, 4, 5) for m in (2, 3, 4, 5))
-#: The noise grid (issue 2): inner radius varrho x Definition 4's eps_Omega.
+#: The noise grid: inner radius varrho x Definition 4's eps_Omega.
 NOISE_INNER_RADII: Final = (0.005, 0.02, 0.05, 0.1)
 NOISE_LEVELS: Final = (0.0, 1e-4, 1e-3)
 #: Table 4 (Appendix G): mean queries of the authors' QPME over 100 metrics, by k.
@@ -51,7 +51,7 @@ PAPER_FAIR_QUERIES: Final[Mapping[tuple[int, int], float]] = {
     (4, 2): 1398.14, (4, 3): 3808.67, (4, 4): 7363.82, (4, 5): 12180.84,
     (5, 2): 2130.92, (5, 3): 5887.99, (5, 4): 11454.18, (5, 5): 18999.71,
 }  # fmt: skip
-#: Mean errors of the authors' published implementation in Section 6's setting (issue 2), by k.
+#: Mean errors of the authors' published implementation in Section 6's setting, by k.
 PUBLISHED_QPME_ERRORS: Final[Mapping[int, Mapping[str, float]]] = {
     2: {"a": 0.014, "B": 0.044},
     3: {"a": 0.042, "B": 0.17},

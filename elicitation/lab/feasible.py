@@ -330,7 +330,7 @@ class DatasetSpace:
 
     Build one with `build_space` or `fit_feasible_model`; rebuild a stored one with `from_dict` (no
     retraining: the description carries every plug-in's weights and held-out confusion counts). Follows
-    the query-space contract of ``notes/contracts.md`` (see `elicitation.rates.QuerySpace`).
+    the query-space contract, `elicitation.rates.QuerySpace`.
     """
 
     kind = "dataset"
