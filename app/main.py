@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .admin import web as admin_web
 from .db import make_engine, make_sessionmaker
 from .errors import NotFoundError, install_error_handlers
+from .figure_text import figure_json
 from .routes import api, pages
 from .sessions import SessionCache
 from .settings import Settings
@@ -134,6 +135,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.session_cache = SessionCache(settings.session_cache_size)
     templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
     templates.env.globals["app_name"] = "Elicitation Studio"
+    templates.env.filters["figure_json"] = figure_json
     app.state.templates = templates
 
     plotly_js = _plotly_js_path()

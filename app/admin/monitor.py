@@ -23,6 +23,7 @@ from elicitation import Done, ElicitationError
 from .. import repository as repo
 from ..charts import monitor as monitor_charts
 from ..codec import decode_metric, encode_metric
+from ..figure_text import inert_figure
 from ..metric_views import coordinator_figures
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
 from ..outcome import accuracy_baseline
@@ -117,7 +118,7 @@ class StudyDashboard:
         return {
             **self.to_dict(),
             "generated_at": moment.isoformat() if moment else None,
-            "figures": [{"id": item["id"], "figure": item["figure"]} for item in self.figures],
+            "figures": [{"id": item["id"], "figure": inert_figure(item["figure"])} for item in self.figures],
         }
 
 
