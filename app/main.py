@@ -15,9 +15,9 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .admin import web as admin_web
+from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
 from .errors import NotFoundError, install_error_handlers
-from .figure_text import figure_json
 from .routes import api, pages
 from .sessions import SessionCache
 from .settings import Settings

@@ -22,8 +22,8 @@ from elicitation import Done, ElicitationError
 
 from .. import repository as repo
 from ..charts import monitor as monitor_charts
+from ..charts.inert import inert_figure
 from ..codec import decode_metric, encode_metric
-from ..figure_text import inert_figure
 from ..metric_views import coordinator_figures
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
 from ..outcome import accuracy_baseline

@@ -9,7 +9,7 @@ from typing import Any
 from admin_support import METRIC, STUDY_CONFIG, Participant, bearer, login
 from fastapi.testclient import TestClient
 
-from app.figure_text import inert_figure, inert_text
+from app.charts.inert import inert_figure, inert_text
 
 LINK = '<a href="https://evil.example/">click</a>'
 ALLOWED = re.compile(r"<br>|<extra>|</extra>")
