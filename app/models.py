@@ -29,6 +29,7 @@ __all__ = [
     "LogAction",
     "Phase",
     "Result",
+    "SessionLink",
     "SessionStatus",
     "Study",
     "utcnow",
@@ -105,6 +106,19 @@ class ElicitationSession(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     study: Mapped[Study] = relationship(back_populates="sessions")
+
+
+class SessionLink(Base):
+    """A further personal link to a session: a participant code that comes back from another device gets
+    one, so that every link handed out keeps working. Like the session's own token, only its digest is
+    stored."""
+
+    __tablename__ = "session_link"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("elicitation_session.id"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Answer(Base):

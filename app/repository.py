@@ -10,15 +10,18 @@ from typing import Any, NamedTuple
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from .models import Answer, ElicitationSession, Result, Study
+from .models import Answer, ElicitationSession, Result, SessionLink, Study
 
 __all__ = [
     "LOG_COLUMNS",
     "LogEntry",
     "add",
+    "duplicate_participant_codes",
+    "find_session_by_code",
     "find_study_by_name",
     "get_result",
     "get_session_by_token_hash",
+    "get_session_link",
     "get_study",
     "insert_answer",
     "list_studies",
@@ -63,6 +66,37 @@ _SESSION_BY_TOKEN = select(ElicitationSession).where(ElicitationSession.token_ha
 def get_session_by_token_hash(db: Session, token_hash: str) -> ElicitationSession | None:
     """The session with this token digest (its study is loaded only if read: the app caches studies)."""
     return db.scalars(_SESSION_BY_TOKEN, {"token_hash": token_hash}).first()
+
+
+def get_session_link(db: Session, token_hash: str) -> SessionLink | None:
+    """The further personal link with this token digest (a returning participant code was given one)."""
+    return db.scalars(select(SessionLink).where(SessionLink.token_hash == token_hash)).first()
+
+
+def duplicate_participant_codes(db: Session, study_id: uuid.UUID) -> set[str]:
+    """Participant codes that more than one session of ``study_id`` was started with."""
+    rows = db.execute(
+        select(ElicitationSession.participant_code)
+        .where(ElicitationSession.study_id == study_id, ElicitationSession.participant_code.is_not(None))
+        .group_by(ElicitationSession.participant_code)
+        .having(func.count() > 1)
+    ).all()
+    return {code for (code,) in rows}
+
+
+def find_session_by_code(
+    db: Session, study_id: uuid.UUID, participant_code: str
+) -> ElicitationSession | None:
+    """The earliest session of ``study_id`` that a participant joined with ``participant_code``."""
+    return db.scalars(
+        select(ElicitationSession)
+        .where(
+            ElicitationSession.study_id == study_id,
+            ElicitationSession.participant_code == participant_code,
+        )
+        .order_by(ElicitationSession.created_at, ElicitationSession.id)
+        .limit(1)
+    ).first()
 
 
 def log_rows(db: Session, session_id: uuid.UUID) -> Sequence[Answer]:

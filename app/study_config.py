@@ -40,8 +40,8 @@ __all__ = [
 DEFAULT_ALGORITHM = "active_quadratic"
 DEFAULT_CONSENT_TEXT = (
     "This study asks you to compare pairs of classifiers and say which one you would rather use. "
-    "It takes about ten minutes. We record your answers, how long each one took, and nothing that "
-    "identifies you. You may stop at any time; your answers are then not used."
+    "We record your answers, how long each one took, and nothing that identifies you. You may stop at "
+    "any time; your answers are then not used."
 )
 DEFAULT_INSTRUCTIONS_TEXT = (
     "Each question shows two classifiers that were applied to the same 100 people. Look at how many of "
@@ -84,6 +84,10 @@ class StudyConfig(BaseModel):
     instructions_text: str = Field(default=DEFAULT_INSTRUCTIONS_TEXT, min_length=1, max_length=10000)
     redirect_url: AnyHttpUrl | None = None
     open_enrolment: bool = True
+    resume_by_participant_code: bool = Field(
+        default=True,
+        description="a participant code that joins again continues its session instead of starting another",
+    )
     show_summary: bool = True
 
     @field_validator("class_names", "group_names")

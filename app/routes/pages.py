@@ -55,6 +55,37 @@ def _see_other(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
 
 
+#: The cookie that remembers a participant's session in this browser, one per study (scoped to the
+#: study's own join path, so that no other page and no other study ever receives it).
+PARTICIPANT_COOKIE = "participant_session"
+#: How long a browser remembers its session (seconds): long enough for a study's fieldwork.
+PARTICIPANT_COOKIE_MAX_AGE = 90 * 24 * 3600
+
+
+def _study_path(study_id: uuid.UUID) -> str:
+    return f"/studies/{study_id}"
+
+
+def _remember(response: Response, request: Request, study_id: uuid.UUID, token: str) -> Response:
+    """Let the study's join link in this browser continue this session (HttpOnly, SameSite=Lax)."""
+    response.set_cookie(
+        PARTICIPANT_COOKIE,
+        token,
+        max_age=PARTICIPANT_COOKIE_MAX_AGE,
+        path=_study_path(study_id),
+        secure=request.url.scheme == "https",
+        httponly=True,
+        samesite="lax",
+    )
+    return response
+
+
+def _personal_link(request: Request, token: str) -> str:
+    """The absolute address of the participant's own pages (the configured public address if any)."""
+    base = request.app.state.settings.public_base_url or str(request.base_url).rstrip("/")
+    return f"{base}/sessions/{token}"
+
+
 def _open_study(db: DbSessionDep, study_id: str) -> Any:
     try:
         key = uuid.UUID(study_id)
@@ -73,11 +104,34 @@ def home(request: Request) -> Response:
 
 
 @router.get("/studies/{study_id}/join")
-def show_join(study_id: str, request: Request, db: DbSessionDep) -> Response:
-    """Consent page of an open-enrolment study; showing it creates nothing (link previews are harmless)."""
+def show_join(study_id: str, request: Request, db: DbSessionDep, cache: CacheDep) -> Response:
+    """Consent page of an open-enrolment study, or "welcome back" to the session this browser has.
+
+    Showing it creates nothing (link previews are harmless).
+    """
     study = _open_study(db, study_id)
     config = StudyConfig.model_validate(study.config)
+    token = request.cookies.get(PARTICIPANT_COOKIE)
+    returning = sessions.returning_view(db, cache, study.id, token)
+    if returning is not None and token is not None:
+        context = {
+            "study": study,
+            "config": config,
+            "token": token,
+            "answered": returning.answered,
+            "finished": returning.status is SessionStatus.DONE,
+        }
+        return _render(request, "studies/welcome_back.html", context)
     return _render(request, "studies/join.html", {"study": study, "config": config, "errors": []})
+
+
+@router.post("/studies/{study_id}/join/forget")
+def forget_session(study_id: str, db: DbSessionDep) -> Response:
+    """ "Not you?": this browser forgets its session of the study, and the consent page starts afresh."""
+    study = _open_study(db, study_id)
+    response = _see_other(f"{_study_path(study.id)}/join")
+    response.delete_cookie(PARTICIPANT_COOKIE, path=_study_path(study.id))
+    return response
 
 
 @router.post("/studies/{study_id}/join")
@@ -96,10 +150,15 @@ def join_study(
         return _render(
             request, "studies/join.html", {"study": study, "config": config, "errors": errors}, 422
         )
-    _session, token = sessions.create_session(
-        db, cache, study.id, participant_code=form.participant_code, consented=True
+    joined = sessions.join_study(
+        db,
+        cache,
+        study.id,
+        participant_code=form.participant_code,
+        known_token=request.cookies.get(PARTICIPANT_COOKIE),
     )
-    return _see_other(f"/sessions/{token}/instructions")
+    target = f"/sessions/{joined.token}" if joined.continued else f"/sessions/{joined.token}/instructions"
+    return _remember(_see_other(target), request, study.id, joined.token)
 
 
 @router.get("/sessions/{token}")
@@ -110,8 +169,13 @@ def show_session(token: str, request: Request, db: DbSessionDep, cache: CacheDep
         return _see_other(f"/sessions/{token}/result")
     if view.status is SessionStatus.INVITED:
         return _render(request, "sessions/consent.html", {"view": view, "token": token, "errors": []})
-    question_view = comparison_view(view.comparison) if view.comparison is not None else None
-    return _render(request, "sessions/show.html", {"view": view, "token": token, "question": question_view})
+    context = {
+        "view": view,
+        "token": token,
+        "question": comparison_view(view.comparison) if view.comparison is not None else None,
+        "personal_link": _personal_link(request, token),
+    }
+    return _remember(_render(request, "sessions/show.html", context), request, view.session.study_id, token)
 
 
 @router.post("/sessions/{token}/consent")
@@ -139,10 +203,14 @@ def show_instructions(token: str, request: Request, db: DbSessionDep, cache: Cac
     view, example = sessions.get_instructions(db, cache, token)
     if view.status is SessionStatus.INVITED:
         return _see_other(f"/sessions/{token}")
-    return _render(
-        request,
-        "sessions/instructions.html",
-        {"view": view, "token": token, "question": comparison_view(example)},
+    context = {
+        "view": view,
+        "token": token,
+        "question": comparison_view(example),
+        "personal_link": _personal_link(request, token),
+    }
+    return _remember(
+        _render(request, "sessions/instructions.html", context), request, view.session.study_id, token
     )
 
 

@@ -11,7 +11,18 @@ from .enrolment import check_enrolment
 from .log import effective_rows, elicitor_rows
 from .replay import replay_verified
 from .runtime import Failed, SessionCache, StudyRuntime
-from .service import MAX_TIMING_MS, consent, create_session, get_instructions, get_view, submit_answer, undo
+from .service import (
+    MAX_TIMING_MS,
+    Joined,
+    consent,
+    create_session,
+    get_instructions,
+    get_view,
+    join_study,
+    returning_view,
+    submit_answer,
+    undo,
+)
 from .study import create_study, typical_queries
 from .tokens import TOKEN_BYTES, hash_token
 from .views import SessionView, comparison_model, worked_example
@@ -20,6 +31,7 @@ __all__ = [
     "MAX_TIMING_MS",
     "TOKEN_BYTES",
     "Failed",
+    "Joined",
     "SessionCache",
     "SessionView",
     "StudyRuntime",
@@ -33,7 +45,9 @@ __all__ = [
     "get_instructions",
     "get_view",
     "hash_token",
+    "join_study",
     "replay_verified",
+    "returning_view",
     "submit_answer",
     "typical_queries",
     "undo",

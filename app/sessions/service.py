@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -21,7 +22,16 @@ from .. import repository as repo
 from ..codec import decode_query, encode_metric, encode_query, to_jsonable
 from ..displayed import session_version
 from ..errors import ConflictError, NotFoundError
-from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, utcnow
+from ..models import (
+    Answer,
+    ElicitationSession,
+    LogAction,
+    Phase,
+    Result,
+    SessionLink,
+    SessionStatus,
+    utcnow,
+)
 from ..outcome import check_summary, evaluation_summary, plain_summary
 from ..plan import SessionPlan, Step, elicitor_choice
 from .enrolment import check_enrolment
@@ -298,6 +308,72 @@ def create_session(
     if commit:
         db.commit()
     return session, token
+
+
+def returning_view(
+    db: Session, cache: SessionCache, study_id: uuid.UUID, token: str | None
+) -> SessionView | None:
+    """The session this browser already has in ``study_id`` (its remembered token), or None.
+
+    A token of another study, of a deleted session or a malformed one is simply not a returning
+    participant: the join page then starts afresh.
+    """
+    if not token:
+        return None
+    try:
+        view = get_view(db, cache, token)
+    except NotFoundError:
+        return None
+    return view if view.session.study_id == study_id else None
+
+
+@dataclass(frozen=True)
+class Joined:
+    """Who came through a study's open link: their session, a token for it, and whether it already existed."""
+
+    session: ElicitationSession
+    token: str
+    continued: bool
+
+
+def join_study(
+    db: Session,
+    cache: SessionCache,
+    study_id: uuid.UUID,
+    *,
+    participant_code: str | None,
+    known_token: str | None,
+) -> Joined:
+    """A participant consents on the study's open link; returns their session and a token for it.
+
+    The session this browser already has (``known_token``) continues; so does the session a returning
+    participant code started, when the study resumes by code (a further personal link is issued, the
+    earlier links keep working); otherwise a new session starts.
+    """
+    returning = returning_view(db, cache, study_id, known_token)
+    if returning is not None and known_token is not None:
+        if returning.status is SessionStatus.INVITED:
+            consent(db, cache, known_token)
+        return Joined(returning.session, known_token, continued=True)
+    study = repo.get_study(db, study_id)
+    if study is None or not study.open_enrolment:
+        raise NotFoundError()
+    config = cache.runtime(study).config
+    if participant_code is not None and config.resume_by_participant_code:
+        session = repo.find_session_by_code(db, study_id, participant_code)
+        if session is not None:
+            if session.status == SessionStatus.INVITED.value:
+                check_enrolment(db, study, session)
+                session.status = SessionStatus.ACTIVE.value
+                session.consented_at = utcnow()
+            token = new_token()
+            repo.add(
+                db, SessionLink(session_id=session.id, token_hash=hash_token(token), created_at=utcnow())
+            )
+            db.commit()
+            return Joined(session, token, continued=True)
+    session, token = create_session(db, cache, study_id, participant_code=participant_code, consented=True)
+    return Joined(session, token, continued=False)
 
 
 def get_view(db: Session, cache: SessionCache, token: str) -> SessionView:

@@ -39,7 +39,13 @@ def load_session(db: Session, token: str) -> ElicitationSession:
         raise NotFoundError()
     digest = hash_token(token)
     session = repo.get_session_by_token_hash(db, digest)
-    if session is None or not hmac.compare_digest(session.token_hash, digest):
+    stored = session.token_hash if session is not None else None
+    if session is None:
+        # Not the session's own token: perhaps a further link (rare, so looked up only now).
+        link = repo.get_session_link(db, digest)
+        if link is not None:
+            session, stored = db.get(ElicitationSession, link.session_id), link.token_hash
+    if session is None or stored is None or not hmac.compare_digest(stored, digest):
         raise NotFoundError()
     return session
 
