@@ -15,7 +15,9 @@ from ..deps import CacheDep, DbSessionDep
 from ..errors import ConflictError, NotFoundError
 from ..metric_views import participant_figures
 from ..models import SessionStatus
+from ..progress import progress_sections
 from ..study_config import StudyConfig
+from ..study_estimate import StudyEstimate, study_estimate
 
 __all__ = ["router"]
 
@@ -86,6 +88,10 @@ def _personal_link(request: Request, token: str) -> str:
     return f"{base}/sessions/{token}"
 
 
+def _estimate(request: Request, db: DbSessionDep, study: Any) -> StudyEstimate:
+    return study_estimate(db, request.app.state.plan_cache, study)
+
+
 def _open_study(db: DbSessionDep, study_id: str) -> Any:
     try:
         key = uuid.UUID(study_id)
@@ -122,7 +128,8 @@ def show_join(study_id: str, request: Request, db: DbSessionDep, cache: CacheDep
             "finished": returning.status is SessionStatus.DONE,
         }
         return _render(request, "studies/welcome_back.html", context)
-    return _render(request, "studies/join.html", {"study": study, "config": config, "errors": []})
+    context = {"study": study, "config": config, "errors": [], "estimate": _estimate(request, db, study)}
+    return _render(request, "studies/join.html", context)
 
 
 @router.post("/studies/{study_id}/join/forget")
@@ -147,9 +154,13 @@ def join_study(
     if form.consent != "yes":
         config = StudyConfig.model_validate(study.config)
         errors = ["Please tick the box to confirm that you agree to take part."]
-        return _render(
-            request, "studies/join.html", {"study": study, "config": config, "errors": errors}, 422
-        )
+        context = {
+            "study": study,
+            "config": config,
+            "errors": errors,
+            "estimate": _estimate(request, db, study),
+        }
+        return _render(request, "studies/join.html", context, 422)
     joined = sessions.join_study(
         db,
         cache,
@@ -168,12 +179,21 @@ def show_session(token: str, request: Request, db: DbSessionDep, cache: CacheDep
     if view.status is SessionStatus.DONE:
         return _see_other(f"/sessions/{token}/result")
     if view.status is SessionStatus.INVITED:
-        return _render(request, "sessions/consent.html", {"view": view, "token": token, "errors": []})
+        context = {"view": view, "token": token, "errors": [], "estimate": _estimate(request, db, view.study)}
+        return _render(request, "sessions/consent.html", context)
+    sections = progress_sections(
+        practice=view.config.practice_queries,
+        evaluation=view.config.evaluation_queries,
+        total=view.estimated_total,
+        answered=view.answered,
+        phase=view.step.phase if view.step is not None else None,
+    )
     context = {
         "view": view,
         "token": token,
         "question": comparison_view(view.comparison) if view.comparison is not None else None,
         "personal_link": _personal_link(request, token),
+        "sections": sections,
     }
     return _remember(_render(request, "sessions/show.html", context), request, view.session.study_id, token)
 
@@ -190,9 +210,13 @@ def give_consent(
     if consent != "yes":
         view = sessions.get_view(db, cache, token)
         errors = ["Please tick the box to confirm that you agree to take part."]
-        return _render(
-            request, "sessions/consent.html", {"view": view, "token": token, "errors": errors}, 422
-        )
+        context = {
+            "view": view,
+            "token": token,
+            "errors": errors,
+            "estimate": _estimate(request, db, view.study),
+        }
+        return _render(request, "sessions/consent.html", context, 422)
     sessions.consent(db, cache, token)
     return _see_other(f"/sessions/{token}/instructions")
 
@@ -208,6 +232,7 @@ def show_instructions(token: str, request: Request, db: DbSessionDep, cache: Cac
         "token": token,
         "question": comparison_view(example),
         "personal_link": _personal_link(request, token),
+        "estimate": _estimate(request, db, view.study),
     }
     return _remember(
         _render(request, "sessions/instructions.html", context), request, view.session.study_id, token
