@@ -16,7 +16,6 @@ __all__ = [
     "LOG_COLUMNS",
     "LogEntry",
     "add",
-    "duplicate_participant_codes",
     "find_session_by_code",
     "find_study_by_name",
     "get_result",
@@ -71,17 +70,6 @@ def get_session_by_token_hash(db: Session, token_hash: str) -> ElicitationSessio
 def get_session_link(db: Session, token_hash: str) -> SessionLink | None:
     """The further personal link with this token digest (a returning participant code was given one)."""
     return db.scalars(select(SessionLink).where(SessionLink.token_hash == token_hash)).first()
-
-
-def duplicate_participant_codes(db: Session, study_id: uuid.UUID) -> set[str]:
-    """Participant codes that more than one session of ``study_id`` was started with."""
-    rows = db.execute(
-        select(ElicitationSession.participant_code)
-        .where(ElicitationSession.study_id == study_id, ElicitationSession.participant_code.is_not(None))
-        .group_by(ElicitationSession.participant_code)
-        .having(func.count() > 1)
-    ).all()
-    return {code for (code,) in rows}
 
 
 def find_session_by_code(

@@ -229,8 +229,13 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
     median_s = statistics.median(times) / 1000.0 if times else None
     latest = sorted(sessions, key=lambda item: _aware(item.created_at) or now, reverse=True)[:LIVE_SESSIONS]
     planned = _planned_comparisons(study)
+    # A participant code shared by several sessions: one person started twice (or a code was reused).
+    codes = Counter(session.participant_code for session in sessions if session.participant_code)
     session_rows = [
-        _session_progress(session, logs[session.id], planned, session.id in excluded, now)
+        {
+            **_session_progress(session, logs[session.id], planned, session.id in excluded, now),
+            "duplicate_code": codes[session.participant_code] > 1 if session.participant_code else False,
+        }
         for session in latest
     ]
     per_minute = [minute_counts.get(RATE_WINDOW_MIN - 1 - i, 0) for i in range(RATE_WINDOW_MIN)]

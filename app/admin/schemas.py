@@ -130,6 +130,9 @@ class SessionProgressOut(_Out):
     last_activity: str = Field(description="the same in words (just now, 4 min ago, ...)")
     idle: bool = Field(description="answering but quiet for 10 minutes or more")
     finished_at: Timestamp | None
+    duplicate_code: bool = Field(
+        description="another session of this study started with the same participant code"
+    )
 
 
 class DashboardOut(_Out):
