@@ -189,7 +189,7 @@ def sankey_figure(
         # Wide side margins hold the box labels (static/js/charts.js writes them there), so that no label
         # is drawn over a flow; charts.js narrows them on small screens, where only the totals fit.
         "margin": {"l": SANKEY_LABEL_MARGIN, "r": SANKEY_LABEL_MARGIN, "t": 36 if title else 8, "b": 8},
-        "height": 185 if k <= 3 else 60 * k + 20,
+        "height": 180 if k <= 3 else 60 * k + 20,
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
     }

@@ -15,7 +15,6 @@ from ..deps import CacheDep, DbSessionDep
 from ..errors import ConflictError, NotFoundError
 from ..metric_views import participant_figures
 from ..models import SessionStatus
-from ..progress import progress_sections
 from ..study_config import StudyConfig
 from ..study_estimate import StudyEstimate, study_estimate
 
@@ -181,19 +180,11 @@ def show_session(token: str, request: Request, db: DbSessionDep, cache: CacheDep
     if view.status is SessionStatus.INVITED:
         context = {"view": view, "token": token, "errors": [], "estimate": _estimate(request, db, view.study)}
         return _render(request, "sessions/consent.html", context)
-    sections = progress_sections(
-        practice=view.config.practice_queries,
-        evaluation=view.config.evaluation_queries,
-        total=view.estimated_total,
-        answered=view.answered,
-        phase=view.step.phase if view.step is not None else None,
-    )
     context = {
         "view": view,
         "token": token,
         "question": comparison_view(view.comparison) if view.comparison is not None else None,
         "personal_link": _personal_link(request, token),
-        "sections": sections,
     }
     return _remember(_render(request, "sessions/show.html", context), request, view.session.study_id, token)
 
