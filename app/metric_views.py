@@ -18,21 +18,21 @@ from elicitation import FairQuadraticMetric, LinearMetric, Metric, QuadraticMetr
 from elicitation.variants import CubicMetric
 
 from .charts import result as result_charts
+from .codec import decode_metric
+from .explain import MetricWords, Reading, curved_words, fair_words, linear_words, reading_for, singular
 
 __all__ = [
-    "CURVATURE_SHARE",
     "VIEWS",
     "MetricView",
     "coordinator_figures",
+    "metric_words",
     "participant_figures",
     "plain_summary",
     "rate_text",
+    "stored_metric_words",
     "text_lines",
     "view_of",
 ]
-
-#: Share of the metric's norm in B above which the summary mentions diminishing returns.
-CURVATURE_SHARE = 0.2
 
 #: ``{"id", "caption", "figure"}`` entries the templates render with static/js/charts.js.
 Figures = list[dict[str, Any]]
@@ -44,39 +44,42 @@ Cell = Callable[[str, float], float]
 class MetricView:
     """The app's presentation of one metric family (stored dicts from `Metric.to_dict`)."""
 
-    #: Charts of the revealed metric on the participant's thank-you page.
-    participant_figures: Callable[[Mapping[str, Any], Sequence[str]], Figures]
+    #: Charts of the revealed metric on the thank-you page (stored metric, its words, population word).
+    participant_figures: Callable[[Mapping[str, Any], MetricWords, str], Figures]
     #: Charts of an elicited metric on the coordinator's session page (classes, groups).
     coordinator_figures: Callable[[Mapping[str, Any], Sequence[str], Sequence[str]], Figures]
-    #: A few plain sentences about the metric (metric, class names, population word).
-    summary: Callable[[Metric, Sequence[str], str], str]
+    #: The metric in plain words (costs per person and per rate, curvature, trade-off), `app.explain`.
+    words: Callable[[Metric, Reading], MetricWords]
     #: Python lines that build one participant's metric for the results page's snippet.
     snippet: Callable[[list[float], Cell, Sequence[str]], list[str]]
     #: Indented lines of coefficients for the command line.
     text: Callable[[Metric], list[str]]
 
 
-def _weights(metric: Mapping[str, Any], names: Sequence[str]) -> Figures:
+def _costs(words: MetricWords, population: str) -> Figures:
+    """What a mistake on one person of each class costs, relative to the cheapest (per person)."""
+    credible = any(cost.credible for cost in words.costs)
+    ranges = [cost.credible if credible else cost.region_range for cost in words.costs]
+    label = (
+        f"{round(100 * (words.credible_level or 0))}% credible interval"
+        if credible
+        else "across the classifiers shown"
+    )
     return [
         {
-            "id": "metric-weights",
-            "caption": "How much each kind of correct decision counted",
-            "figure": result_charts.metric_weights_figure(metric["a"], names),
+            "id": "metric-costs",
+            "caption": f"What a mistake on one {singular(population)} costs, relative to the cheapest",
+            "figure": result_charts.mistake_cost_figure(
+                [f"one {cost.name} {singular(population)}" for cost in words.costs],
+                [cost.times_per_person for cost in words.costs],
+                ranges,
+                range_label=label,
+            ),
         }
     ]
 
 
-def _curvature(metric: Mapping[str, Any], names: Sequence[str]) -> Figures:
-    return [
-        {
-            "id": "metric-curvature",
-            "caption": "How the value of improvements changes (curvature B)",
-            "figure": result_charts.quadratic_heatmap_figure(metric["B"], names),
-        }
-    ]
-
-
-def _tradeoff(metric: Mapping[str, Any], names: Sequence[str]) -> Figures:
+def _tradeoff(metric: Mapping[str, Any], words: MetricWords, population: str) -> Figures:
     return [
         {
             "id": "metric-tradeoff",
@@ -120,59 +123,6 @@ def _coordinator_fair(metric: Mapping[str, Any], classes: Sequence[str], groups:
         }
     )
     return figures
-
-
-def _ratio_sentence(weights: np.ndarray, class_names: Sequence[str], population: str) -> str:
-    order = np.argsort(-weights)
-    top, bottom = int(order[0]), int(order[-1])
-    if weights[bottom] <= 1e-9:
-        return (
-            f"Your answers suggest that only correctly recognising {class_names[top]} {population} "
-            f"mattered to you; mistakes on {class_names[bottom]} {population} hardly changed your choices."
-        )
-    ratio = weights[top] / weights[bottom]
-    if ratio < 1.15:
-        return (
-            "Your answers suggest that you weigh correct decisions for every class about equally "
-            f"({', '.join(class_names)})."
-        )
-    return (
-        f"Your answers suggest that correctly recognising {class_names[top]} {population} matters about "
-        f"{ratio:.1f} times as much to you as correctly recognising {class_names[bottom]} {population}."
-    )
-
-
-def _linear_summary(metric: Metric, class_names: Sequence[str], population: str) -> str:
-    assert isinstance(metric, LinearMetric)
-    return _ratio_sentence(np.abs(metric.a), class_names, population)
-
-
-def _curved_summary(metric: Metric, class_names: Sequence[str], population: str) -> str:
-    """Local weights at the uniform classifier, plus diminishing returns when the curvature is large."""
-    assert isinstance(metric, (QuadraticMetric, CubicMetric))
-    k = metric.n_classes
-    local = np.abs(metric.gradient(np.full(k, 1.0 / k)))
-    text = _ratio_sentence(local, class_names, population)
-    curvature = float(np.linalg.norm(metric.B))
-    if curvature > CURVATURE_SHARE * (curvature + float(np.linalg.norm(metric.a))):
-        text += (
-            " Your preferences also show diminishing returns: once a classifier is already good on "
-            "one class, further improvement there counted less for you than fixing the weaker class."
-        )
-    return text
-
-
-def _fair_summary(metric: Metric, class_names: Sequence[str], population: str) -> str:
-    assert isinstance(metric, FairQuadraticMetric)
-    text = _ratio_sentence(np.abs(metric.a), class_names, population).replace(
-        "correctly recognising", "avoiding mistakes on"
-    )
-    share = round(100 * metric.lam)
-    return (
-        f"{text} When overall mistakes and unequal treatment of groups pull in different directions, "
-        f"you put about {share}% of the weight on treating the groups equally and {100 - share}% on "
-        "making fewer mistakes overall."
-    )
 
 
 def _linear_snippet(a: list[float], cell: Cell, classes: Sequence[str]) -> list[str]:
@@ -225,18 +175,18 @@ def _fair_text(metric: Metric) -> list[str]:
 
 
 _QUADRATIC = MetricView(
-    participant_figures=lambda metric, names: _weights(metric, names) + _curvature(metric, names),
+    participant_figures=lambda metric, words, population: _costs(words, population),
     coordinator_figures=_coordinator_curvature,
-    summary=_curved_summary,
+    words=curved_words,
     snippet=_quadratic_snippet,
     text=_quadratic_text,
 )
 
 VIEWS: Mapping[str, MetricView] = {
     "linear": MetricView(
-        participant_figures=_weights,
+        participant_figures=lambda metric, words, population: _costs(words, population),
         coordinator_figures=_coordinator_weights,
-        summary=_linear_summary,
+        words=linear_words,
         snippet=_linear_snippet,
         text=_linear_text,
     ),
@@ -244,9 +194,11 @@ VIEWS: Mapping[str, MetricView] = {
     # A cubic metric is shown by its quadratic part; its snippet loads the stored metric whole.
     "cubic": replace(_QUADRATIC, snippet=_archived_snippet, text=_linear_text),
     "fair_quadratic": MetricView(
-        participant_figures=lambda metric, names: _weights(metric, names) + _tradeoff(metric, names),
+        participant_figures=lambda metric, words, population: (
+            _costs(words, population) + _tradeoff(metric, words, population)
+        ),
         coordinator_figures=_coordinator_fair,
-        summary=_fair_summary,
+        words=fair_words,
         snippet=_archived_snippet,
         text=_fair_text,
     ),
@@ -258,10 +210,25 @@ def view_of(kind: object) -> MetricView | None:
     return VIEWS.get(kind) if isinstance(kind, str) else None
 
 
-def participant_figures(metric: Mapping[str, Any], class_names: Sequence[str]) -> Figures:
+def participant_figures(metric: Mapping[str, Any], words: MetricWords | None, population: str) -> Figures:
     """The thank-you page's charts of a stored metric (none for a failed session)."""
     view = view_of(metric.get("type"))
-    return view.participant_figures(metric, class_names) if view is not None else []
+    return view.participant_figures(metric, words, population) if view is not None and words else []
+
+
+def stored_metric_words(
+    metric: Mapping[str, Any],
+    details: Mapping[str, Any] | None,
+    space: Any,
+    population: str,
+    group_shares: Sequence[float] | None = None,
+) -> MetricWords | None:
+    """The words of a session's stored metric in its study's space (None for a failed session)."""
+    view = view_of(metric.get("type"))
+    if view is None:
+        return None
+    reading = reading_for(space, population, group_shares=group_shares, details=details)
+    return view.words(decode_metric(dict(metric)), reading)
 
 
 def coordinator_figures(
@@ -272,12 +239,16 @@ def coordinator_figures(
     return view.coordinator_figures(metric, class_names, group_names) if view is not None else []
 
 
-def plain_summary(metric: Metric, class_names: Sequence[str], population: str) -> str:
-    """A few plain-language sentences about the metric a participant revealed."""
+def metric_words(metric: Metric, reading: Reading) -> MetricWords | None:
+    """The plain-words reading of a metric (None for a family without a view)."""
     view = view_of(type(metric).kind)
-    if view is None:
-        return "Your answers were recorded; thank you."
-    return view.summary(metric, class_names, population)
+    return view.words(metric, reading) if view is not None else None
+
+
+def plain_summary(metric: Metric, reading: Reading) -> str:
+    """A few plain-language sentences about the metric a participant revealed."""
+    words = metric_words(metric, reading)
+    return words.text if words is not None else "Your answers were recorded; thank you."
 
 
 def text_lines(metric: Metric) -> list[str]:

@@ -9,11 +9,10 @@ import numpy as np
 
 from elicitation import Metric
 
-from .metric_views import CURVATURE_SHARE, plain_summary
+from .metric_views import plain_summary
 from .plan import CHECK_DOMINANCE, CHECK_REPEAT, Choice, wilson_interval
 
 __all__ = [
-    "CURVATURE_SHARE",
     "accuracy_baseline",
     "agreement",
     "check_summary",

@@ -24,7 +24,8 @@ from .. import repository as repo
 from ..charts import monitor as monitor_charts
 from ..charts.inert import inert_figure
 from ..codec import decode_metric, encode_metric
-from ..metric_views import coordinator_figures
+from ..explain import MetricWords
+from ..metric_views import coordinator_figures, stored_metric_words
 from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
 from ..outcome import accuracy_baseline
 from ..sessions import Failed, SessionCache, effective_rows, elicitor_rows, replay_verified
@@ -416,11 +417,33 @@ def session_detail(
     )
 
 
+def coefficient_labels(study: Study) -> dict[str, str]:
+    """Export column -> what a coordinator reads ("weight: benign", "curvature: benign × malignant")."""
+    config = study.config
+    classes = [str(name) for name in config["class_names"]]
+    groups = [str(name) for name in config.get("group_names") or []]
+    labels = {f"a_{name}": f"weight: {name}" for name in classes}
+    labels["lam"] = "share on equal treatment"
+    for first in classes:
+        for second in classes:
+            labels[f"B_{first}_{second}"] = f"curvature: {first} × {second}"
+            for u, group_u in enumerate(groups):
+                for group_v in groups[u + 1 :]:
+                    labels[f"B_{group_u}_{group_v}_{first}_{second}"] = (
+                        f"gap penalty {group_u}–{group_v}: {first} × {second}"
+                    )
+    return labels
+
+
 def coefficient_figures(study: Study, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Distribution of each elicited coefficient across included participants (box per coefficient)."""
+    """Distribution of each elicited coefficient across included participants (a box per coefficient).
+
+    Horizontal boxes with the coefficients named in words on the y axis: long names never get cut.
+    """
     columns = [key for key in (rows[0] if rows else {}) if key.startswith(("a_", "B_", "lam"))]
+    labels = coefficient_labels(study)
     coefficients = {
-        column: [
+        labels.get(column, column): [
             row[column] for row in rows if isinstance(row.get(column), int | float) and not row["excluded"]
         ]
         for column in columns
@@ -469,6 +492,53 @@ def candidate_pool(space: Any) -> list[np.ndarray]:
     return [np.stack([point() for _ in range(space.n_groups)]) for _ in range(POOL_SIZE)]
 
 
+def candidate_rows(space: Any, pool: list[np.ndarray]) -> list[dict[str, Any]]:
+    """Each pool classifier as its confusion matrix out of 100 shows it: per class (and group) how many of
+    that class's people it decides correctly, and how many of the 100 overall."""
+    classes = list(space.class_names)
+    groups = list(getattr(space, "group_names", ()) or [])
+    rows = []
+    for index, rates in enumerate(pool):
+        confusion = np.asarray(space.confusion(rates), dtype=np.float64)
+        stacks = confusion if confusion.ndim == 3 else confusion[None]
+        cells = []
+        for group_index, matrix in enumerate(stacks):
+            prefix = f"{groups[group_index]}, " if len(stacks) > 1 and group_index < len(groups) else ""
+            for class_index, name in enumerate(classes):
+                right, total = float(matrix[class_index, class_index]), float(matrix[class_index].sum())
+                cells.append({"label": f"{prefix}{name}", "right": round(right), "of": round(total)})
+        right_overall = [round(float(np.trace(matrix))) for matrix in stacks]
+        summary = "; ".join(f"{cell['label']} {cell['right']} of {cell['of']} right" for cell in cells)
+        rows.append({"name": f"C{index + 1}", "cells": cells, "overall": right_overall, "summary": summary})
+    return rows
+
+
+def participant_words(db: Session, cache: SessionCache, study: Study) -> dict[str, MetricWords]:
+    """Each finished session's metric in plain words (per person and per rate), keyed by session id."""
+    runtime = cache.runtime(study)
+    group_shares = getattr(runtime.params, "group_shares", None)
+    population = str(study.config.get("population") or "people")
+    statement = (
+        select(Result.session_id, Result.metric, Result.details)
+        .join(ElicitationSession, Result.session_id == ElicitationSession.id)
+        .where(ElicitationSession.study_id == study.id)
+    )
+    found: dict[str, MetricWords] = {}
+    for session_id, metric, details in db.execute(statement):
+        words = stored_metric_words(metric, details, runtime.space, population, group_shares)
+        if words is not None:
+            found[str(session_id)] = words
+    return found
+
+
+def candidate_table(study: Study) -> list[dict[str, Any]]:
+    """The results page's table of the ranked pool (same classifiers as `ranking_figure`)."""
+    from ..study_config import build_space
+
+    space = build_space(StudyConfig.model_validate(study.config))
+    return candidate_rows(space, candidate_pool(space))
+
+
 def ranking_figure(db: Session, study: Study) -> dict[str, Any] | None:
     """Rank of each pool classifier (1 = best) under each included participant's metric and accuracy."""
     space = build_space(StudyConfig.model_validate(study.config))
@@ -499,10 +569,7 @@ def ranking_figure(db: Session, study: Study) -> dict[str, Any] | None:
     base_rank = np.empty(POOL_SIZE, dtype=int)
     base_rank[np.argsort(-baseline, kind="stable")] = np.arange(1, POOL_SIZE + 1)
     names = [f"C{i + 1}" for i in range(POOL_SIZE)]
-    hover = [
-        f"{name}: rates {np.round(np.asarray(rates), 3).tolist()}"
-        for name, rates in zip(names, pool, strict=True)
-    ]
+    hover = [f"{row['name']}: {row['summary']}" for row in candidate_rows(space, pool)]
     return monitor_charts.ranking_figure(
         names, hover, ["accuracy (baseline)", *labels], [base_rank.tolist(), *ranks]
     )

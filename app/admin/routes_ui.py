@@ -636,7 +636,9 @@ def session_replay_log(study_id: str, session_id: str, principal: UiUserDep, db:
 
 
 @router.get("/studies/{study_id}/results")
-def show_results(study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+def show_results(
+    study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep, cache: CacheDep
+) -> Response:
     study, _control = studies.visible_study(db, principal, study_id)
     rows = list(export.result_rows(db, study))
     finished = [row for row in rows if row["metric_type"] not in (None, "failed")]
@@ -652,6 +654,9 @@ def show_results(study_id: str, request: Request, principal: UiUserDep, db: DbSe
             *[item for item in [monitor.ranking_figure(db, study)] if item is not None],
         ],
         snippet=export.metric_snippet(study, finished),
+        words=monitor.participant_words(db, cache, study),
+        candidates=monitor.candidate_table(study),
+        labels=monitor.coefficient_labels(study),
         config_hash=studies.config_hash(study.config),
     )
 

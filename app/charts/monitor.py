@@ -37,8 +37,14 @@ _LAYOUT = {
 
 
 def _figure(data: list[dict[str, Any]], title: str, **layout: Any) -> Figure:
-    """A figure dict; ``title`` goes to ``layout.meta`` only, since the page's figcaption shows it."""
-    return {"data": data, "layout": {**_LAYOUT, "meta": {"title": title}, **layout}}
+    """A figure dict; ``title`` goes to ``layout.meta`` only, since the page's figcaption shows it.
+
+    Both axes make room for their labels (``automargin``), so no tick label or axis title is cut.
+    """
+    merged = {**_LAYOUT, "meta": {"title": title}, **layout}
+    for axis in ("xaxis", "yaxis"):
+        merged[axis] = {"automargin": True, **merged.get(axis, {})}
+    return {"data": data, "layout": merged}
 
 
 def _count_axis(title: str, largest: int) -> dict[str, Any]:
@@ -175,10 +181,22 @@ def agreement_figure(values: Sequence[tuple[str, float | None]]) -> dict[str, An
 def coefficients_figures(
     coefficients: Mapping[str, Sequence[float]], agreement: Sequence[tuple[str, float]]
 ) -> list[dict[str, Any]]:
-    """Each elicited coefficient's spread across participants (a box each), and agreement per participant."""
+    """Each elicited coefficient's spread across participants (a box each), and agreement per participant.
+
+    Horizontal boxes with the coefficients named on the y axis (``coefficients`` is keyed by the names a
+    coordinator reads): long names make their own room instead of being cut.
+    """
     data = [
-        {"type": "box", "name": column, "y": list(values), "boxpoints": "all", "jitter": 0.4}
-        for column, values in coefficients.items()
+        {
+            "type": "box",
+            "orientation": "h",
+            "name": name,
+            "x": list(values),
+            "boxpoints": "all",
+            "jitter": 0.4,
+            "hovertemplate": "%{x:.3f}<extra>%{fullData.name}</extra>",
+        }
+        for name, values in coefficients.items()
         if values
     ]
     figures = []
@@ -187,7 +205,13 @@ def coefficients_figures(
             {
                 "id": "fig-coefficients",
                 "caption": "Elicited coefficients across participants",
-                "figure": _figure(data, "Elicited coefficients across participants", height=380),
+                "figure": _figure(
+                    data,
+                    "Elicited coefficients across participants",
+                    height=90 + 34 * len(data),
+                    yaxis={"autorange": "reversed"},
+                    xaxis={"title": {"text": "Value"}, "zeroline": True},
+                ),
             }
         )
     if agreement:
@@ -235,6 +259,6 @@ def ranking_figure(
             "Ranking of the candidate pool",
             height=140 + 28 * len(z),
             yaxis={"autorange": "reversed"},
-            xaxis={"title": {"text": "Candidate classifier (seeded points of the query sphere)"}},
+            xaxis={"title": {"text": "Candidate (see the table)"}},
         ),
     }

@@ -26,11 +26,22 @@ from .common import (
 )
 
 __all__ = [
+    "HEATMAP_FLOOR",
+    "RANGE_ATOL",
+    "TRADEOFF_INSIDE_TEXT",
     "metric_weights_figure",
+    "mistake_cost_figure",
     "pair_heatmap_figures",
     "quadratic_heatmap_figure",
     "tradeoff_figure",
 ]
+
+#: Heat maps colour values against at least this bound, so that rounding noise reads as zero.
+HEATMAP_FLOOR = 1e-3
+#: A range narrower than this (the cheapest class against itself) is drawn without an error bar.
+RANGE_ATOL = 1e-6
+#: A trade-off segment narrower than this share carries its label outside (it would not fit inside).
+TRADEOFF_INSIDE_TEXT = 0.25
 
 
 def metric_weights_figure(
@@ -85,7 +96,8 @@ def quadratic_heatmap_figure(
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or not np.all(np.isfinite(matrix)):
         raise ValueError(f"B must be a finite square matrix, got shape {matrix.shape}")
     names = check_names(class_names, matrix.shape[0], "class")
-    bound = float(np.max(np.abs(matrix))) or 1.0
+    # A matrix of rounding noise (1e-17) must not be coloured as if it were large: keep a floor.
+    bound = max(float(np.max(np.abs(matrix))), HEATMAP_FLOOR)
     layout: dict[str, Any] = {
         "font": {**FONT, "size": 13, "color": INK},
         "margin": {"l": 90, "r": 8, "t": 36 if title else 12, "b": 60},
@@ -105,7 +117,7 @@ def quadratic_heatmap_figure(
                 "zmin": -bound,
                 "zmax": bound,
                 "colorscale": DIVERGING_SCALE,
-                "text": [[f"{value:.3f}" for value in row] for row in matrix],
+                "text": [[f"{round(float(value), 3) + 0.0:.3f}" for value in row] for row in matrix],
                 "texttemplate": "%{text}",
                 "hovertemplate": "%{y} × %{x}: %{z:.4f}<extra></extra>",
                 "xgap": 2,
@@ -171,15 +183,104 @@ def tradeoff_figure(lam: float, *, title: str | None = None) -> Figure:
                 "x": [share],
                 "y": ["trade-off"],
                 "text": [f"{name} {share:.0%}"],
-                "textposition": "inside",
                 "insidetextanchor": "middle",
+                # "overlay" draws the stripes over the segment's colour; the default "replace" mode
+                # paints them on a transparent background, which left the fairness segment blank.
                 "marker": {
                     "color": color,
-                    "pattern": {"shape": pattern, "fgcolor": "#ffffff", "solidity": 0.3},
+                    "pattern": {
+                        "shape": pattern,
+                        "fillmode": "overlay",
+                        "fgcolor": "#ffffff",
+                        "solidity": 0.3,
+                    },
                 },
+                "textfont": {"color": "#ffffff" if share >= TRADEOFF_INSIDE_TEXT else INK},
+                "textposition": "inside" if share >= TRADEOFF_INSIDE_TEXT else "outside",
                 "hovertemplate": f"{name}: %{{x:.1%}}<extra></extra>",
             }
             for name, share, color, pattern in parts
         ],
         "layout": layout,
     }
+
+
+def mistake_cost_figure(
+    names: Sequence[str],
+    times: Sequence[float],
+    ranges: Sequence[tuple[float, float] | None],
+    *,
+    range_label: str,
+    title: str | None = None,
+) -> Figure:
+    """Horizontal bars: what a mistake on one person of each class costs, relative to the cheapest class.
+
+    ``names`` label the bars as the reader should read them ("one malignant patient").
+    ``ranges`` (a credible interval, or the range across the query region) become error bars, labelled
+    in the hover text with ``range_label``. Class names sit on the y axis with room made for them
+    (``automargin``), so no label is ever cut.
+    """
+    labels = check_names(names, len(times), "class")
+    values = [float(value) for value in times]
+    if not all(np.isfinite(values)) or any(value < 0 for value in values):
+        raise ValueError(f"times must be finite and non-negative, got {values}")
+    ranges = [pair if pair and pair[1] - pair[0] > RANGE_ATOL else None for pair in ranges]
+    lows = [value - (pair[0] if pair else value) for value, pair in zip(values, ranges, strict=True)]
+    highs = [(pair[1] if pair else value) - value for value, pair in zip(values, ranges, strict=True)]
+    shown = any(pair is not None for pair in ranges)
+    top = max([value + high for value, high in zip(values, highs, strict=True)] + [1.0])
+    hover = [
+        f"{label}: {value:.1f}×" + (f" ({range_label} {pair[0]:.1f}× to {pair[1]:.1f}×)" if pair else "")
+        for label, value, pair in zip(labels, values, ranges, strict=True)
+    ]
+    layout: dict[str, Any] = {
+        "font": {**FONT, "size": 13, "color": INK},
+        "margin": {"l": 8, "r": 48, "t": 36 if title else 8, "b": 48},
+        "height": 110 + 46 * len(labels),
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "xaxis": {
+            "title": {"text": "× the cheapest mistake"},
+            "range": [0, float(np.ceil(top * 1.15))],
+            "gridcolor": GRID,
+            "fixedrange": True,
+            "automargin": True,
+        },
+        "yaxis": {
+            "automargin": True,
+            "fixedrange": True,
+            "autorange": "reversed",
+            "ticksuffix": "  ",
+            "title": {"text": ""},
+        },
+        "showlegend": False,
+    }
+    set_title(layout, title)
+    trace: dict[str, Any] = {
+        "type": "bar",
+        "orientation": "h",
+        "x": values,
+        "y": labels,
+        "text": [f"{value:.1f}×" for value in values],
+        # Inside the bar where it fits, clear of the error bar's whisker; outside a short bar.
+        "textposition": "auto",
+        "insidetextanchor": "start",
+        "cliponaxis": False,
+        "marker": {
+            "color": [class_color(i) for i in range(len(labels))],
+            "line": {"color": INK, "width": 0.75},
+        },
+        "customdata": hover,
+        "hovertemplate": "%{customdata}<extra></extra>",
+    }
+    if shown:
+        trace["error_x"] = {
+            "type": "data",
+            "symmetric": False,
+            "array": highs,
+            "arrayminus": lows,
+            "color": INK,
+            "thickness": 1.5,
+            "width": 6,
+        }
+    return {"data": [trace], "layout": layout}

@@ -8,12 +8,14 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, BeforeValidator, Field
+from sqlalchemy.orm import Session
 
 from .. import repository, sessions
 from ..charts.comparison import comparison_view
 from ..deps import CacheDep, DbSessionDep
 from ..errors import ConflictError, NotFoundError
-from ..metric_views import participant_figures
+from ..explain import MetricWords
+from ..metric_views import participant_figures, stored_metric_words
 from ..models import SessionStatus
 from ..study_config import StudyConfig
 from ..study_estimate import StudyEstimate, study_estimate
@@ -282,5 +284,20 @@ def show_result(token: str, request: Request, db: DbSessionDep, cache: CacheDep)
     view = sessions.get_view(db, cache, token)
     if view.status is not SessionStatus.DONE or view.result is None:
         return _see_other(f"/sessions/{token}")
-    figures = participant_figures(view.result.metric, list(view.config.class_names))
-    return _render(request, "sessions/result.html", {"view": view, "token": token, "figures": figures})
+    words = _result_words(view, db, cache)
+    figures = participant_figures(view.result.metric, words, view.config.population)
+    context = {"view": view, "token": token, "figures": figures, "words": words}
+    return _render(request, "sessions/result.html", context)
+
+
+def _result_words(
+    view: sessions.SessionView, db: Session, cache: sessions.SessionCache
+) -> MetricWords | None:
+    """The revealed metric in plain words, read in the study's own query space."""
+    result = view.result
+    if result is None:
+        return None
+    runtime = cache.runtime_of(db, view.session.study_id)
+    group_shares = getattr(runtime.params, "group_shares", None)
+    space, population = runtime.space, view.config.population
+    return stored_metric_words(result.metric, result.details, space, population, group_shares)

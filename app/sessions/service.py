@@ -22,6 +22,7 @@ from .. import repository as repo
 from ..codec import decode_query, encode_metric, encode_query, to_jsonable
 from ..displayed import session_version
 from ..errors import ConflictError, NotFoundError
+from ..explain import reading_for
 from ..models import (
     Answer,
     ElicitationSession,
@@ -227,7 +228,9 @@ class _Context:
             num_queries = int(elicited.num_queries)
             details = to_jsonable(dict(elicited.details))
             evaluation = evaluation_summary([(f, s, c.value) for f, s, c in pairs], metric, space.priors)
-            summary = plain_summary(metric, space.class_names, config.population)
+            group_shares = getattr(self.runtime.params, "group_shares", None)
+            reading = reading_for(space, config.population, group_shares=group_shares, details=details)
+            summary = plain_summary(metric, reading)
         else:
             message = self.state.message if isinstance(self.state, Failed) else "elicitation did not finish"
             metric_json = {"type": "failed", "reason": message}

@@ -452,3 +452,39 @@ def test_dashboard_marks_a_session_quiet_after_ten_minutes(
     assert not soon.sessions[0]["idle"] and soon.sessions[0]["last_activity"] == "9 min ago"
     assert later.sessions[0]["idle"] and later.sessions[0]["last_activity"] == "11 min ago"
     assert days.sessions[0]["last_activity"] == "3 days ago"
+
+
+def test_result_pages_say_per_patient_and_per_rate_what_a_known_metric_costs(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    import numpy as np
+
+    from elicitation import LinearMetric
+
+    token = accounts["alice"]["token"]
+    config = {**STUDY_CONFIG, "algorithm_params": {"epsilon": 0.02, "cycles": 1}}
+    sid = client.post("/api/v1/studies", json=config, headers=bearer(token)).json()["id"]
+    client.patch(f"/api/v1/studies/{sid}", json={"status": "open"}, headers=bearer(token))
+    person = client.post(f"/api/v1/studies/{sid}/sessions", json={"consent": True}).json()["token"]
+    final = Participant(LinearMetric(np.array([0.4545, 0.8908]))).finish(client, person)
+    a = np.asarray(final["result"]["metric"]["a"])
+    per_rate, per_patient = a[1] / a[0], (a[1] / 35) / (a[0] / 65)
+    # The known metric comes back, and a reader's "times as much" (per patient) is not the weights' ratio.
+    assert round(per_rate, 1) == 2.0 and round(per_patient, 1) == 3.6
+    summary = final["result"]["summary"]
+    assert f"costs you about {per_patient:.1f} times as much" in summary
+    assert f"Per rate it is {per_rate:.1f} times" in summary
+    thanks = client.get(f"/sessions/{person}/result").text
+    assert (
+        f"A mistake on one malignant patient (calling them benign) costs you about {per_patient:.1f} times"
+        in thanks
+    )
+    assert f'data-testid="cost-per-person">{per_patient:.1f}×<' in thanks
+    assert f'data-testid="cost-per-rate">{per_rate:.1f}×<' in thanks
+    assert "score = " in thanks and "share of malignant patients decided correctly" in thanks
+    assert "has no curvature" in thanks and "Curvature B" not in thanks
+    login(client, "alice@example.org")
+    results = client.get(f"/admin/studies/{sid}/results").text
+    assert f'data-testid="row-per-person">malignant {per_patient:.1f}× benign' in results
+    assert f'data-testid="row-per-rate">{per_rate:.1f}×<' in results
+    assert 'data-testid="candidates"' in results and "of 65</td>" in results and "of 35</td>" in results

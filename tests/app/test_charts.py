@@ -381,6 +381,25 @@ def test_quadratic_heatmap_is_symmetric_around_zero_and_labelled() -> None:
         result.quadratic_heatmap_figure([[1.0, 2.0]], NAMES)
 
 
+def test_heatmap_of_rounding_noise_reads_as_zero() -> None:
+    trace = result.quadratic_heatmap_figure([[-5e-17, 0.0], [0.0, -1e-17]], NAMES)["data"][0]
+    assert trace["zmax"] == result.HEATMAP_FLOOR and trace["text"][0][0] == "0.000"
+
+
+def test_mistake_cost_figure_labels_every_bar_and_makes_room_for_the_names() -> None:
+    names = ["one benign patient", "one malignant patient with a very long class name"]
+    figure = result.mistake_cost_figure(names, [1.0, 3.6], [None, (3.1, 4.2)], range_label="95% credible")
+    trace, layout = figure["data"][0], figure["layout"]
+    assert trace["y"] == names and trace["text"] == ["1.0×", "3.6×"]
+    assert layout["yaxis"]["automargin"] and layout["xaxis"]["automargin"]
+    assert trace["error_x"]["array"] == pytest.approx([0.0, 0.6])
+    assert trace["error_x"]["arrayminus"] == pytest.approx([0.0, 0.5])
+    assert "95% credible 3.1× to 4.2×" in trace["customdata"][1]
+    assert layout["xaxis"]["range"][1] >= 4.2
+    with pytest.raises(ValueError, match="non-negative"):
+        result.mistake_cost_figure(names, [1.0, -1.0], [None, None], range_label="x")
+
+
 def test_pair_heatmaps_are_titled_with_group_names_and_accept_json_keys() -> None:
     B = [[0.2, 0.0], [0.0, 0.1]]
     figures = result.pair_heatmap_figures({"1,2": B, (0, 1): B, "0,2": B}, NAMES, ["women", "men", "other"])
@@ -397,6 +416,12 @@ def test_tradeoff_figure_splits_the_whole_between_performance_and_fairness() -> 
     traces = result.tradeoff_figure(0.3)["data"]
     assert [trace["x"][0] for trace in traces] == pytest.approx([0.7, 0.3])
     assert traces[1]["marker"]["pattern"]["shape"] == "/"
+    # Both segments keep their colour: stripes overlay it (the default replaced it with nothing).
+    assert all(trace["marker"]["pattern"]["fillmode"] == "overlay" for trace in traces)
+    assert [trace["marker"]["color"] for trace in traces] == [
+        common.OKABE_ITO["blue"],
+        common.OKABE_ITO["orange"],
+    ]
     with pytest.raises(ValueError, match="lambda"):
         result.tradeoff_figure(1.5)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app.explain import Reading
 from app.metric_views import VIEWS, coordinator_figures, participant_figures, plain_summary, text_lines
 from elicitation import FairQuadraticMetric, LinearMetric, QuadraticMetric, Sphere
 from elicitation.families import FAMILIES, Draw
@@ -20,9 +21,9 @@ def test_every_core_family_has_an_app_view() -> None:
 @pytest.mark.parametrize(
     ("kind", "participant", "coordinator"),
     [
-        ("linear", ["metric-weights"], ["fig-a"]),
-        ("quadratic", ["metric-weights", "metric-curvature"], ["fig-a", "fig-b"]),
-        ("fair_quadratic", ["metric-weights", "metric-tradeoff"], ["fig-a", "fig-buv-0", "fig-lam"]),
+        ("linear", ["metric-costs"], ["fig-a"]),
+        ("quadratic", ["metric-costs"], ["fig-a", "fig-b"]),
+        ("fair_quadratic", ["metric-costs", "metric-tradeoff"], ["fig-a", "fig-buv-0", "fig-lam"]),
     ],
 )
 def test_figures_follow_the_stored_metrics_family(
@@ -32,25 +33,36 @@ def test_figures_follow_the_stored_metrics_family(
         np.random.default_rng(1), Draw(n_classes=2, sphere=Sphere.around_uniform(2, 0.2))
     )
     data = metric.to_dict()
-    assert [figure["id"] for figure in participant_figures(data, CLASSES)] == participant
+    reading = Reading(
+        tuple(CLASSES), "patients", np.array([0.6, 0.4]), np.array([0.5, 0.5]), 0.2, tuple(GROUPS)
+    )
+    words = VIEWS[kind].words(metric, reading)
+    shown = participant_figures(data, words, "patients")
+    assert [figure["id"] for figure in shown] == participant
     assert [figure["id"] for figure in coordinator_figures(data, CLASSES, GROUPS)] == coordinator
-    weights = participant_figures(data, CLASSES)[0]["figure"]["data"][0]
-    assert weights["x"] == CLASSES or weights["y"] == CLASSES
+    costs = shown[0]["figure"]["data"][0]
+    assert costs["y"] == ["one healthy patient", "one ill patient"]
+    assert costs["x"] == pytest.approx([cost.times_per_person for cost in words.costs])
 
 
 def test_a_failed_session_has_no_metric_figures() -> None:
     failed = {"type": "failed", "reason": "inconsistent answers"}
-    assert participant_figures(failed, CLASSES) == []
+    assert participant_figures(failed, None, "patients") == []
     assert coordinator_figures(failed, CLASSES, GROUPS) == []
 
 
 def test_plain_summaries_speak_of_each_familys_coefficients() -> None:
+    reading = Reading(
+        tuple(CLASSES), "patients", np.array([0.5, 0.5]), np.array([0.5, 0.5]), 0.2, tuple(GROUPS)
+    )
     linear = LinearMetric(np.array([3.0, 1.0]))
-    assert "healthy patients matters about 3.0 times" in plain_summary(linear, CLASSES, "patients")
+    assert "one healthy patient (calling them ill) costs you about 3.0 times" in plain_summary(
+        linear, reading
+    )
     curved = QuadraticMetric(np.array([0.1, 0.1]), np.array([[-1.0, 0.0], [0.0, -1.0]]))
-    assert "diminishing returns" in plain_summary(curved, CLASSES, "patients")
+    assert "depends on how good the classifier already is" in plain_summary(curved, reading)
     fair = FairQuadraticMetric(np.array([1.0, 1.0]), {(0, 1): np.eye(2)}, 0.25, np.full((2, 2), 0.5))
-    text = plain_summary(fair, CLASSES, "patients")
+    text = plain_summary(fair, reading)
     assert "about 25% of the weight on treating the groups equally" in text
 
 

@@ -146,7 +146,7 @@ def test_thank_you_page_after_the_result(client: TestClient, app: Any, study: An
     assert 'data-testid="redirect"' in page.text
     assert 'href="https://panel.example.org/done?study=1"' in page.text
     assert 'data-testid="metric-summary"' in page.text
-    assert 'data-figure="metric-weights"' in page.text
+    assert 'data-figure="metric-costs"' in page.text and 'data-testid="cost-table"' in page.text
     # plotly.js must find its stylesheet hook, or the strict CSP would block the style it injects
     assert 'id="plotly.js-style-global"' in page.text
     form = {"seq": str(final["progress"]["answered"]), "preferred": "first"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -10,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.codec import decode_metric, decode_query, encode_metric, encode_query, to_jsonable
+from app.explain import Reading
 from app.models import Phase
 from app.outcome import agreement, check_summary, evaluation_summary, plain_summary
 from app.plan import EVALUATION_MIN_PAIRS, SessionPlan, elicitor_choice, wilson_interval
@@ -188,11 +190,13 @@ def test_check_summary_counts() -> None:
     }
 
 
-def test_plain_summary_names_the_classes() -> None:
-    text = plain_summary(LinearMetric(np.array([0.2, 0.8])), ["benign", "malignant"], "patients")
-    assert "malignant patients matters about 4.0 times" in text
-    even = plain_summary(LinearMetric(np.array([0.5, 0.5])), ["a", "b"], "people")
-    assert "about equally" in even
+def test_plain_summary_names_the_classes_per_person_and_per_rate() -> None:
+    reading = Reading(("benign", "malignant"), "patients", np.array([0.5, 0.5]), np.array([0.5, 0.5]), 0.2)
+    text = plain_summary(LinearMetric(np.array([0.2, 0.8])), reading)
+    assert "one malignant patient (calling them benign) costs you about 4.0 times as much" in text
+    assert "Per rate it is 4.0 times" in text
+    even = plain_summary(LinearMetric(np.array([0.5, 0.5])), replace(reading, population="people"))
+    assert "about the same for every person" in even
 
 
 def test_wilson_interval_matches_the_textbook_values() -> None:

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from playwright.sync_api import Page, expect
 
-from app.admin.auth import create_user
+from app.admin.auth import create_user, find_user
 from app.admin.models import Role
+from elicitation import QuadraticMetric
 
 pytestmark = [
     pytest.mark.e2e,
@@ -65,12 +66,12 @@ def test_screenshot_participant_comparison_page(page: Page, live_server: Any, he
     page.screenshot(path=str(IMAGES / "participant.png"), full_page=False)
 
 
-def _shoot(page: Page, name: str) -> None:
-    """The viewport as the participant sees it on arrival (charts drawn), saved as docs/img/<name>.png."""
+def _shoot(page: Page, name: str, *, full_page: bool = False) -> None:
+    """The viewport as the reader sees it on arrival (charts drawn), saved as docs/img/<name>.png."""
     if page.locator("[data-figure]").count():
         expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
     IMAGES.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMAGES / f"{name}.png"), full_page=False)
+    page.screenshot(path=str(IMAGES / f"{name}.png"), full_page=full_page)
 
 
 def _click_through(page: Page, test_id: str) -> None:
@@ -111,18 +112,18 @@ def test_screenshot_participant_steps_on_a_phone(phone: Page, live_server: Any) 
     _participant_steps(phone, live_server, "phone")
 
 
-def _finish_over_api(base_url: str, study_id: Any, weights: np.ndarray, answers: int | None = None) -> None:
-    """An automated participant (linear metric ``weights``) answering over the JSON API."""
+def _finish_over_api(base_url: str, study_id: Any, metric: Any, answers: int | None = None) -> str:
+    """An automated participant (a known metric) answering over the JSON API; returns its token."""
     with httpx.Client(base_url=base_url, timeout=10) as client:
         created = client.post(f"/api/v1/studies/{study_id}/sessions", json={"consent": True})
         assert created.status_code == 201, created.text
-        token = created.json()["token"]
+        token: str = created.json()["token"]
         state = client.get(f"/api/v1/sessions/{token}").json()
         count = 0
         while state["query"] is not None and (answers is None or count < answers):
             query = state["query"]
             first, second = np.asarray(query["first"]["rates"]), np.asarray(query["second"]["rates"])
-            preferred = "first" if weights @ first >= weights @ second else "second"
+            preferred = "first" if metric.prefers(first, second) else "second"
             response = client.post(
                 f"/api/v1/sessions/{token}/answers",
                 json={"seq": query["seq"], "preferred": preferred, "time_on_page_ms": 4000 + 700 * count},
@@ -130,23 +131,59 @@ def _finish_over_api(base_url: str, study_id: Any, weights: np.ndarray, answers:
             assert response.status_code == 200, response.text
             state = response.json()
             count += 1
+        return token
 
 
-def test_screenshot_admin_dashboard(page: Page, live_server: Any, health: Any) -> None:
-    study = live_server.create_study(name="Breast cancer screening (pilot)")
-    for index, weights in enumerate(([0.3, 0.8], [0.5, 0.6], [0.2, 0.9], [0.6, 0.4])):
-        _finish_over_api(live_server.url, study.id, np.asarray(weights), answers=5 if index == 3 else None)
+#: The coordinator's screenshots: the demo's task with the active elicitor (credible intervals), three
+#: participants done and one answering.
+SCREENING_STUDY: dict[str, Any] = {
+    "name": "Breast cancer screening (pilot)",
+    "task": "A classifier decides whether a breast tumour is benign or malignant.",
+    "class_names": ["benign", "malignant"],
+    "population": "patients",
+    "algorithm": "active_quadratic",
+    "algorithm_params": {},
+    "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [0.65, 0.35]},
+    "practice_queries": 1,
+    "checks": True,
+    "evaluation_queries": 6,
+}
+PARTICIPANTS = (
+    QuadraticMetric(np.array([0.45, 0.89]), np.zeros((2, 2))),
+    QuadraticMetric(np.array([0.3, 0.8]), np.array([[-0.3, 0.0], [0.0, -0.4]])),
+    QuadraticMetric(np.array([0.5, 0.7]), np.array([[-0.05, 0.0], [0.0, -0.05]])),
+    QuadraticMetric(np.array([0.6, 0.4]), np.zeros((2, 2))),
+)
+
+
+def _coordinator_pages(page: Page, live_server: Any, device: str) -> None:
+    """Dashboard and results as a coordinator sees them, and a participant's result with curvature."""
+    study = live_server.create_study(**SCREENING_STUDY)
+    tokens = [
+        _finish_over_api(live_server.url, study.id, metric, answers=5 if index == 3 else None)
+        for index, metric in enumerate(PARTICIPANTS)
+    ]
     with live_server.app.state.sessionmaker() as db:
-        create_user(db, "coordinator@example.org", ADMIN_PASSWORD, Role.ADMIN.value)
-    page.set_viewport_size(VIEWPORT)
+        if find_user(db, "coordinator@example.org") is None:
+            create_user(db, "coordinator@example.org", ADMIN_PASSWORD, Role.ADMIN.value)
     page.goto(f"{live_server.url}/admin/login")
     page.get_by_test_id("login-email").fill("coordinator@example.org")
     page.get_by_test_id("login-password").fill(ADMIN_PASSWORD)
-    with page.expect_navigation():
-        page.get_by_test_id("login-submit").click()
+    _click_through(page, "login-submit")
     page.goto(f"{live_server.url}/admin/studies/{study.id}/monitor")
-    expect(page.get_by_test_id("monitor")).to_be_visible()
-    if page.locator("[data-figure]").count():
-        expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMAGES / "admin-dashboard.png"), full_page=False)
+    expect(page.get_by_test_id("monitor")).to_have_attribute("data-live", "on")
+    _shoot(page, f"admin-dashboard-{device}")
+    page.goto(f"{live_server.url}/admin/studies/{study.id}/results")
+    expect(page.get_by_test_id("results")).to_be_visible()
+    _shoot(page, f"admin-results-{device}", full_page=True)
+    page.goto(f"{live_server.url}/sessions/{tokens[1]}/result")
+    _shoot(page, f"participant-7-result-curved-{device}", full_page=True)
+
+
+def test_screenshot_coordinator_pages_on_a_laptop(page: Page, live_server: Any, health: Any) -> None:
+    page.set_viewport_size(LAPTOP_STEPS)
+    _coordinator_pages(page, live_server, "laptop")
+
+
+def test_screenshot_coordinator_pages_on_a_phone(phone: Page, live_server: Any) -> None:
+    _coordinator_pages(phone, live_server, "phone")

@@ -1,0 +1,503 @@
+"""A revealed metric in plain words: what a mistake on one person of each class costs, per person and rate.
+
+The paper's metrics score a classifier by its rates ``r_i``, the share of class-``i`` people it decides
+correctly (0 to 1). Among ``N`` people with class shares ``pi``, deciding one more class-``i`` person
+correctly raises ``r_i`` by ``1 / (N pi_i)``, so near a classifier ``r0`` the score moves by
+``g_i / (N pi_i)`` with ``g`` the metric's weight per unit rate there (its gradient; ``a`` for a linear
+metric, ``a + B r0`` for a quadratic one). Classes therefore compare as ``g_i / g_j`` per rate but as
+``(g_i / pi_i) / (g_j / pi_j)`` per person, which is what a reader hears in "matters twice as much"; the
+words below give both and name them.
+
+Curvature (quadratic metrics) makes ``g`` depend on where the classifier is. Across the study's query
+region (its centre ``r0`` and radius) the per-person ratio of each class to the cheapest one is measured
+on `REGION_DIRECTIONS` points of the boundary; when none moves by more than `CURVATURE_NEGLIGIBLE` of
+its value at ``r0`` the curvature is left out (and the page says so, with the threshold), else it is
+said in words with the range. Active elicitors keep a posterior sample: credible intervals of the
+per-person ratios and of the trade-off come from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from elicitation import FairQuadraticMetric, LinearMetric, Metric
+from elicitation.posterior import sym_from_vec
+
+__all__ = [
+    "CURVATURE_NEGLIGIBLE",
+    "PEOPLE",
+    "ClassCost",
+    "MetricWords",
+    "Reading",
+    "curved_words",
+    "fair_words",
+    "linear_words",
+    "reading_for",
+    "singular",
+]
+
+#: The questions show classifiers applied to this many people (per group in fairness studies).
+PEOPLE = 100
+#: Curvature is left out when no class's per-person cost ratio moves by more than this share across the
+#: study's query region (stated on the page).
+CURVATURE_NEGLIGIBLE = 0.10
+#: Boundary points of the query region on which the curvature's effect is measured (fixed seed).
+REGION_DIRECTIONS = 256
+_REGION_SEED = 20221
+#: Per-person ratios closer to one than this read as "about the same".
+SAME_RATIO = 1.15
+#: A weight below this share of the largest one counts as "hardly mattered".
+NEGLIGIBLE_WEIGHT = 1e-3
+#: How the formula of a curved metric ends: its weights are those of a typical classifier shown.
+CURVED_SUFFIX = ", with the weights of a typical classifier shown (curvature shifts them, see below)"
+#: Gap between groups, in percentage points, used to give the fairness penalty a size people can picture.
+EXAMPLE_GAP_POINTS = 10
+
+
+@dataclass(frozen=True)
+class ClassCost:
+    """What a mistake on one person of a class costs under the metric, near the reference classifier."""
+
+    name: str
+    #: People of this class among `PEOPLE` (the shares the questions showed).
+    people: float
+    #: Weight per unit of rate (the whole share, 0 to 1): the formula's coefficient.
+    per_rate: float
+    #: Score change for one more (or one fewer) person of this class decided correctly.
+    per_person: float
+    #: Relative to the class whose mistakes cost least, per person and per rate.
+    times_per_person: float
+    times_per_rate: float
+    #: `times_per_person` across the query region, when curvature is shown.
+    region_range: tuple[float, float] | None = None
+    #: Credible interval of `times_per_person` (active elicitors only).
+    credible: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class MetricWords:
+    """Everything the result pages say about one metric, as plain text and numbers."""
+
+    #: The population word and one of them ("patients", "patient").
+    population: str
+    person: str
+    headline: str
+    per_rate: str
+    formula: str
+    units: str
+    costs: tuple[ClassCost, ...]
+    #: The sentence about curvature when it matters; None when it is left out.
+    curvature: str | None
+    #: What the page says about the rule (always shown, so a missing curvature is explained).
+    curvature_rule: str
+    #: Fairness metrics: the trade-off, a gap priced in mistakes; None otherwise.
+    tradeoff: str | None = None
+    gap_example: str | None = None
+    credible_level: float | None = None
+    #: The whole relative cost per person of the dearest class against the cheapest (the headline's number).
+    headline_ratio: float | None = None
+
+    @property
+    def text(self) -> str:
+        """The sentences as one paragraph (the stored summary of a session's result)."""
+        parts = [self.headline, self.per_rate, self.curvature, self.tradeoff, self.gap_example]
+        return " ".join(part for part in parts if part)
+
+
+def _fmt(value: float) -> str:
+    """A coefficient with three decimals, never a negative zero."""
+    return f"{round(value, 3) + 0.0:.3f}"
+
+
+def _count(value: float) -> str:
+    """People: whole when they are (the shares of 100 usually are), else one decimal."""
+    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
+
+
+def _times(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _mistake(name: str, population: str, others: Sequence[str]) -> str:
+    """ "a mistake on one malignant patient (calling them benign)"."""
+    called = others[0] if len(others) == 1 else "anything else"
+    return f"a mistake on one {name} {singular(population)} (calling them {called})"
+
+
+def singular(population: str) -> str:
+    """One of ``population``: "patients" -> "patient", "people" -> "person"."""
+    word = population.strip() or "people"
+    if word == "people":
+        return "person"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def _posterior_thetas(details: Mapping[str, Any] | None, kind: str, k: int) -> np.ndarray | None:
+    if not details or "posterior_sample" not in details:
+        return None
+    family = details.get("family") or {}
+    if family.get("kind") != kind or int(family.get("n_classes", -1)) != k:
+        return None
+    sample = np.asarray(details["posterior_sample"], dtype=np.float64)
+    return sample if sample.ndim == 2 and sample.shape[0] >= 2 and np.all(np.isfinite(sample)) else None
+
+
+def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(values, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def _region_points(center: np.ndarray, radius: float) -> np.ndarray:
+    """Points on the query region's boundary: the axes both ways and seeded random directions."""
+    k = center.shape[0]
+    rng = np.random.default_rng(_REGION_SEED)
+    directions = rng.standard_normal((REGION_DIRECTIONS, k))
+    directions = np.vstack([np.eye(k), -np.eye(k), directions])
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    return np.asarray(np.clip(center + radius * directions, 0.0, 1.0))
+
+
+def _per_person_ratios(gradients: np.ndarray, shares: np.ndarray, cheapest: int) -> np.ndarray:
+    """Per-person cost of each class relative to ``cheapest``: ``(..., k)`` gradients -> ``(..., k)``."""
+    worth = np.abs(gradients) / shares
+    base = np.maximum(worth[..., cheapest : cheapest + 1], 1e-300)
+    result: np.ndarray = worth / base
+    return result
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the words need besides the metric: the study's classes, people and query region."""
+
+    class_names: tuple[str, ...]
+    population: str
+    #: The classes' shares of the people the questions showed (overall, in fairness studies), summing to 1.
+    class_shares: np.ndarray
+    #: The query region: the reference classifier is its centre.
+    center: np.ndarray
+    radius: float
+    group_names: tuple[str, ...] = ()
+    #: The elicitor's stored details (an active elicitor's posterior sample gives credible intervals).
+    details: Mapping[str, Any] | None = None
+
+
+def reading_for(
+    space: Any,
+    population: str,
+    *,
+    group_shares: Sequence[float] | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> Reading:
+    """The reading of a study's query ``space`` (its priors, per group weighted by ``group_shares``)."""
+    priors = np.atleast_2d(np.asarray(space.priors, dtype=np.float64))
+    weights = (
+        np.full(priors.shape[0], 1.0 / priors.shape[0])
+        if group_shares is None
+        else np.asarray(group_shares, dtype=np.float64) / float(np.sum(group_shares))
+    )
+    shares = weights @ priors
+    sphere = space.sphere
+    return Reading(
+        class_names=tuple(str(name) for name in space.class_names),
+        population=population,
+        class_shares=shares / shares.sum(),
+        center=np.asarray(sphere.center, dtype=np.float64),
+        radius=float(sphere.radius),
+        group_names=tuple(str(name) for name in getattr(space, "group_names", ())),
+        details=details,
+    )
+
+
+def linear_words(metric: Metric, reading: Reading) -> MetricWords:
+    """A linear metric: its weights are the same for every classifier."""
+    assert isinstance(metric, LinearMetric)
+    k = len(reading.class_names)
+    thetas = _posterior_thetas(reading.details, "linear", k)
+    sample = thetas[:, :k] if thetas is not None else None
+    return _linear_words(np.asarray(metric.a), reading, sample, curved=False)
+
+
+def curved_words(metric: Metric, reading: Reading) -> MetricWords:
+    """A metric with a gradient (quadratic, cubic): weights at the region's centre, curvature across it."""
+    gradient_of = getattr(metric, "gradient", None)
+    assert callable(gradient_of)
+    k = len(reading.class_names)
+    sample = None
+    thetas = _posterior_thetas(reading.details, "quadratic", k)
+    if thetas is not None:
+        b_sample = sym_from_vec(thetas[:, k:], k)
+        sample = thetas[:, :k] + np.einsum("nij,j->ni", b_sample, reading.center)
+    gradient = np.asarray(gradient_of(reading.center), dtype=np.float64)
+    words = _linear_words(gradient, reading, sample, curved=True)
+    return _with_curvature(words, gradient_of, reading)
+
+
+def _costs(
+    weights: np.ndarray,
+    names: Sequence[str],
+    shares: np.ndarray,
+    sample: np.ndarray | None,
+    level: float | None,
+) -> tuple[tuple[ClassCost, ...], int, int]:
+    """Per class costs, and the indices of the cheapest and dearest class per person."""
+    magnitude = np.abs(weights)
+    per_person = magnitude / (PEOPLE * shares)
+    cheapest, dearest = int(np.argmin(per_person)), int(np.argmax(per_person))
+    floor_person = max(float(per_person[cheapest]), 1e-300)
+    floor_rate = max(float(magnitude[cheapest]), 1e-300)
+    intervals: list[tuple[float, float] | None] = [None] * len(names)
+    if sample is not None and level is not None:
+        ratios = _per_person_ratios(sample, shares, cheapest)
+        intervals = [_interval(ratios[:, i], level) for i in range(len(names))]
+    costs = tuple(
+        ClassCost(
+            name=name,
+            people=float(PEOPLE * shares[i]),
+            per_rate=float(weights[i]) + 0.0,
+            per_person=float(per_person[i]),
+            times_per_person=float(per_person[i] / floor_person),
+            times_per_rate=float(magnitude[i] / floor_rate),
+            credible=intervals[i],
+        )
+        for i, name in enumerate(names)
+    )
+    return costs, cheapest, dearest
+
+
+def _level(details: Mapping[str, Any] | None, sample: np.ndarray | None) -> float | None:
+    if sample is None or not details:
+        return None
+    level = details.get("credible_level")
+    return float(level) if isinstance(level, int | float) and 0.0 < float(level) < 1.0 else None
+
+
+def _headline(
+    costs: Sequence[ClassCost], cheapest: int, dearest: int, population: str, *, cost_word: str
+) -> str:
+    names = [cost.name for cost in costs]
+    top, bottom = costs[dearest], costs[cheapest]
+    if top.per_person <= 1e-300 or bottom.per_person <= NEGLIGIBLE_WEIGHT * top.per_person:
+        return (
+            f"Only mistakes on {top.name} {population} changed your choices; mistakes on {bottom.name} "
+            f"{population} hardly counted."
+        )
+    others_top = [name for name in names if name != top.name]
+    others_bottom = [name for name in names if name != bottom.name]
+    if top.times_per_person < SAME_RATIO:
+        return f"A mistake {cost_word} about the same for every {singular(population)}, whatever their class."
+    return (
+        f"{_mistake(top.name, population, others_top).capitalize()} {cost_word} about "
+        f"{_times(top.times_per_person)} times as much as {_mistake(bottom.name, population, others_bottom)}."
+    )
+
+
+def _per_rate_sentence(costs: Sequence[ClassCost], population: str) -> str:
+    per_rate = [abs(cost.per_rate) for cost in costs]
+    top, bottom = costs[int(np.argmax(per_rate))], costs[int(np.argmin(per_rate))]
+    if max(per_rate) <= 0.0 or bottom.times_per_rate * SAME_RATIO > top.times_per_rate:
+        return (
+            "Per rate the classes weigh about the same: one percentage point more of any class's "
+            f"{population} decided correctly counts about equally."
+        )
+    if abs(bottom.per_rate) <= NEGLIGIBLE_WEIGHT * abs(top.per_rate):
+        return f"Per rate the same holds: only the share of {top.name} {population} decided correctly counts."
+    ratio = abs(top.per_rate) / abs(bottom.per_rate)
+    same_people = abs(top.people - bottom.people) < 0.5
+    because = (
+        ""
+        if same_people
+        else (
+            f" Per person and per rate differ because there are {_count(top.people)} {top.name} and "
+            f"{_count(bottom.people)} {bottom.name} {population} in every {PEOPLE}: each "
+            f"{'rarer' if top.people < bottom.people else 'commoner'} {singular(population)} is a "
+            f"{'bigger' if top.people < bottom.people else 'smaller'} part of their share."
+        )
+    )
+    return (
+        f"Per rate it is {_times(ratio)} times: one percentage point more of the {top.name} {population} "
+        f"decided correctly is worth {_times(ratio)} times as much as one point more of the {bottom.name} "
+        f"{population}.{because}"
+    )
+
+
+def _linear_words(
+    weights: np.ndarray, reading: Reading, sample: np.ndarray | None, *, curved: bool
+) -> MetricWords:
+    names, population, shares = reading.class_names, reading.population, reading.class_shares
+    level = _level(reading.details, sample)
+    costs, cheapest, dearest = _costs(weights, names, shares, sample if level else None, level)
+    terms = " + ".join(
+        f"{_fmt(float(w))} × (share of {name} {population} decided correctly)"
+        for w, name in zip(weights, names, strict=True)
+    )
+    formula = f"score ≈ {terms}{CURVED_SUFFIX}" if curved else f"score = {terms}"
+    units = (
+        f"Each share runs from 0 to 1 (0% to 100% of that class's {population}); higher scores are better, "
+        "and only differences between classifiers mean anything."
+    )
+    if curved:
+        units += " For a curved metric these weights are measured at the middle of the classifiers shown."
+    return MetricWords(
+        population=population,
+        person=singular(population),
+        headline=_headline(costs, cheapest, dearest, population, cost_word="costs you"),
+        per_rate=_per_rate_sentence(costs, population),
+        formula=formula,
+        units=units,
+        costs=costs,
+        curvature=None,
+        curvature_rule=_curvature_rule(curved),
+        credible_level=level,
+        headline_ratio=costs[dearest].times_per_person,
+    )
+
+
+def _curvature_rule(curved: bool) -> str:
+    if not curved:
+        return (
+            "This kind of metric has no curvature: a mistake costs the same however good the classifier is."
+        )
+    return (
+        "A curved metric lets a mistake's cost depend on how good the classifier already is. It is shown "
+        "only when it changes any of the relative costs above by more than "
+        f"{round(100 * CURVATURE_NEGLIGIBLE)}% somewhere among the classifiers the questions showed."
+    )
+
+
+def _with_curvature(words: MetricWords, gradient_of: Any, reading: Reading) -> MetricWords:
+    names, population, shares = reading.class_names, reading.population, reading.class_shares
+    reference, radius = reading.center, reading.radius
+    costs = words.costs
+    cheapest = int(np.argmin([cost.per_person for cost in costs]))
+    dearest = int(np.argmax([cost.per_person for cost in costs]))
+    points = _region_points(reference, radius) if radius > 0 else reference[None, :]
+    gradients = np.asarray([gradient_of(point) for point in points])
+    ratios = _per_person_ratios(gradients, shares, cheapest)
+    at_center = np.array([cost.times_per_person for cost in costs])
+    change = np.max(np.abs(ratios / np.maximum(at_center, 1e-300) - 1.0))
+    if not np.isfinite(change) or change <= CURVATURE_NEGLIGIBLE:
+        formula = words.formula.replace("score ≈", "score =").replace(
+            CURVED_SUFFIX, "; its curvature is too small to matter here"
+        )
+        return replace(words, formula=formula)
+    if dearest == cheapest:
+        # Equal costs at the centre: describe the class whose relative cost moves most across the region.
+        spread = ratios.max(axis=0) - ratios.min(axis=0)
+        spread[cheapest] = -1.0
+        dearest = int(np.argmax(spread))
+    low, high = float(ratios[:, dearest].min()), float(ratios[:, dearest].max())
+    ranged = tuple(
+        replace(cost, region_range=(float(ratios[:, i].min()), float(ratios[:, i].max())))
+        for i, cost in enumerate(costs)
+    )
+    top, bottom = costs[dearest], costs[cheapest]
+    # Which end of the range goes with a classifier that is weak on the dearer class: move along its axis.
+    step = np.zeros_like(reference)
+    step[dearest] = radius
+    weak = _per_person_ratios(np.asarray(gradient_of(np.clip(reference - step, 0, 1))), shares, cheapest)
+    strong = _per_person_ratios(np.asarray(gradient_of(np.clip(reference + step, 0, 1))), shares, cheapest)
+    more_when = (
+        f"still misses many {top.name} {population}"
+        if weak[dearest] >= strong[dearest]
+        else f"already gets most {top.name} {population} right"
+    )
+    sentence = (
+        "How much a mistake costs depends on how good the classifier already is: among the classifiers "
+        f"you compared, {_mistake(top.name, population, [n for n in names if n != top.name])} cost "
+        "between "
+        f"{_times(low)} and {_times(high)} times as much as one on a {bottom.name} "
+        f"{singular(population)}, more when the classifier {more_when}."
+    )
+    return replace(words, costs=ranged, curvature=sentence)
+
+
+def fair_words(metric: Metric, reading: Reading) -> MetricWords:
+    """A fair cost: mistakes overall (per person and rate), the trade-off, a group gap priced in mistakes."""
+    assert isinstance(metric, FairQuadraticMetric)
+    names, population, shares = reading.class_names, reading.population, reading.class_shares
+    group_names, details = reading.group_names, reading.details
+    k = len(names)
+    error_weights = (1.0 - metric.lam) * np.asarray(metric.a)
+    thetas = _posterior_thetas(details, "fair", k)
+    sample = None
+    lam_interval: tuple[float, float] | None = None
+    level = None
+    if thetas is not None:
+        norms = np.linalg.norm(thetas[:, :k], axis=1)
+        sample = thetas[:, :k] / np.maximum(norms, 1e-300)[:, None]
+        level = _level(details, sample)
+        if level is not None:
+            lam_interval = _interval(1.0 - norms, level)
+    costs, cheapest, dearest = _costs(error_weights, names, shares, sample if level else None, level)
+    share = round(100 * metric.lam)
+    tradeoff = (
+        "When fewer mistakes overall and equal treatment of the groups pull in different directions, you "
+        f"put about {share}% of the weight on treating the groups equally and {100 - share}% on making fewer "
+        "mistakes overall."
+    )
+    if lam_interval is not None and level is not None:
+        tradeoff += (
+            f" ({round(100 * level)}% credible interval for the weight on equal treatment: "
+            f"{round(100 * lam_interval[0])}% to {round(100 * lam_interval[1])}%.)"
+        )
+    terms = " + ".join(
+        f"{_fmt(float(w))} × (share of {name} {population} decided wrongly)"
+        for w, name in zip(metric.a, names, strict=True)
+    )
+    formula = (
+        f"cost = {100 - share}% × [{terms}] + {share}% × (penalty for gaps between groups in those shares)"
+    )
+    units = (
+        f"Shares run from 0 to 1 over all {population} of a class; the penalty grows with the square of a "
+        "gap. Lower costs are better; only differences between classifiers mean anything."
+    )
+    return MetricWords(
+        population=population,
+        person=singular(population),
+        headline=_headline(costs, cheapest, dearest, population, cost_word="costs you"),
+        per_rate=_per_rate_sentence(costs, population),
+        formula=formula,
+        units=units,
+        costs=costs,
+        curvature=None,
+        curvature_rule=(
+            "Within a group a mistake costs the same however good the classifier is; unequal treatment "
+            "of the groups costs more the wider the gap."
+        ),
+        tradeoff=tradeoff,
+        gap_example=_gap_example(metric, names, population, shares, group_names, costs),
+        credible_level=level,
+        headline_ratio=costs[dearest].times_per_person,
+    )
+
+
+def _gap_example(
+    metric: FairQuadraticMetric,
+    names: Sequence[str],
+    population: str,
+    shares: np.ndarray,
+    group_names: Sequence[str],
+    costs: Sequence[ClassCost],
+) -> str | None:
+    """A gap of `EXAMPLE_GAP_POINTS` between the first two groups on the class it hurts most, in mistakes."""
+    if metric.lam <= 0.0 or len(group_names) < 2:
+        return None
+    (u, v), penalty = next(iter(metric.B_pairs.items()))
+    diagonal = np.diag(penalty)
+    worst = int(np.argmax(diagonal))
+    gap = EXAMPLE_GAP_POINTS / 100.0
+    gap_cost = metric.lam * 0.5 * gap * gap * float(diagonal[worst])
+    per_person = costs[worst].per_person
+    if gap_cost <= 0.0 or per_person <= 0.0:
+        return None
+    mistakes = gap_cost / per_person
+    return (
+        f"A gap of {EXAMPLE_GAP_POINTS} percentage points between {group_names[u]} and {group_names[v]} in "
+        f"the share of {names[worst]} {population} decided correctly costs you about as much as "
+        f"{_count(mistakes)} more mistakes on {names[worst]} {population} (in every {PEOPLE})."
+    )
