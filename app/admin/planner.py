@@ -30,9 +30,11 @@ import numpy as np
 
 from elicitation import ElicitationError, ExactOracle, elicitation_errors, run
 from elicitation.catalogue import Setting
+from elicitation.display import displayed_counts
 from elicitation.families import Draw
 
 from ..algorithms import get_algorithm
+from ..displayed import build_session_elicitor
 from ..study_config import StudyConfig, build_space
 
 __all__ = [
@@ -48,7 +50,8 @@ __all__ = [
     "plan_study",
 ]
 
-#: A comparison of two classifiers takes about this long when nothing was measured yet (seconds).
+#: A comparison of two classifiers takes about this long when nothing was measured yet (seconds): people
+#: read two charts of 100 people and decide; measured sessions replace it as soon as there are any.
 DEFAULT_SECONDS_PER_QUERY = 8.0
 DEFAULT_TRIALS = 20
 #: Two classifiers a person is shown must differ by this many people (out of 100) in some confusion cell.
@@ -58,7 +61,7 @@ IMPERCEPTIBLE_WARNING_SHARE = 0.10
 #: The planner stops early (with fewer trials, reported) after this much wall time per request.
 TIME_BUDGET_S = 6.0
 #: Part of every cache key: bump it when the simulation below changes what it reports.
-PLANNER_VERSION = 1
+PLANNER_VERSION = 2
 #: Simulations a `PlanCache` keeps (one per study configuration; a result is well under 1 kB).
 DEFAULT_PLAN_CACHE_SIZE = 128
 
@@ -80,7 +83,8 @@ class _Simulation:
     error_lam_mean: float | None
     #: Perceptibility threshold used (people out of 100 in some confusion cell).
     min_cell_gap: float
-    #: Share of simulated elicitor queries below that threshold (None when no trial produced queries).
+    #: Share of simulated elicitor queries below that threshold, or displaying (in whole people) the same
+    #: pair as the question just before them, in either order (None when no trial produced queries).
     imperceptible_share: float | None
 
 
@@ -122,6 +126,14 @@ def imperceptible(space: Any, first: Any, second: Any, min_cell_gap: float) -> b
     return bool(np.max(np.abs(left - right)) < min_cell_gap)
 
 
+def _shown_picture(space: Any, first: Any, second: Any) -> tuple[bytes, bytes]:
+    """The pair in whole people out of 100, as a chart shows it (hashable, in the order given)."""
+    return (
+        displayed_counts(space.confusion(np.asarray(first, dtype=np.float64))).tobytes(),
+        displayed_counts(space.confusion(np.asarray(second, dtype=np.float64))).tobytes(),
+    )
+
+
 def _stat(values: list[float], q: float | None = None) -> float | None:
     if not values:
         return None
@@ -148,14 +160,19 @@ def _simulate(config: StudyConfig, trials: int, seed: int, time_budget_s: float)
             break
         metric = _random_metric(config, space, rng)
         try:
-            result = run(spec.build(space, params, seed=seed + trial), ExactOracle(metric))
+            result = run(build_session_elicitor(spec, space, params, seed=seed + trial), ExactOracle(metric))
         except ElicitationError:
             failed += 1
             continue
         queries.append(float(result.num_queries))
+        previous: tuple[bytes, bytes] | None = None
         for query, _answer in result.log:
             shown += 1
-            hidden += imperceptible(space, query.first, query.second, gap)
+            picture = _shown_picture(space, query.first, query.second)
+            # A question displaying like the one before it looks like a click that did not register.
+            repeated = previous is not None and picture in (previous, previous[::-1])
+            hidden += repeated or imperceptible(space, query.first, query.second, gap)
+            previous = picture
         errors = elicitation_errors(metric, result.metric)
         errors_a.append(float(errors.a))
         second = errors.B if errors.B is not None else errors.B_pairs

@@ -1,0 +1,66 @@
+"""Sessions ask displayed questions: no algorithm that does so shows a pair twice in a row, on many seeds."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from app.algorithms import REGISTRY, group_tau
+from app.displayed import DISPLAY_MARK, DISPLAYED_ALGORITHMS, build_session_elicitor, session_version
+from elicitation import ReplayMismatchError, run
+from elicitation.display import DisplayGrid
+from elicitation.oracles import (
+    LogisticOracle,
+    random_fair_metric,
+    random_linear_metric,
+    random_quadratic_metric,
+)
+from elicitation.rates import SyntheticSpace
+
+SPACES = {
+    1: SyntheticSpace(2, radius=0.2, priors=[0.65, 0.35]),
+    2: SyntheticSpace(2, radius=0.2, priors=[[0.85, 0.15], [0.7, 0.3]], n_groups=2),
+}
+
+
+def _metric(name: str, space: SyntheticSpace, rng: np.random.Generator) -> object:
+    if name == "active_linear":
+        return random_linear_metric(rng, 2, nonnegative=True)
+    if name == "active_fair":
+        return random_fair_metric(rng, 2, 2, tau=group_tau(space.priors, None))
+    return random_quadratic_metric(rng, 2)
+
+
+@pytest.mark.parametrize("name", sorted(DISPLAYED_ALGORITHMS))
+@pytest.mark.parametrize("seed", range(4))
+def test_successive_questions_never_display_alike(name: str, seed: int) -> None:
+    spec = REGISTRY[name]
+    space = SPACES[2 if spec.needs_groups else 1]
+    grid = DisplayGrid.from_priors(space.priors)
+    params = spec.parse_params({"max_queries": 15})
+    rng = np.random.default_rng(seed)
+    oracle = LogisticOracle(_metric(name, space, rng), 200.0, rng=rng)
+    result = run(build_session_elicitor(spec, space, params, seed=seed), oracle)
+    pictures = []
+    for query, _answer in result.log:
+        assert np.allclose(query.first, grid.snap(query.first, space.sphere))
+        assert not grid.same(query.first, query.second)
+        pictures.append({grid.key(query.first, query.second), grid.key(query.second, query.first)})
+    assert all(not (before & after) for before, after in itertools.pairwise(pictures))
+
+
+def test_old_sessions_replay_their_exact_queries_and_unknown_versions_are_refused() -> None:
+    spec = REGISTRY["active_quadratic"]
+    space = SPACES[1]
+    params = spec.parse_params({"max_queries": 3})
+    assert session_version(spec) == spec.version + DISPLAY_MARK
+    legacy = next(build_session_elicitor(spec, space, params, seed=1, version=spec.version))
+    shown = next(build_session_elicitor(spec, space, params, seed=1))
+    grid = DisplayGrid.from_priors(space.priors)
+    assert not np.allclose(legacy.first, grid.snap(legacy.first, space.sphere))
+    assert np.allclose(shown.first, grid.snap(shown.first, space.sphere))
+    with pytest.raises(ReplayMismatchError, match="active_quadratic-0"):
+        build_session_elicitor(spec, space, params, seed=1, version="active_quadratic-0")
+    assert session_version(REGISTRY["qpme"]) == REGISTRY["qpme"].version
