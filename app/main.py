@@ -14,19 +14,18 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from . import __version__
 from .admin import web as admin_web
 from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
 from .errors import NotFoundError, install_error_handlers
-from .routes import api, pages
+from .resources import resource_dir
+from .routes import api, health, pages
 from .sessions import SessionCache
 from .settings import Settings
 
-__all__ = ["CONTENT_SECURITY_POLICY", "PROJECT_ROOT", "create_app"]
+__all__ = ["CONTENT_SECURITY_POLICY", "create_app"]
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES_DIR = PROJECT_ROOT / "templates"
-STATIC_DIR = PROJECT_ROOT / "static"
 #: No inline script and no injected styles: plotly.js's own rules come from /static/css/plotly.css (see
 #: templates/sessions/_comparison.html); it styles elements through the DOM, which CSP does not restrict.
 CONTENT_SECURITY_POLICY = (
@@ -122,7 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=_lifespan,
         max_body_size=MAX_UPLOAD_BODY_BYTES,
         title="Elicitation Studio",
-        version="0.1.0",
+        version=__version__,
         summary="Find out which classification metric a person wants, by pairwise comparisons (QPME).",
         openapi_tags=[
             {"name": "sessions", "description": "Participant sessions for scripts and automated participants"}
@@ -133,7 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.session_cache = SessionCache(settings.session_cache_size)
-    templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+    templates = Jinja2Templates(directory=str(resource_dir("templates")))
     templates.env.globals["app_name"] = "Elicitation Studio"
     templates.env.filters["figure_json"] = figure_json
     app.state.templates = templates
@@ -146,9 +145,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise NotFoundError("plotly.js is not installed")
         return FileResponse(plotly_js, media_type="text/javascript", headers={"Cache-Control": LONG_CACHE})
 
-    app.mount("/static", StaticFiles(directory=str(STATIC_DIR), check_dir=False), name="static")
+    app.mount("/static", StaticFiles(directory=str(resource_dir("static")), check_dir=False), name="static")
     # Routes are matched in order, one by one: the JSON API (every answer of a participant's session) first.
     app.include_router(api.router, max_body_size=MAX_REQUEST_BODY_BYTES)
+    app.include_router(health.router, max_body_size=MAX_REQUEST_BODY_BYTES)
     app.include_router(pages.router, max_body_size=MAX_REQUEST_BODY_BYTES)
     admin_web.install(app)
     install_error_handlers(app)

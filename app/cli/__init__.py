@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from .. import __version__
 from . import admin, experiments, web
 
 __all__ = ["COMMAND_GROUPS", "build_parser", "main"]
@@ -25,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="elicit",
         description="Elicitation Studio: serve the participant app and manage studies.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for group in COMMAND_GROUPS:
         group.register(subparsers)

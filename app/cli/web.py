@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -14,13 +13,13 @@ from ..admin.auth import find_user, first_admin
 from ..admin.models import StudyControl, User
 from ..admin.studies import give_study
 from ..db import make_engine, make_sessionmaker
+from ..schema import alembic_config, upgrade_database
 from ..sessions import create_study
 from ..settings import Settings
 from ..study_config import StudyConfigError, load_study_config, parse_study_config
 
-__all__ = ["DEMO_STUDY", "PROJECT_ROOT", "alembic_config", "register", "upgrade_database"]
+__all__ = ["DEMO_STUDY", "alembic_config", "register", "upgrade_database"]
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 #: The demo: a breast-cancer screening task as in the paper's user study (Appendix I), with the active
 #: elicitor. At most 40 screens: 2 practice pairs, at most 24 questions, 2 checks and at most 12 final
@@ -46,23 +45,6 @@ DEMO_STUDY: dict[str, Any] = {
     "evaluation_queries": 12,
     "open_enrolment": True,
 }
-
-
-def alembic_config(settings: Settings) -> Any:
-    """Alembic configuration for the project's migrations, bound to ``settings``' database."""
-    from alembic.config import Config
-
-    config = Config(toml_file=str(PROJECT_ROOT / "pyproject.toml"))
-    config.set_main_option("script_location", str(PROJECT_ROOT / "migrations"))
-    config.attributes["settings"] = settings
-    return config
-
-
-def upgrade_database(settings: Settings, revision: str = "head") -> None:
-    """Apply migrations up to ``revision`` (Alembic is the only way the schema changes)."""
-    from alembic import command
-
-    command.upgrade(alembic_config(settings), revision)
 
 
 def database_session(settings: Settings) -> Session:
