@@ -130,18 +130,26 @@ class AlgorithmSpec:
         """Validate raw params (raises pydantic ``ValidationError`` naming the field)."""
         return self.params_model.model_validate(raw or {})
 
-    def build(self, space: Any, params: BaseModel | dict[str, Any] | None, *, seed: int = 0) -> Elicitor[Any]:
+    def build(
+        self,
+        space: Any,
+        params: BaseModel | dict[str, Any] | None,
+        *,
+        seed: int = 0,
+        version: str | None = None,
+    ) -> Elicitor[Any]:
         """A fresh elicitor for ``space``; raises `InvalidConfigError` for parameters the core rejects.
 
         ``seed`` (the session's) only matters for `seeded` algorithms; replaying a session of one needs the
-        seed it was recorded with.
+        seed it was recorded with. ``version``: an earlier version the catalogue still replays (see
+        `elicitation.catalogue.Algorithm.build`); default the current one.
         """
         if not isinstance(params, BaseModel):
             try:
                 params = self.parse_params(params)
             except ValidationError as exc:
                 raise InvalidConfigError(str(exc)) from None
-        return self.algorithm.build(Setting.of_space(space), params.model_dump(), seed=seed)
+        return self.algorithm.build(Setting.of_space(space), params.model_dump(), seed=seed, version=version)
 
 
 #: The algorithms offered to studies, by name (the catalogue's entries with ``studies=True``).

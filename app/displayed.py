@@ -49,11 +49,14 @@ def build_session_elicitor(
     Raises
     ------
     ReplayMismatchError
-        If ``version`` is neither this code's version of the algorithm nor the one before display snapping.
+        If ``version`` is neither this code's version of the algorithm, one it keeps for earlier sessions,
+        nor the one before display snapping.
     """
     current = session_version(spec)
     if version == spec.version or (version is None and current == spec.version):
         return spec.build(space, params, seed=seed)
+    if version is not None and version in spec.algorithm.earlier:
+        return spec.build(space, params, seed=seed, version=version)
     if version is None or version == current:
         return displayed(lambda shown_space: spec.build(shown_space, params, seed=seed), space)
     raise ReplayMismatchError(

@@ -22,6 +22,7 @@ from .lpme import DEFAULT_TOLERANCE, lpme
 from .oracles import (
     ExactOracle,
     LogisticOracle,
+    ProbitOracle,
     ThresholdNoiseOracle,
     random_fair_metric,
     random_linear_metric,
@@ -58,6 +59,7 @@ __all__ = [
     "Metric",
     "NumericalError",
     "Pending",
+    "ProbitOracle",
     "QuadraticMetric",
     "Query",
     "RankingQuality",

@@ -62,6 +62,7 @@ __all__ = [
     "DEFAULT_TRADEOFF_RANGE",
     "ExactOracle",
     "LogisticOracle",
+    "ProbitOracle",
     "ThresholdNoiseOracle",
     "random_fair_metric",
     "random_linear_metric",
@@ -214,6 +215,42 @@ class LogisticOracle(_CountingOracle):
 
     def _answer(self, first: FloatArray, second: FloatArray, truth: bool) -> bool:
         correct = bool(self.rng.random() < self.correct_probability(first, second))
+        return truth if correct else not truth
+
+
+class ProbitOracle(_CountingOracle):
+    """A Thurstone-style human: prefers ``first`` when ``phi(r1) - phi(r2) + sigma z > 0``, ``z ~ N(0, 1)``.
+
+    Correct with probability ``Phi(|phi(r1) - phi(r2)| / sigma)``: near-ties are coin flips, clear
+    differences are almost always right.
+
+    Parameters
+    ----------
+    metric : Metric
+        The hidden metric.
+    sigma : float
+        Standard deviation ``> 0`` of the value noise, on the normalised metric's scale.
+    rng : numpy.random.Generator
+        Source of the answer randomness.
+
+    Raises
+    ------
+    InvalidConfigError
+        If ``sigma`` is not a positive finite number or ``rng`` is not a Generator.
+    """
+
+    def __init__(self, metric: Metric, sigma: float, *, rng: np.random.Generator) -> None:
+        super().__init__(metric)
+        value = float(sigma)
+        if not np.isfinite(value) or value <= 0.0:
+            raise InvalidConfigError(f"sigma must be a positive finite number, got {sigma!r}")
+        if not isinstance(rng, np.random.Generator):
+            raise InvalidConfigError("rng must be a seeded numpy.random.Generator")
+        self.sigma = value
+        self.rng = rng
+
+    def _answer(self, first: FloatArray, second: FloatArray, truth: bool) -> bool:
+        correct = self.metric.value_gap(first, second) + self.sigma * self.rng.standard_normal() > 0.0
         return truth if correct else not truth
 
 

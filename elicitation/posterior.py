@@ -89,6 +89,8 @@ _MAX_SHRINKS = 40
 _SLICE_WIDTH = 6.0
 #: Relative ridge added to the direction covariance so its Cholesky factor exists.
 _COVARIANCE_RIDGE = 1e-6
+#: Smallest eigenvalue kept, relative to the largest, when a precision matrix is cannot be factored
+_PRECISION_FLOOR = 1e-12
 #: Samples drawn strictly inside a hard-constraint chord, away from its ends by this share of its length.
 _CHORD_MARGIN = 1e-9
 
@@ -404,7 +406,12 @@ class ParticlePosterior:
             # Directions distributed as the inverse of the answers' curvature (plus the prior's).
             radius = float(self.weights @ np.linalg.norm(self.particles, axis=1))
             precision = self._constraint_precision() / radius**2 + np.diag(1.0 / self.family.prior_scale**2)
-            factor = np.linalg.cholesky(precision)
+            try:
+                factor = np.linalg.cholesky(precision)
+            except np.linalg.LinAlgError:
+                # Exact answers pin some margins to ~0, so their curvature swamps the rest and rounding
+                # leaves the matrix indefinite: draw from its eigen-decomposition, small modes clipped.
+                return _inverse_root_draws(precision, z)
             dikin: FloatArray = np.linalg.solve(factor.T, z.T).T
             return dikin
         # The covariance of the particles' unit directions, scaled by each particle's length: steps
@@ -581,3 +588,11 @@ def check_betas(beta: float | Sequence[float] | None) -> tuple[float, ...] | Non
     if len(set(result)) != len(result):
         raise InvalidConfigError(f"beta grid values must be distinct, got {result}")
     return tuple(result)
+
+
+def _inverse_root_draws(precision: FloatArray, z: FloatArray) -> FloatArray:
+    """Rows ``z`` mapped to draws with covariance ``precision^-1``, eigenvalues clipped to stay positive."""
+    values, vectors = np.linalg.eigh((precision + precision.T) / 2.0)
+    floor = _PRECISION_FLOOR * max(float(values[-1]), 1e-300)
+    draws: FloatArray = (z @ vectors) / np.sqrt(np.maximum(values, floor)) @ vectors.T
+    return draws

@@ -22,7 +22,13 @@ Around the sphere centre ``o`` the oracle's metric is, up to a constant (Equatio
    for *every* ``j`` (``"axes"``, ``2 k + 1`` runs) and, for ``k = 2`` where runs are cheapest, also at
    the four diagonal directions ``(+-alpha_1 +- alpha_2) / sqrt(2)`` (``"dense"``, 9 runs). All runs
    enter the least squares; the closed form still uses the first ``k + 2``.
-3. **Reconstruction** (line 5), two interchangeable solvers:
+3. **Reconstruction** (line 5), three interchangeable solvers:
+
+   * ``"signed"`` (`qpme`'s default) - the least squares below, with every gradient required to point
+     *along* its slope (``g = s f`` with ``s >= 0``), not merely on its line: LPME measures a direction,
+     and the lines alone admit estimates with a gradient reversed (a noisy slope can flip one). Where
+     the slopes leave several metrics equally good it takes the least curved, so a linear metric comes
+     back linear (`reconstruct_signed`).
 
    * ``"closed_form"`` - the paper's Equation 8 (Appendix C) generalised to pivot ``p`` and a second
      coordinate ``q``: ratios ``F_{i,p,l} = f_{il} / f_{pl}`` give ``d`` and column ``j`` of ``B`` from the
@@ -37,7 +43,18 @@ Around the sphere centre ``o`` the oracle's metric is, up to a constant (Equatio
      at ``c + varrho f``, so the equations are written there. Either way the paper's ``O(varrho)``
      local-linearisation bias disappears for quadratic oracles.
 
-4. **Probes and noise.** Under Definition-4 noise the boundary probes' final comparisons differ in value
+4. **Metrics the slopes do not pin down** (``resolve_degenerate``, an extension of the paper). The
+   trivial queries finding no slope at ``o`` no longer stop the run (a target metric may peak within
+   ``varrho`` of ``o``). When all slopes lie on one line (linear metrics, ``B`` rank one along the
+   gradient such as Example 2 for ``k = 2``) the slopes cannot say where along that line the metric
+   peaks, so `line_peak` asks: one comparison per halving of the line through ``o``. When the slopes
+   leave part of ``(d, B)`` open otherwise (a target on an axis through ``o``, or at ``o``, where every
+   axis sphere's slope points at it whatever the curvature), up to ``k`` further LPME runs go to the
+   off-axis spheres that tell the remaining candidates apart best. None of this asks a single extra
+   question of a metric whose slopes determine it. A log in which every answer chose the same side is
+   refused (`NumericalError`): no metric answers all of QPME's questions alike.
+
+5. **Probes and noise.** Under Definition-4 noise the boundary probes' final comparisons differ in value
    only to second order in the angle, so the slopes' error is ``O(sqrt(eps_Omega / varrho))`` and the
    reconstruction amplifies it; antipodal probes (see `elicitation.lpme`) keep it at
    ``O(eps_Omega / varrho)`` with one query per halving, hence ``DEFAULT_PROBE = "antipodal"``.
@@ -85,6 +102,7 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+from scipy.optimize import nnls  # type: ignore[import-untyped]
 
 from .errors import DegenerateMetricError, InvalidConfigError, NumericalError
 from .geometry import inner_sphere, validate_inner_radius
@@ -134,9 +152,9 @@ __all__ = [
     "shifted_quadratic",
 ]
 
-Reconstruction = Literal["lstsq", "closed_form"]
+Reconstruction = Literal["signed", "lstsq", "closed_form"]
 #: The reconstruction solvers `shifted_quadratic` accepts.
-RECONSTRUCTIONS: tuple[str, ...] = ("lstsq", "closed_form")
+RECONSTRUCTIONS: tuple[str, ...] = ("signed", "lstsq", "closed_form")
 #: Default ``varrho / rho``. Small ``varrho`` lengthens the lever arm ``rho - varrho`` (noise-free accuracy),
 #: large ``varrho`` widens the value gaps Definition-4 noise acts on; measured over ``varrho`` in
 #: {0.005, 0.02, 0.03, 0.04, 0.05, 0.1} at ``rho = 0.2``, 0.04 was the best compromise.
@@ -157,6 +175,21 @@ _RANK_TOL = 1e-12
 #: Tikhonov weight of `reconstruct_lstsq` relative to the squared residual; measured over 1, 3, 10, 30 at
 #: noise levels 0, 1e-4, 1e-3: 10 cut the mean errors under noise most at little noise-free cost.
 DEFAULT_RIDGE = 10.0
+#: Weight of the ``||B||_F^2`` tie-break in `reconstruct_signed` relative to the residual: small enough to
+#: leave any slope-determined curvature alone, large enough to pick the least curved of several exact fits.
+_CURVATURE_TIEBREAK = 1e-8
+#: Weight of the ``sum(s) = 1`` row in `reconstruct_signed`'s non-negative least squares, relative to the
+#: largest entry of the other rows.
+_SUM_WEIGHT = 1e4
+#: Slopes within ``_COLLINEAR_FACTOR * sqrt(k) * epsilon`` radians of one line count as collinear (LPME
+#: places each slope within about ``sqrt(k) * epsilon`` of the truth).
+_COLLINEAR_FACTOR = 2.0
+#: Singular values of the slope equations below this share of the largest leave a direction of ``(d, B)``
+#: open: consistent slopes of metrics that pin every coefficient stayed above 2e-3 (k = 2..5, 40 random
+#: metrics each), slopes of a target metric peaking on an axis through ``o`` fell below 4e-4.
+_WEAK_RATIO = 1e-3
+#: A further sphere whose predicted slopes differ by less than this (relative) would not help.
+_MIN_INFORMATION = 1e-2
 #: A pivot-ratio denominator smaller than this cannot be divided by (closed form).
 _MIN_DENOMINATOR = 1e-12
 
@@ -249,6 +282,7 @@ def qpme_max_queries(
     probe: Probe = DEFAULT_PROBE,
     layout: str = DEFAULT_LAYOUT,
     robust: Robust = "none",
+    resolve_degenerate: bool = False,
 ) -> int:
     """Upper bound on the queries of `qpme` / `shifted_quadratic`: ``2 k`` trivial + the LPME runs.
 
@@ -256,10 +290,16 @@ def qpme_max_queries(
     has the robust bound of `elicitation.lpme.lpme_max_queries`.
 
     ``"paper"``: ``k + 2`` LPME runs, plus one for ``k = 2`` (a second ``-z`` sphere); ``"axes"``:
-    ``2 k + 1``; ``"dense"``: ``2 k + 1 + 2 k (k - 1)``. The default is `qpme`'s layout.
+    ``2 k + 1``; ``"dense"``: ``2 k + 1 + 2 k (k - 1)``. The default is `qpme`'s layout. With
+    ``resolve_degenerate`` add up to ``k`` LPME runs on further spheres (asked only when the slopes leave
+    the metric open), or instead the `line_peak` questions, fewer than one LPME run's.
     """
     runs = _layout_runs(n_classes, qpme_sphere_layout(n_classes, layout))
-    trivial = 2 * n_classes * (1 if robust == "none" else 3)
+    asks = 1 if robust == "none" else 3
+    trivial = 2 * n_classes * asks
+    if resolve_degenerate:
+        # The line search and the extra spheres exclude each other; count the dearer.
+        runs += _extra_runs(n_classes)
     return trivial + runs * lpme_max_queries(n_classes, epsilon, cycles, early_stop, probe, robust)
 
 
@@ -276,6 +316,7 @@ def shifted_quadratic(
     layout: Layout = "paper",
     robust: Robust = "none",
     embed: Embedding = plain_rates,
+    resolve_degenerate: bool = False,
 ) -> Elicitor[Elicitation[ShiftedQuadratic]]:
     """Elicit the oracle's metric around ``o = sphere.center`` as ``(d, B)`` (Algorithm 1, lines 1-5).
 
@@ -287,9 +328,10 @@ def shifted_quadratic(
         LPME binary-search tolerance, in ``(0, pi/2)``.
     inner_radius : float, optional
         ``varrho`` in ``(0, rho)``; default ``DEFAULT_INNER_RATIO * rho``.
-    reconstruction : {"lstsq", "closed_form"}
-        Least squares over all slope equations with symmetry built in (default), or the paper's closed
-        form (Equation 8) pivoting on one coordinate.
+    reconstruction : {"signed", "lstsq", "closed_form"}
+        Least squares whose gradients point along the slopes (`reconstruct_signed`), least squares over
+        the slopes' lines only (`reconstruct_lstsq`, the default here for the callers built on it), or
+        the paper's closed form (Equation 8) pivoting on one coordinate.
     search : str
         Prefix of every query's ``search`` label (fair QPME passes its own).
     cycles, early_stop, probe : int, bool, str
@@ -303,6 +345,10 @@ def shifted_quadratic(
     embed : Embedding
         Turns each compared rate into the query's array (see `elicitation.lpme.lpme`); fair QPME passes
         its fairness-profile lift.
+    resolve_degenerate : bool
+        Go on where Algorithm 1 stops or guesses: when no trivial query finds a slope at ``o`` (the metric
+        may peak near ``o``), and when all slopes lie on one line, where `line_peak` asks where along it
+        the metric peaks (an extension of the paper). Default ``False``: the paper's Algorithm 1.
 
     Yields
     ------
@@ -328,7 +374,8 @@ def shifted_quadratic(
     InvalidConfigError
         On a bad sphere, ``epsilon``, ``inner_radius``, ``reconstruction`` or ``layout`` (raised eagerly).
     DegenerateMetricError
-        (while running) if no trivial query shows a non-zero gradient at ``o``.
+        (while running, only without ``resolve_degenerate``) if no trivial query shows a non-zero
+        gradient at ``o``.
     NumericalError
         (while running) if the slopes do not determine a finite metric.
 
@@ -347,25 +394,54 @@ def shifted_quadratic(
     robust = validate_robust(robust, probe)
     embed = validate_embed(embed)
     concrete = qpme_sphere_layout(sphere.n_classes, layout)
+    steps = _shifted_steps(
+        sphere,
+        eps,
+        varrho,
+        reconstruction,
+        search,
+        cycles,
+        bool(early_stop),
+        probe,
+        concrete,
+        robust,
+        embed,
+        bool(resolve_degenerate),
+    )
     return Elicitor(
-        _shifted_steps(
-            sphere,
-            eps,
-            varrho,
-            reconstruction,
-            search,
-            cycles,
-            bool(early_stop),
-            probe,
-            concrete,
-            robust,
-            embed,
-        ),
+        _informative(steps) if resolve_degenerate else steps,
         name=search,
         max_queries=qpme_max_queries(
-            sphere.n_classes, eps, cycles, bool(early_stop), probe, concrete, robust
+            sphere.n_classes, eps, cycles, bool(early_stop), probe, concrete, robust, bool(resolve_degenerate)
         ),
     )
+
+
+def _informative(
+    steps: Generator[Query, bool, Elicitation[ShiftedQuadratic]],
+) -> Generator[Query, bool, Elicitation[ShiftedQuadratic]]:
+    """``steps``, refusing to return a metric when every answer chose the same side.
+
+    No metric answers all of QPME's questions alike (each LPME bisection needs both answers; over many
+    metrics, exact and degenerate, the rarer answer was never below 1.8 %), so a log of one repeated answer
+    says nothing about the person's metric, only about where they clicked.
+    """
+    seen: set[bool] = set()
+    try:
+        query = next(steps)
+        while True:
+            answer = yield query
+            seen.add(answer is True)
+            query = steps.send(answer)
+    except StopIteration as stop:
+        if len(seen) < 2:
+            side = "first" if True in seen else "second"
+            raise NumericalError(
+                f"every answer preferred the {side} rate shown, which no metric does over these questions: "
+                "the answers carry no information about the metric"
+            ) from None
+        result: Elicitation[ShiftedQuadratic] = stop.value
+        return result
 
 
 def lpme_slope(
@@ -408,6 +484,7 @@ def _shifted_steps(
     layout: str = "paper",
     robust: Robust = "none",
     embed: Embedding = plain_rates,
+    resolve_degenerate: bool = False,
 ) -> Generator[Query, bool, Elicitation[ShiftedQuadratic]]:
     k = sphere.n_classes
     o = sphere.center
@@ -428,7 +505,7 @@ def _shifted_steps(
                 break
         if moving is not None:
             break
-    if moving is None:
+    if moving is None and not resolve_degenerate:
         raise DegenerateMetricError(
             f"the metric's gradient at the sphere centre is zero at resolution inner_radius={varrho:g}: "
             "no rate within that distance along any axis is preferred to the centre, so QPME has no "
@@ -472,15 +549,34 @@ def _shifted_steps(
         asked += yield from slope_run(small, label)
         spheres.append(small)
 
+    line = collinear_direction(np.array(slopes), epsilon) if resolve_degenerate else None
+    if resolve_degenerate and line is None:
+        # Slopes can leave part of (d, B) open (a target metric peaking on an axis through o, or at o):
+        # ask LPME at the off-axis spheres whose slopes the open part would change most.
+        at = varrho if probe == "boundary" else 0.0
+        for extra in range(_extra_runs(k)):
+            offsets = np.array([s.center for s in spheres]) - o
+            chosen = _most_informative_sphere(sphere, varrho, np.array(slopes), offsets, at)
+            if chosen is None:
+                break
+            label, small = chosen
+            asked += yield from slope_run(small, f"{label}+{extra + 1}")
+            spheres.append(small)
     f = np.array(slopes)
     centers = np.array([s.center for s in spheres])
-    if reconstruction == "closed_form":
+    if line is not None:
+        peak, count = yield from line_peak(sphere, line, epsilon, search=search, robust=robust, embed=embed)
+        asked += count
+        d, B = line_metric(line, peak, sphere.radius)
+        residual = 0.0
+    elif reconstruction == "closed_form":
         d, B = reconstruct_closed_form(f[: k + 2], sphere.radius - varrho, pivot)
         residual = float("nan")
     else:
         # Boundary probes find the boundary maximum, where the gradient is parallel to f (KKT); antipodal
         # probes read the gradient at the sphere's centre itself.
-        d, B, residual = reconstruct_lstsq(f, centers - o, varrho if probe == "boundary" else 0.0)
+        solver = reconstruct_signed if reconstruction == "signed" else reconstruct_lstsq
+        d, B, residual = solver(f, centers - o, varrho if probe == "boundary" else 0.0)
     f.setflags(write=False)
     centers.setflags(write=False)
     return Elicitation(
@@ -496,6 +592,8 @@ def _shifted_steps(
             "residual": residual,
             "probe": probe,
             "layout": layout,
+            "line": line,
+            "peak": peak if line is not None else None,
         },
     )
 
@@ -519,6 +617,129 @@ def _extra_spheres(sphere: Sphere, varrho: float, layout: str, done: list[int]) 
                     label = f"y{i + 1}{'+' if si > 0 else '-'}{j + 1}{'+' if sj > 0 else '-'}"
                     out.append((label, Sphere(center, varrho)))
     return out
+
+
+def _extra_runs(n_classes: int) -> int:
+    """Most further LPME runs `_shifted_steps` adds when the slopes leave the metric open."""
+    return n_classes
+
+
+def _weak_subspace(slopes: FloatArray, offsets: FloatArray, at: float) -> FloatArray:
+    """Unit ``x = (d, B)`` directions the slope equations barely constrain, as columns (``(q, m)``).
+
+    One direction (the metric itself) is always there; more mean the slopes leave the metric open.
+    """
+    f = np.asarray(slopes, dtype=np.float64)
+    k = f.shape[1]
+    maps = _gradient_maps(offsets + at * f)
+    projections = np.eye(k) - f[:, :, np.newaxis] * f[:, np.newaxis, :]
+    A = np.matmul(projections, maps).reshape(-1, maps.shape[2])
+    _, singular, vt = np.linalg.svd(A)
+    weak = int(np.sum(singular < _WEAK_RATIO * singular[0])) + (vt.shape[0] - singular.shape[0])
+    basis: FloatArray = vt[vt.shape[0] - max(weak, 1) :].T
+    return basis
+
+
+def _most_informative_sphere(
+    sphere: Sphere, varrho: float, slopes: FloatArray, offsets: FloatArray, at: float
+) -> tuple[str, Sphere] | None:
+    """The off-axis small sphere whose slope best tells the metrics the slopes so far allow apart.
+
+    Candidates sit at ``o + (rho - varrho)(s alpha_i + t alpha_j) / sqrt(2)`` (the dense layout's spheres)
+    and are skipped once used. A candidate helps when the open metrics' gradients there point different
+    ways: the score is the second singular value of their gradients, relative to the first. ``None`` when
+    the slopes already determine the metric, or no candidate would help.
+    """
+    basis = _weak_subspace(slopes, offsets, at)
+    if basis.shape[1] < 2:
+        return None
+    k = sphere.n_classes
+    used = {tuple(np.round(offset, 12)) for offset in offsets}
+    best: tuple[float, str, Sphere] | None = None
+    for label, small in _extra_spheres(sphere, varrho, "dense", list(range(k))):
+        offset = small.center - sphere.center
+        if tuple(np.round(offset, 12)) in used:
+            continue
+        singular = np.linalg.svd(_gradient_map(offset) @ basis, compute_uv=False)
+        score = float(singular[1] / singular[0]) if singular[0] > 0.0 else 0.0
+        if score > _MIN_INFORMATION and (best is None or score > best[0]):
+            best = (score, label, small)
+    return None if best is None else (best[1], best[2])
+
+
+def collinear_direction(slopes: FloatArray, epsilon: float) -> FloatArray | None:
+    """The common line of all slopes when they lie on one (up to LPME's tolerance), else ``None``.
+
+    Every slope of a metric whose curvature lies along its gradient (``B = -beta u u^T``, ``d`` along
+    ``u``; the paper's Example 2 for ``k = 2``, and any linear metric) is ``+-u``: slopes then say nothing
+    about where along ``u`` the optimum lies, and `line_peak` must ask.
+    """
+    f = np.asarray(slopes, dtype=np.float64)
+    _, vectors = np.linalg.eigh(f.T @ f)
+    direction: FloatArray = vectors[:, -1]
+    k = f.shape[1]
+    spread = min(_COLLINEAR_FACTOR * np.sqrt(k) * epsilon, np.pi / 4.0)
+    if float(np.min(np.abs(f @ direction))) < np.cos(spread):
+        return None
+    # Orient the line along the majority of the slopes (only a display convention: the search is symmetric).
+    if float(np.sum(f @ direction)) < 0.0:
+        direction = -direction
+    return direction
+
+
+def line_search_steps(epsilon: float) -> int:
+    """Halvings of `line_peak`: the peak is placed within ``epsilon * rho / 2`` of its true position."""
+    return int(np.ceil(np.log2(2.0 / epsilon))) + 1
+
+
+def line_peak(
+    sphere: Sphere,
+    direction: FloatArray,
+    epsilon: float,
+    *,
+    search: str,
+    robust: Robust = "none",
+    embed: Embedding = plain_rates,
+) -> Generator[Query, bool, tuple[float, int]]:
+    """Where along ``o + t u`` (``|t| <= rho``) the metric peaks, by bisection; returns ``(t, queries)``.
+
+    An extension of the paper's Algorithm 1 for metrics whose slopes are all collinear
+    (`collinear_direction`). Along the line the metric is a concave quadratic in ``t`` (or linear), so
+    the end of ``[lo, hi]`` it prefers says which half holds the peak: comparing ``o + hi u`` with
+    ``o + lo u`` halves the interval with one question, and the two rates are as far apart as the
+    interval allows (the largest value gap, the least noise-prone comparison). When every answer favours
+    one end, the peak is at that end of the sphere (``t = +-rho``): the metric is monotone along the line.
+    """
+    o = sphere.center
+    rho = sphere.radius
+    lo, hi = -rho, rho
+    asked = 0
+    for step in range(line_search_steps(epsilon)):
+        upper = embed((o + hi * direction).tolist())
+        lower = embed((o + lo * direction).tolist())
+        query = trusted_query(upper, lower, f"{search}/line", "line", None, step)
+        preferred, count = yield from robust_ask(query, robust)
+        asked += count
+        middle = (lo + hi) / 2.0
+        if preferred:
+            lo = middle
+        else:
+            hi = middle
+    if hi == rho or lo == -rho:
+        return (rho if hi == rho else -rho), asked
+    return (lo + hi) / 2.0, asked
+
+
+def line_metric(direction: FloatArray, peak: float, radius: float) -> tuple[FloatArray, FloatArray]:
+    """``(d, B)`` of ``-(<u, s - o> - t)^2`` for a peak ``t`` inside the sphere, ``<+-u, s - o>`` at its edge.
+
+    Any metric that depends on ``<u, s - o>`` alone and peaks at ``t`` orders the sphere the same way, so
+    this is the metric the collinear slopes and the line search determine.
+    """
+    u = np.asarray(direction, dtype=np.float64)
+    if abs(peak) >= radius:
+        return np.sign(peak) * u, np.zeros((u.shape[0], u.shape[0]))
+    return 2.0 * peak * u, -2.0 * np.outer(u, u)
 
 
 #: Flat indices into an array.
@@ -559,6 +780,13 @@ def _gradient_map(offset: FloatArray) -> FloatArray:
     """`_gradient_maps` of one offset."""
     single: FloatArray = _gradient_maps(offset[np.newaxis])[0]
     return single
+
+
+def _pack(d: FloatArray, B: FloatArray) -> FloatArray:
+    """The inverse of `_unpack`: ``x = (d, diag B, sqrt(2) * upper B)``."""
+    rows, cols = np.triu_indices(d.shape[0], 1)
+    packed: FloatArray = np.concatenate((d, np.diag(B), np.sqrt(2.0) * B[rows, cols]))
+    return packed
 
 
 def _unpack(x: FloatArray, k: int) -> tuple[FloatArray, FloatArray]:
@@ -661,6 +889,111 @@ def reconstruct_lstsq(
     return d, B, float(np.sqrt(smallest))
 
 
+def reconstruct_signed(
+    slopes: FloatArray,
+    offsets: FloatArray,
+    inner_radius: float,
+    ridge: float = DEFAULT_RIDGE,
+    *,
+    nsd: bool = False,
+) -> tuple[FloatArray, FloatArray, float]:
+    """Least-squares ``(d, B)`` whose gradients point *along* the measured slopes, not merely on their lines.
+
+    Each run says "the gradient ``g_n`` at its sphere is ``s_n f_n`` for some ``s_n >= 0``": LPME reports a
+    direction, which way included, so a gradient against the slope contradicts it as much as one across it.
+    The unknowns are ``x = (d, B)`` (as in `reconstruct_lstsq`) and the magnitudes ``s``; minimising
+    ``sum_n ||L_n x - s_n f_n||^2`` over ``x`` for fixed ``s`` leaves a quadratic form in ``s``, minimised
+    over ``s >= 0, sum(s) = 1`` (non-negative least squares). Compared with `reconstruct_lstsq`, whose
+    equations ``(I - f f^T) g = 0`` also accept ``g = -c f``, this cannot reverse a gradient, and among
+    solutions that explain the slopes equally well it takes the least curved one (a small ``||B||`` penalty
+    breaks the tie), so a linear metric comes back linear. Where the slopes determine the metric and
+    `reconstruct_lstsq`'s estimate already points every gradient along its slope, that estimate is
+    returned unchanged (its ``||x|| = 1`` scaling weighs noisy slopes better than ``sum(s) = 1``).
+
+    Parameters
+    ----------
+    slopes, offsets, inner_radius, ridge, nsd
+        As `reconstruct_lstsq`.
+
+    Returns
+    -------
+    d, B, residual
+        ``||d||^2 + ||B||_F^2 = 1``, ``B`` symmetric; ``residual`` is the root of the smallest residual per
+        unit ``||x||^2`` (0 for consistent slopes), on the same scale as `reconstruct_lstsq`'s.
+
+    Raises
+    ------
+    NumericalError
+        If the slopes are not finite or no non-zero metric points along them.
+    """
+    f = np.asarray(slopes, dtype=np.float64)
+    n, k = f.shape
+    if not np.all(np.isfinite(f)):
+        raise NumericalError("the LPME slopes are not finite")
+    offsets = np.asarray(offsets, dtype=np.float64)
+    maps = _gradient_maps(offsets + inner_radius * f)
+    if _weak_subspace(f, offsets, inner_radius).shape[1] == 1:
+        # The slopes pin the metric down: the lines' least squares is the estimate unless it reverses a
+        # gradient, and then only the signs can decide.
+        d, B, residual = reconstruct_lstsq(f, offsets, inner_radius, ridge, nsd=nsd)
+        gradients = np.einsum("nkq,q->nk", maps, _pack(d, B))
+        if float(np.min(np.sum(gradients * f, axis=1))) >= 0.0:
+            return d, B, residual
+    L = maps.reshape(n * k, -1)
+    q = L.shape[1]
+    # F s stacks s_n f_n: column n holds f_n in run n's block.
+    F = np.zeros((n * k, n))
+    F[np.arange(n * k), np.repeat(np.arange(n), k)] = f.ravel()
+    if not (np.all(np.isfinite(L)) and np.all(np.isfinite(F))):
+        raise NumericalError("the LPME slopes are not finite")
+    curvature = np.diag(np.concatenate((np.zeros(k), np.ones(q - k))))
+
+    def solve(basis: FloatArray, weight: float) -> tuple[FloatArray, float]:
+        """Best ``x = basis @ y`` and ``s``; returns ``x`` and the bare residual ``sum ||L x - F s||^2``."""
+        LN = L @ basis
+        system = LN.T @ LN + weight * basis.T @ curvature @ basis
+        # y = G s minimises the inner problem; every column of G is one run's share.
+        G = np.linalg.lstsq(system, LN.T @ F, rcond=None)[0]
+        misfit = LN @ G - F
+        penalty = np.sqrt(weight) * (curvature @ basis @ G)
+        stacked = np.vstack((misfit, penalty))
+        # sum(s) = 1 as a heavily weighted extra row keeps the scale; s >= 0 is the point of the exercise.
+        heavy = _SUM_WEIGHT * max(1.0, float(np.max(np.abs(stacked))))
+        design = np.vstack((stacked, np.full((1, n), heavy)))
+        target = np.zeros(design.shape[0])
+        target[-1] = heavy
+        s, _ = nnls(design, target)
+        x: FloatArray = basis @ (G @ s)
+        return x, float(np.sum((misfit @ s) ** 2))
+
+    identity = np.eye(q)
+    x, residual = solve(identity, _CURVATURE_TIEBREAK)
+    size = float(x @ x)
+    if size == 0.0 or not np.isfinite(size):
+        raise NumericalError("no metric's gradients point along the measured slopes")
+    smallest = residual / size
+    weight = ridge * smallest + _CURVATURE_TIEBREAK
+    x, _ = solve(identity, weight)
+    if nsd:
+        # Active set for B <= 0, as in reconstruct_lstsq: every upward direction v becomes B v = 0.
+        constraints: list[FloatArray] = []
+        for _ in range(k):
+            eigenvalues, eigenvectors = np.linalg.eigh(_unpack(x, k)[1])
+            upward = [eigenvectors[:, i] for i in range(k) if eigenvalues[i] > NSD_ATOL]
+            if not upward:
+                break
+            constraints += [row for v in upward for row in _null_rows(v, k)]
+            _, singular, vt = np.linalg.svd(np.array(constraints))
+            rank = int(np.sum(singular > _RANK_TOL * max(float(singular[0]), 1.0)))
+            if rank >= q - 1:
+                break
+            x, _ = solve(vt[rank:].T, weight)
+    d, B = _unpack(x, k)
+    if not (np.all(np.isfinite(d)) and np.all(np.isfinite(B))) or float(d @ d + np.sum(B * B)) == 0.0:
+        raise NumericalError("no metric's gradients point along the measured slopes")
+    return d, B, float(np.sqrt(smallest))
+
+
 def _null_rows(direction: FloatArray, k: int) -> list[FloatArray]:
     """Rows ``c_i`` with ``c_i @ x = (B v)_i`` for the packed unknowns ``x`` of `_gradient_map`."""
     L = _gradient_map(direction)
@@ -744,7 +1077,7 @@ def qpme(
     epsilon: float = DEFAULT_TOLERANCE,
     *,
     inner_radius: float | None = None,
-    reconstruction: Reconstruction = "lstsq",
+    reconstruction: Reconstruction = "signed",
     project_nsd: bool = True,
     search: str = "qpme",
     cycles: int = DEFAULT_CYCLES,
@@ -752,6 +1085,7 @@ def qpme(
     probe: Probe = DEFAULT_PROBE,
     layout: Layout = DEFAULT_LAYOUT,
     robust: Robust = "none",
+    resolve_degenerate: bool = True,
 ) -> Elicitor[Elicitation[QuadraticMetric]]:
     """Elicit a quadratic metric ``<a, r> + 1/2 r^T B r`` with ``||a||^2 + ||B||_F^2 = 1`` (Algorithm 1).
 
@@ -777,6 +1111,10 @@ def qpme(
         Where the small spheres go (see `LAYOUTS`, `DEFAULT_LAYOUT`); ``"paper"`` is Algorithm 1's ``k + 2``.
     robust : {"none", "repeat", "noisy_bisection"}
         Answer robustness, see `shifted_quadratic`; default ``"none"`` (the paper).
+    resolve_degenerate : bool
+        See `shifted_quadratic`; on by default so linear, rank-one and near-``o`` target metrics are
+        elicited. ``reconstruction="lstsq", resolve_degenerate=False`` is this function's earlier behaviour
+        (sessions recorded with it replay with those arguments).
 
     Yields
     ------
@@ -800,9 +1138,9 @@ def qpme(
     InvalidConfigError
         On bad arguments (eagerly).
     DegenerateMetricError
-        (while running) if the gradient at ``o`` is zero.
+        (while running, only without ``resolve_degenerate``) if the gradient at ``o`` is zero.
     NumericalError
-        (while running) if no finite metric can be reconstructed.
+        (while running) if no finite metric can be reconstructed, or every answer chose the same side.
 
     Notes
     -----
@@ -819,6 +1157,7 @@ def qpme(
         probe=probe,
         layout=layout,
         robust=robust,
+        resolve_degenerate=resolve_degenerate,
     )
     return Elicitor(_qpme_steps(inner, sphere, bool(project_nsd)), name=search, max_queries=inner.max_queries)
 
@@ -829,10 +1168,11 @@ def _qpme_steps(
     shifted = yield from inner
     d, B = shifted.metric.d, shifted.metric.B
     details = shifted.details
-    if project_nsd and details["reconstruction"] == "lstsq":
+    if project_nsd and details["line"] is None and details["reconstruction"] != "closed_form":
         # The family is NSD: impose it inside the least squares, where it also corrects d's scale.
         at = details["inner_radius"] if details["probe"] == "boundary" else 0.0
-        d, B, _ = reconstruct_lstsq(details["slopes"], details["centers"] - sphere.center, at, nsd=True)
+        solver = reconstruct_signed if details["reconstruction"] == "signed" else reconstruct_lstsq
+        d, B, _ = solver(details["slopes"], details["centers"] - sphere.center, at, nsd=True)
     a = d - B @ sphere.center
     if project_nsd:
         B = _project_nsd(B)

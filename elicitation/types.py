@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from .errors import InvalidAnswerError, InvalidConfigError
+from .errors import InvalidAnswerError, InvalidConfigError, NumericalError
 
 __all__ = [
     "ASYMMETRY_ATOL",
@@ -589,7 +589,11 @@ class Elicitor(Generator[Query, bool, R]):
         self.max_queries = max_queries
 
     def send(self, value: bool) -> Query:
-        return self._body.send(value)
+        try:
+            return self._body.send(value)
+        except (np.linalg.LinAlgError, FloatingPointError, ZeroDivisionError) as exc:
+            # The maths of some step failed: report it as the core's numerical failure, never as numpy's.
+            raise NumericalError(f"{self.name}: the estimate could not be computed ({exc})") from exc
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Query:
         if val is None and tb is None:
@@ -603,7 +607,7 @@ class Elicitor(Generator[Query, bool, R]):
         return self
 
     def __next__(self) -> Query:
-        return self._body.send(None)  # type: ignore[arg-type]
+        return self.send(None)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
         return f"Elicitor({self.name!r}, max_queries={self.max_queries})"

@@ -289,7 +289,9 @@ def _add_simulate(subparsers: Any) -> None:
     )
     parser.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the metric and oracle")
     parser.add_argument("--metric", type=Path, default=None, metavar="FILE.json", help="known metric")
-    parser.add_argument("--reconstruction", choices=("lstsq", "closed_form"), default="lstsq", help="QPME")
+    parser.add_argument(
+        "--reconstruction", choices=("signed", "lstsq", "closed_form"), default="signed", help="QPME"
+    )
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
     parser.add_argument(
         "--export-log", type=Path, default=None, metavar="FILE.json", help="write the answer log for replay"
@@ -599,7 +601,9 @@ def _add_benchmark(subparsers: Any) -> None:
         default=None,
         help="varrho (default: the algorithm's)",
     )
-    parser.add_argument("--reconstruction", choices=("lstsq", "closed_form"), default="lstsq", help="QPME")
+    parser.add_argument(
+        "--reconstruction", choices=("signed", "lstsq", "closed_form"), default="signed", help="QPME"
+    )
     parser.add_argument(
         "--inner-radii", type=_list_of(_open_interval(0.0, 0.5)), default=None, help="noise grid varrho"
     )

@@ -155,10 +155,24 @@ def _qpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
     )
 
 
+def _qpme_lines_only(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    """QPME as version qpme-2 asked: the slopes' lines only, stopping on metrics it could not place."""
+    return qpme(
+        setting.sphere,
+        p["epsilon"],
+        inner_radius=p["inner_radius"],
+        # qpme-2 had no signed solve; its default was the lines' least squares.
+        reconstruction="lstsq" if p["reconstruction"] == "signed" else p["reconstruction"],
+        cycles=p["cycles"],
+        robust=p["robust"],
+        resolve_degenerate=False,
+    )
+
+
 register(
     Algorithm(
         name="qpme",
-        version="qpme-2",
+        version="qpme-3",
         description="Quadratic (QPME, the paper's searches): weights and curvature",
         elicits="quadratic metric <a, r> + r^T B r / 2 (Algorithm 1)",
         family=get_family("quadratic"),
@@ -174,13 +188,14 @@ register(
             ),
             Param(
                 "reconstruction",
-                Literal["lstsq", "closed_form"],
-                "lstsq",
+                Literal["signed", "lstsq", "closed_form"],
+                "signed",
                 "how (a, B) is solved from the measured slopes",
                 studies=False,
             ),
         ),
         builder=_qpme,
+        earlier={"qpme-2": _qpme_lines_only},
     )
 )
 

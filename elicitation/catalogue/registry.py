@@ -16,7 +16,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InvalidConfigError
+from ..errors import InvalidConfigError, ReplayMismatchError
 from ..families import Draw, MetricFamily
 from ..types import Elicitation, Elicitor, FloatArray, Metric, Sphere
 from .params import Param, validate_params
@@ -115,6 +115,9 @@ class Algorithm:
     draw_metric: MetricDraw | None = None
     check_metric: Callable[[Metric], None] | None = None
     reported_errors: tuple[str, ...] | None = None
+    #: Builders of earlier versions, by version: sessions recorded before a change of questions replay
+    #: with the builder they were recorded with.
+    earlier: Mapping[str, Builder] = field(default_factory=dict, repr=False)
 
     def param(self, name: str) -> Param | None:
         """The declaration of parameter ``name``, or ``None``."""
@@ -134,14 +137,34 @@ class Algorithm:
         """Validated parameters with defaults filled in; `InvalidConfigError` names the parameter."""
         return validate_params(self.params, raw, owner=self.name, prefix=prefix)
 
+    def knows(self, version: str) -> bool:
+        """True for the current version and every earlier one this code still replays."""
+        return version == self.version or version in self.earlier
+
     def build(
-        self, setting: Setting, params: Mapping[str, Any] | None = None, *, seed: int = 0, prefix: str = ""
+        self,
+        setting: Setting,
+        params: Mapping[str, Any] | None = None,
+        *,
+        seed: int = 0,
+        prefix: str = "",
+        version: str | None = None,
     ) -> Elicitor[Elicitation[Any]]:
         """A fresh elicitor; raises `InvalidConfigError` for parameters the declarations or the core reject.
 
-        ``seed`` (a session's or a simulation's) only matters for `seeded` algorithms.
+        ``seed`` (a session's or a simulation's) only matters for `seeded` algorithms. ``version`` (a
+        recorded session's; default the current one) picks the builder that asks that version's questions;
+        one this code no longer has raises `ReplayMismatchError`.
         """
-        return self.builder(setting, self.validate(params, prefix=prefix), int(seed))
+        builder = self.builder
+        if version is not None and version != self.version:
+            if version not in self.earlier:
+                known = ", ".join([self.version, *self.earlier])
+                raise ReplayMismatchError(
+                    f"{self.name} version {version!r} is not one this code replays (it has {known})"
+                )
+            builder = self.earlier[version]
+        return builder(setting, self.validate(params, prefix=prefix), int(seed))
 
     def random_metric(
         self, rng: np.random.Generator, draw: Draw, params: Mapping[str, Any] | None = None

@@ -147,7 +147,7 @@ def _check_trials(trials: int) -> int:
 
 
 def _options(
-    epsilon: float, radius: float, inner_radius: float | None, reconstruction: str = "lstsq"
+    epsilon: float, radius: float, inner_radius: float | None, reconstruction: str = "signed"
 ) -> dict[str, Any]:
     return {
         "epsilon": epsilon,
@@ -165,7 +165,7 @@ def run_qpme_benchmark(
     epsilon: float = DEFAULT_EPSILON,
     radius: float = DEFAULT_RADIUS,
     inner_radius: float | None = None,
-    reconstruction: str = "lstsq",
+    reconstruction: str = "signed",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Section 6, quadratic metrics: QPME on ``trials`` random metrics per ``k`` with an exact oracle.

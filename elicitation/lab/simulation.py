@@ -268,7 +268,7 @@ def simulate(
     noise_level: float = 0.0,
     seed: int = 0,
     metric: Metric | None = None,
-    reconstruction: str = "lstsq",
+    reconstruction: str = "signed",
 ) -> Simulation:
     """Run one elicitation against a simulated oracle on Section 6's synthetic sphere.
 
@@ -299,7 +299,7 @@ def simulate(
         ``default_rng([seed, 1])``.
     metric : Metric, optional
         The hidden metric; drawn at random (following the paper's assumptions) when omitted.
-    reconstruction : {"lstsq", "closed_form"}
+    reconstruction : {"signed", "lstsq", "closed_form"}
         QPME's reconstruction of ``(a, B)``.
 
     Returns

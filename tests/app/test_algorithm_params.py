@@ -7,7 +7,8 @@ import pytest
 from pydantic import ValidationError
 
 from app.algorithms import REGISTRY
-from elicitation import Sphere, run
+from app.displayed import build_session_elicitor
+from elicitation import NumericalError, Pending, QuadraticMetric, ReplayMismatchError, Sphere, replay, run
 from elicitation.oracles import ExactOracle, random_quadratic_metric
 from elicitation.rates import SyntheticSpace
 
@@ -37,3 +38,27 @@ def test_noisy_bisection_is_refused_where_the_search_cannot_use_it() -> None:
 def test_noisy_bisection_builds_for_qpme() -> None:
     elicitor = REGISTRY["qpme"].build(SyntheticSpace(2, radius=0.2), {"robust": "noisy_bisection"})
     assert Sphere.around_uniform(2, 0.2).contains(next(elicitor).first)
+
+
+def test_qpme_sessions_recorded_with_the_earlier_version_replay_its_questions() -> None:
+    space = SyntheticSpace(3, radius=0.2)
+    spec = REGISTRY["qpme"]
+    accuracy = QuadraticMetric(np.ones(3), np.zeros((3, 3)))
+    answers: list[bool] = []
+
+    def person(first: np.ndarray, second: np.ndarray) -> bool:
+        answers.append(accuracy.prefers(first, second))
+        return answers[-1]
+
+    # qpme-2 read only the slopes' lines and gave up on linear metrics once every question was answered.
+    with pytest.raises(NumericalError):
+        run(build_session_elicitor(spec, space, {}, seed=0, version="qpme-2"), person)
+    with pytest.raises(NumericalError):
+        replay(build_session_elicitor(spec, space, {}, seed=0, version="qpme-2"), answers)
+    # The current version asks more (a search along the common slope) and then elicits accuracy.
+    assert isinstance(
+        replay(build_session_elicitor(spec, space, {}, seed=0, version=spec.version), answers), Pending
+    )
+    assert spec.algorithm.knows("qpme-2") and spec.version != "qpme-2"
+    with pytest.raises(ReplayMismatchError, match="qpme-1"):
+        build_session_elicitor(spec, space, {}, seed=0, version="qpme-1")

@@ -363,3 +363,15 @@ def test_active_confirms_perceptibility_with_the_space_own_confusion() -> None:
     )
     for query, _ in result.log:
         assert float(np.max(np.abs(space.confusion(query.first) - space.confusion(query.second)))) >= 4.0
+
+
+def test_active_quadratic_with_exact_answers_and_no_tolerance_runs_to_its_budget() -> None:
+    # Hard constraints and no stopping rule: the answers' curvature grows without bound (it used to make
+    # a Cholesky factorisation fail with numpy's LinAlgError after about 110 answers).
+    metric = random_quadratic_metric(np.random.default_rng(0), 2)
+    elicitor = active_quadratic(
+        SyntheticSpace(2, radius=0.2), seed=0, beta=None, tolerance=0, max_queries=140
+    )
+    result = run(elicitor, ExactOracle(metric))
+    assert result.num_queries == 140
+    assert np.all(np.isfinite(result.metric.a)) and np.all(np.isfinite(result.metric.B))

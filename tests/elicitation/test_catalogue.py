@@ -53,7 +53,7 @@ def test_every_algorithm_is_registered_once_with_its_family_and_version() -> Non
         assert [param.name for param in algorithm.params] == list(
             dict.fromkeys(param.name for param in algorithm.params)
         )
-    assert get_algorithm("qpme").version == "qpme-2"
+    assert get_algorithm("qpme").version == "qpme-3"
     assert [name for name, spec in ALGORITHMS.items() if not spec.studies] == ["general_qpme", "cubic_qpme"]
 
 

@@ -18,7 +18,8 @@ from elicitation import (
     replay,
     run,
 )
-from elicitation.evaluation import elicitation_errors
+from elicitation.evaluation import agreement, elicitation_errors
+from elicitation.examples import coverage_matching
 from elicitation.geometry import qpme_spheres
 from elicitation.lpme import PROBES, Probe
 from elicitation.qpme import (
@@ -28,6 +29,7 @@ from elicitation.qpme import (
     qpme_max_queries,
     reconstruct_closed_form,
     reconstruct_lstsq,
+    reconstruct_signed,
     shifted_quadratic,
 )
 
@@ -227,7 +229,7 @@ def test_qpme_max_queries_is_the_sum_of_its_parts() -> None:
     assert qpme_max_queries(2, 1e-2, layout="dense") == 2 * 2 + 9 * lp2
     assert qpme_max_queries(3, 1e-2) == qpme_max_queries(3, 1e-2, layout="axes")  # "auto"
     assert qpme_max_queries(2, 1e-2) == qpme_max_queries(2, 1e-2, layout="dense")
-    assert qpme(_sphere(3)).max_queries == qpme_max_queries(3, 1e-2)
+    assert qpme(_sphere(3)).max_queries == qpme_max_queries(3, 1e-2, resolve_degenerate=True)
     assert shifted_quadratic(_sphere(3)).max_queries == qpme_max_queries(3, 1e-2, layout="paper")
 
 
@@ -267,13 +269,100 @@ def test_qpme_does_not_assume_the_first_gradient_coordinate_is_non_zero() -> Non
     assert np.linalg.norm(result.metric.a - metric.a) < 0.05
 
 
-def test_qpme_reports_a_zero_gradient_as_degenerate() -> None:
+def test_qpme_paper_version_reports_a_zero_gradient_as_degenerate() -> None:
     o = np.full(2, 0.5)
     B = -np.eye(2)
     metric = QuadraticMetric(-B @ o, B)  # maximum exactly at o
+    elicitor = qpme(Sphere(o, 0.2), reconstruction="lstsq", resolve_degenerate=False)
     with pytest.raises(DegenerateMetricError, match="gradient") as raised:
-        run(qpme(Sphere(o, 0.2)), metric.prefers)
+        run(elicitor, metric.prefers)
     assert raised.value.queries_asked == 4  # both signs along both axes were asked and answered "no"
+
+
+def _target(center: np.ndarray) -> QuadraticMetric:
+    """``-||r - t||^2``: every gradient points at ``t``."""
+    return QuadraticMetric(2.0 * center, -2.0 * np.eye(center.shape[0]))
+
+
+def _peaked_along(direction: np.ndarray, o: np.ndarray, peak: float) -> QuadraticMetric:
+    """``-(<u, r - o> - peak)^2``: rank-one ``B`` along the gradient, optimum ``peak`` along ``u``."""
+    u = direction / np.linalg.norm(direction)
+    return QuadraticMetric(2.0 * (peak + u @ o) * u, -2.0 * np.outer(u, u))
+
+
+def _degenerate_family(k: int, rng: np.random.Generator) -> dict[str, QuadraticMetric]:
+    """Valid metrics the slopes alone do not pin down (linear, rank-one, targets, flat along an axis)."""
+    o = np.full(k, 1.0 / k)
+    u = rng.normal(size=k)
+    flat = np.eye(k) - np.outer(np.eye(k)[0], np.eye(k)[0])
+    family = {
+        "accuracy": QuadraticMetric(np.ones(k), np.zeros((k, k))),
+        "weighted accuracy": QuadraticMetric(rng.uniform(0.05, 1.0, k), np.zeros((k, k))),
+        "rank one, optimum inside": _peaked_along(u, o, -0.12),
+        "rank one, optimum near o": _peaked_along(u, o, 0.03),
+        "rank one, optimum outside": _peaked_along(u, o, 0.5),
+        "target on an axis": _target(o + 0.1 * np.eye(k)[1]),
+        "target near o": _target(o + 1e-3 * np.concatenate(([1.0], -np.ones(k - 1) / (k - 1)))),
+        "target inside the inner sphere": _target(o + 0.01 * np.eye(k)[0] - 0.015 * np.eye(k)[-1]),
+        "flat along an axis": QuadraticMetric(flat @ rng.normal(size=k) + 0.3 * np.eye(k)[0], -flat),
+    }
+    if k == 2:
+        family["distribution matching"] = coverage_matching([0.3, 0.7])
+    return family
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_qpme_elicits_every_degenerate_but_valid_metric(k: int) -> None:
+    sphere = _sphere(k)
+    for name, metric in _degenerate_family(k, np.random.default_rng(130 + k)).items():
+        elicitor = qpme(sphere)
+        result = run(elicitor, metric.prefers)
+        assert result.num_queries <= elicitor.max_queries, name
+        assert agreement(metric, result.metric, sphere, np.random.default_rng(0), n_pairs=1000) >= 0.99, name
+
+
+def test_qpme_searches_along_collinear_slopes_only() -> None:
+    sphere = _sphere(2)
+    rank_one = run(qpme(sphere), coverage_matching([0.3, 0.7]).prefers)
+    assert rank_one.details["line"] is not None
+    assert any(query.kind == "line" for query, _ in rank_one.log)
+    generic = run(
+        qpme(sphere), random_quadratic_metric(np.random.default_rng(7), 2, center=sphere.center).prefers
+    )
+    assert generic.details["line"] is None
+    assert not any(query.kind == "line" for query, _ in generic.log)
+
+
+def test_qpme_paper_version_fails_where_the_current_one_elicits() -> None:
+    sphere = _sphere(3)
+    accuracy = QuadraticMetric(np.ones(3), np.zeros((3, 3)))
+    with pytest.raises(NumericalError):
+        run(qpme(sphere, reconstruction="lstsq", resolve_degenerate=False), accuracy.prefers)
+    assert (
+        agreement(accuracy, run(qpme(sphere), accuracy.prefers).metric, sphere, np.random.default_rng(1))
+        == 1.0
+    )
+
+
+@pytest.mark.parametrize("side", [True, False])
+def test_qpme_refuses_answers_that_always_pick_one_side(side: bool) -> None:
+    with pytest.raises(NumericalError, match="no information"):
+        run(qpme(_sphere(2)), lambda _first, _second: side)
+
+
+def test_signed_reconstruction_never_points_a_gradient_against_its_slope() -> None:
+    # Seven slopes of one metric, each turned a little: the lines' least squares may flip one gradient.
+    rng = np.random.default_rng(13)
+    sphere = _sphere(3)
+    metric = random_quadratic_metric(rng, 3, center=sphere.center)
+    centers = np.array([s.center for s in qpme_spheres(sphere, 0.04)] + [sphere.center - 0.16 * np.eye(3)[1]])
+    for _ in range(20):
+        slopes = np.array([metric.gradient(c) for c in centers])
+        slopes += 0.15 * np.linalg.norm(slopes, axis=1, keepdims=True) * rng.normal(size=slopes.shape)
+        slopes /= np.linalg.norm(slopes, axis=1, keepdims=True)
+        d, B, _ = reconstruct_signed(slopes, centers - sphere.center, 0.0)
+        gradients = d + (centers - sphere.center) @ B
+        assert np.all(np.sum(gradients * slopes, axis=1) >= -1e-9)
 
 
 @settings(max_examples=25)

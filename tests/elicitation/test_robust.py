@@ -155,7 +155,9 @@ def test_robust_max_queries_formulas() -> None:
     assert lpme_max_queries(2, 1e-2, probe="antipodal", robust="noisy_bisection") == (
         3 * 2 + NOISY_QUERIES_PER_STEP * search_steps(1e-2)
     )
-    assert qpme(_sphere(3), robust="repeat").max_queries == qpme_max_queries(3, 1e-2, robust="repeat")
+    assert qpme(_sphere(3), robust="repeat").max_queries == qpme_max_queries(
+        3, 1e-2, robust="repeat", resolve_degenerate=True
+    )
     assert qpme_max_queries(3, 1e-2, robust="repeat") == 3 * qpme_max_queries(3, 1e-2)
 
 

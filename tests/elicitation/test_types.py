@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import numpy as np
 import pytest
 
 from elicitation import (
+    Elicitor,
     FairQuadraticMetric,
     InvalidConfigError,
     LinearMetric,
+    NumericalError,
     QuadraticMetric,
     Query,
     Sphere,
@@ -131,3 +135,15 @@ def test_fair_metric_rejects_bad_parameters(kwargs: dict[str, object], message: 
     params.update(kwargs)
     with pytest.raises(InvalidConfigError, match=message):
         FairQuadraticMetric(**params)  # type: ignore[arg-type]
+
+
+def test_elicitor_reports_a_failed_numpy_computation_as_a_numerical_error() -> None:
+    def body() -> Generator[Query, bool, None]:
+        yield Query(np.zeros(2), np.ones(2))
+        np.linalg.cholesky(-np.eye(2))
+
+    elicitor = Elicitor(body(), name="broken", max_queries=1)
+    next(elicitor)
+    with pytest.raises(NumericalError, match="broken") as raised:
+        elicitor.send(True)
+    assert isinstance(raised.value.__cause__, np.linalg.LinAlgError)
