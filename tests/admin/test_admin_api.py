@@ -256,7 +256,7 @@ def test_api_dashboard_exclusion_and_results_csv(client: TestClient, accounts: d
     assert dashboard["dropoff"] == {"0": 1}
     assert dashboard["median_seconds_per_query"] == pytest.approx(1.5)
     results = client.get(f"/api/v1/studies/{sid}/results", headers=bearer(token)).json()
-    assert results["study"]["algorithm_version"] == "qpme-2"
+    assert results["study"]["algorithm_version"] == "qpme-3"
     rows = results["results"]
     assert len(rows) == 3
     done = [row for row in rows if row["status"] == "done"]
