@@ -182,8 +182,11 @@ _CURVATURE_TIEBREAK = 1e-8
 #: largest entry of the other rows.
 _SUM_WEIGHT = 1e4
 #: Slopes within ``_COLLINEAR_FACTOR * sqrt(k) * epsilon`` radians of one line count as collinear (LPME
-#: places each slope within about ``sqrt(k) * epsilon`` of the truth).
+#: places each slope within about ``sqrt(k) * epsilon / 2`` of the truth), but never beyond
+#: ``_MAX_COLLINEAR_SPREAD``: with a coarse ``epsilon`` a curved metric's slopes also fit in a wide cone, and
+#: its full fit orders the sphere better than a metric of one direction (measured at epsilon 0.1 and 0.2).
 _COLLINEAR_FACTOR = 2.0
+_MAX_COLLINEAR_SPREAD = 0.05
 #: Singular values of the slope equations below this share of the largest leave a direction of ``(d, B)``
 #: open: consistent slopes of metrics that pin every coefficient stayed above 2e-3 (k = 2..5, 40 random
 #: metrics each), slopes of a target metric peaking on an axis through ``o`` fell below 4e-4.
@@ -678,7 +681,7 @@ def collinear_direction(slopes: FloatArray, epsilon: float) -> FloatArray | None
     _, vectors = np.linalg.eigh(f.T @ f)
     direction: FloatArray = vectors[:, -1]
     k = f.shape[1]
-    spread = min(_COLLINEAR_FACTOR * np.sqrt(k) * epsilon, np.pi / 4.0)
+    spread = min(_COLLINEAR_FACTOR * np.sqrt(k) * epsilon, _MAX_COLLINEAR_SPREAD)
     if float(np.min(np.abs(f @ direction))) < np.cos(spread):
         return None
     # Orient the line along the majority of the slopes (only a display convention: the search is symmetric).
