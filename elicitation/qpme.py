@@ -142,6 +142,7 @@ __all__ = [
     "Layout",
     "Reconstruction",
     "ShiftedQuadratic",
+    "SignedWeight",
     "default_inner_radius",
     "lpme_slope",
     "qpme",
@@ -149,7 +150,10 @@ __all__ = [
     "qpme_sphere_layout",
     "reconstruct_closed_form",
     "reconstruct_lstsq",
+    "reconstruct_signed",
     "shifted_quadratic",
+    "signed_fit_weight",
+    "signed_solve",
 ]
 
 Reconstruction = Literal["signed", "lstsq", "closed_form"]
@@ -951,32 +955,8 @@ def reconstruct_signed(
         raise NumericalError("the LPME slopes are not finite")
     curvature = np.diag(np.concatenate((np.zeros(k), np.ones(q - k))))
 
-    def solve(basis: FloatArray, weight: float) -> tuple[FloatArray, float]:
-        """Best ``x = basis @ y`` and ``s``; returns ``x`` and the bare residual ``sum ||L x - F s||^2``."""
-        LN = L @ basis
-        system = LN.T @ LN + weight * basis.T @ curvature @ basis
-        # y = G s minimises the inner problem; every column of G is one run's share.
-        G = np.linalg.lstsq(system, LN.T @ F, rcond=None)[0]
-        misfit = LN @ G - F
-        penalty = np.sqrt(weight) * (curvature @ basis @ G)
-        stacked = np.vstack((misfit, penalty))
-        # sum(s) = 1 as a heavily weighted extra row keeps the scale; s >= 0 is the point of the exercise.
-        heavy = _SUM_WEIGHT * max(1.0, float(np.max(np.abs(stacked))))
-        design = np.vstack((stacked, np.full((1, n), heavy)))
-        target = np.zeros(design.shape[0])
-        target[-1] = heavy
-        s, _ = nnls(design, target)
-        x: FloatArray = basis @ (G @ s)
-        return x, float(np.sum((misfit @ s) ** 2))
-
-    identity = np.eye(q)
-    x, residual = solve(identity, _CURVATURE_TIEBREAK)
-    size = float(x @ x)
-    if size == 0.0 or not np.isfinite(size):
-        raise NumericalError("no metric's gradients point along the measured slopes")
-    smallest = residual / size
-    weight = ridge * smallest + _CURVATURE_TIEBREAK
-    x, _ = solve(identity, weight)
+    weight, x = signed_fit_weight(L, F, curvature, ridge)
+    smallest = weight.smallest
     if nsd:
         # Active set for B <= 0, as in reconstruct_lstsq: every upward direction v becomes B v = 0.
         constraints: list[FloatArray] = []
@@ -990,11 +970,74 @@ def reconstruct_signed(
             rank = int(np.sum(singular > _RANK_TOL * max(float(singular[0]), 1.0)))
             if rank >= q - 1:
                 break
-            x, _ = solve(vt[rank:].T, weight)
+            x, _ = signed_solve(L, F, curvature, vt[rank:].T, weight.value)
     d, B = _unpack(x, k)
     if not (np.all(np.isfinite(d)) and np.all(np.isfinite(B))) or float(d @ d + np.sum(B * B)) == 0.0:
         raise NumericalError("no metric's gradients point along the measured slopes")
     return d, B, float(np.sqrt(smallest))
+
+
+@dataclass(frozen=True)
+class SignedWeight:
+    """The ``||B||`` penalty weight `signed_fit_weight` chose and the smallest residual it is based on."""
+
+    value: float
+    smallest: float
+
+
+def signed_solve(
+    maps: FloatArray, slopes: FloatArray, curvature: FloatArray, basis: FloatArray, weight: float
+) -> tuple[FloatArray, float]:
+    """Unknowns ``x = basis @ y`` whose gradients ``maps @ x`` best equal ``slopes @ s`` with ``s >= 0``.
+
+    ``maps`` stacks every run's gradient map (rows), ``slopes`` has one column per run holding its unit
+    slope in that run's rows (zero elsewhere, so a row without a slope asks the gradient to vanish there),
+    ``curvature`` is the penalty's quadratic form on ``x``. Minimising over ``y`` for fixed ``s`` leaves a
+    quadratic form in ``s``, minimised over ``s >= 0, sum(s) = 1`` by non-negative least squares. Returns
+    ``x`` and the bare residual ``||maps x - slopes s||^2``.
+    """
+    n = slopes.shape[1]
+    LN = maps @ basis
+    system = LN.T @ LN + weight * basis.T @ curvature @ basis
+    # y = G s minimises the inner problem; every column of G is one run's share.
+    G = np.linalg.lstsq(system, LN.T @ slopes, rcond=None)[0]
+    misfit = LN @ G - slopes
+    penalty = np.sqrt(weight) * (curvature @ basis @ G)
+    stacked = np.vstack((misfit, penalty))
+    # sum(s) = 1 as a heavily weighted extra row keeps the scale; s >= 0 is the point of the exercise.
+    heavy = _SUM_WEIGHT * max(1.0, float(np.max(np.abs(stacked))))
+    design = np.vstack((stacked, np.full((1, n), heavy)))
+    target = np.zeros(design.shape[0])
+    target[-1] = heavy
+    s, _ = nnls(design, target)
+    x: FloatArray = basis @ (G @ s)
+    return x, float(np.sum((misfit @ s) ** 2))
+
+
+def signed_fit_weight(
+    maps: FloatArray, slopes: FloatArray, curvature: FloatArray, ridge: float
+) -> tuple[SignedWeight, FloatArray]:
+    """`signed_solve` over all ``x``, with the curvature penalty `reconstruct_lstsq` uses.
+
+    A first solve with only the tie-break penalty measures the smallest residual ``r^2`` per unit
+    ``||x||^2``; the second weighs the penalty by ``ridge * r^2`` (plus the tie-break), so consistent slopes
+    are not shrunk and inconsistent ones shrink only what they barely determine. Returns the weight and
+    the second solve's ``x``.
+
+    Raises
+    ------
+    NumericalError
+        If no non-zero ``x`` points its gradients along the slopes.
+    """
+    identity = np.eye(maps.shape[1])
+    x, residual = signed_solve(maps, slopes, curvature, identity, _CURVATURE_TIEBREAK)
+    size = float(x @ x)
+    if size == 0.0 or not np.isfinite(size):
+        raise NumericalError("no metric's gradients point along the measured slopes")
+    smallest = residual / size
+    weight = SignedWeight(ridge * smallest + _CURVATURE_TIEBREAK, smallest)
+    x, _ = signed_solve(maps, slopes, curvature, identity, weight.value)
+    return weight, x
 
 
 def _null_rows(direction: FloatArray, k: int) -> list[FloatArray]:

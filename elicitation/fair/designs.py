@@ -67,18 +67,27 @@ from .partitions import (
     profile_embedding,
 )
 from .reconstruction import (
+    FairReconstruction,
+    LinePeak,
     SlopeRun,
     costs_from_gradients,
     reconstruct_fair,
     reconstruct_fair_anchored,
     reconstruct_fair_joint,
+    reconstruct_fair_signed,
 )
+from .tradeoff import tradeoff_search
 
 __all__ = [
     "DESIGNS",
     "fair_qpme",
 ]
 
+#: Tolerance of the trade-off search `fair_qpme` runs near either end of the trade-off.
+TRADEOFF_TOLERANCE = 1e-3
+#: Slope-solved ``lam`` inside this band stands; outside it the trade-off search asks. The benchmark's
+#: random metrics draw ``lam`` from (0.25, 0.75), so they ask no more than before.
+TRADEOFF_SEARCH_BAND = (0.15, 0.85)
 #: Builds LPME on a small sphere with a query label and the embedding that lifts its points to profiles.
 LpmeFactory = Callable[[Sphere, str, Embedding], Elicitor[Elicitation[LinearMetric]]]
 #: Builds the shifted-quadratic QPME run of one partition.
@@ -98,6 +107,7 @@ class _FairRun:
     make_lpme: LpmeFactory
     make_qpme: QpmeFactory
     tally: list[int]
+    resolve_degenerate: bool = False
 
     @property
     def n_groups(self) -> int:
@@ -133,12 +143,13 @@ def fair_qpme(
     epsilon: float = DEFAULT_TOLERANCE,
     inner_radius: float | None = None,
     design: str = "anchored",
-    reconstruction: Reconstruction = "lstsq",
+    reconstruction: Reconstruction = "signed",
     partitions: Sequence[Sequence[int] | frozenset[int]] | None = None,
     search: str = "fair",
     cycles: int = DEFAULT_CYCLES,
     early_stop: bool = True,
     probe: Probe = DEFAULT_PROBE,
+    resolve_degenerate: bool = True,
 ) -> Elicitor[Elicitation[FairQuadraticMetric]]:
     """Elicit a fair quadratic cost ``(a, B^{uv}, lam)`` for ``m >= 2`` groups (Section 4, Algorithm 4).
 
@@ -167,9 +178,9 @@ def fair_qpme(
         ``B`` and ``lam`` fitted to all slopes. ``"qpme"``: Algorithm 4 as published. ``"paired"``: per
         partition LPME at ``o`` and every ``z_j`` plus the other-side run, solved jointly (fewest queries,
         no trivial queries). See the module docstring for the trade-offs.
-    reconstruction : {"lstsq", "closed_form"}
+    reconstruction : {"signed", "lstsq", "closed_form"}
         QPME's reconstruction solver, used for each partition's ``(d, B)`` (``"qpme"``) or ``d``
-        (``"anchored"``); ignored by ``"paired"``.
+        (``"anchored"``) when ``resolve_degenerate`` is off; ignored by ``"paired"``.
     partitions : sequence of sets of int, optional
         ``binom(m, 2)`` sets of (0-based) groups whose membership matrix ``Xi`` is non-singular; default
         `group_partitions` (each cut oriented by `orient_partitions`). Given partitions are used as is.
@@ -197,13 +208,23 @@ def fair_qpme(
         (``"qpme"``, ``"anchored"``) and every run's slope, offset and moved groups (``"anchored"``,
         ``"paired"``).
 
+    resolve_degenerate : bool
+        Default ``True``: every partition's QPME goes on where Algorithm 1 stops (see
+        `elicitation.qpme.shifted_quadratic`), every design solves ``(a, B^{uv}, lam)`` jointly from all
+        slopes with the gradients pointing along them (`reconstruct_fair_signed`, any ``lam`` in
+        ``[0, 1]``), and a solved ``lam`` outside `TRADEOFF_SEARCH_BAND` is refined by the trade-off search
+        (up to ``log2(1 / TRADEOFF_TOLERANCE)`` more questions). A class absent from the moved side of every
+        cut is then still identified from the runs on the other side. ``False`` (with
+        ``reconstruction="lstsq"``) asks and solves as version fair_qpme-1 did.
+
     Raises
     ------
     InvalidConfigError
         (eagerly) ``groups < 2``; ``tau`` of the wrong shape, negative or with a column not summing to one;
         ``epsilon <= 0``; a bad sphere, ``inner_radius``, ``reconstruction`` or ``partitions``.
     DegenerateMetricError
-        (while running, ``"qpme"`` only) QPME's trivial queries find no gradient at ``o`` (``lam`` near 1).
+        (while running, ``"qpme"`` without ``resolve_degenerate`` only) QPME's trivial queries find no
+        gradient at ``o`` (``lam`` near 1).
         ``"anchored"`` then measures that partition's slopes with LPME directly (as ``"paired"`` does; the
         trivial queries already asked are kept in the count) and solves jointly.
     NumericalError
@@ -237,7 +258,11 @@ def fair_qpme(
             raise InvalidConfigError(
                 f"tau gives partition {sorted(sigma)} no members in any class, so its queries move nothing"
             )
-    covered = np.max(np.array([tau_values[sorted(sigma)].sum(axis=0) for sigma in chosen]), axis=0)
+    # The joint solve reads a class's cost from either side of a cut the design runs on.
+    sides = list(chosen)
+    if resolve_degenerate and design != "qpme":
+        sides += [frozenset(range(m)) - sigma for sigma in chosen]
+    covered = np.max(np.array([tau_values[sorted(sigma)].sum(axis=0) for sigma in sides]), axis=0)
     if np.any(covered <= 0.0):
         missing = [int(i) for i in np.flatnonzero(covered <= 0.0)]
         raise InvalidConfigError(
@@ -272,14 +297,81 @@ def fair_qpme(
             early_stop=early_stop,
             probe=probe_kind,
             embed=profile_embedding(space.center, partition, m),
+            resolve_degenerate=resolve_degenerate,
         )
 
     run = _FairRun(
-        space, tau_values, chosen, varrho, search, probe_kind == "boundary", make_lpme, make_qpme, [0]
+        space,
+        tau_values,
+        chosen,
+        varrho,
+        search,
+        probe_kind == "boundary",
+        make_lpme,
+        make_qpme,
+        [0],
+        bool(resolve_degenerate),
     )
     chosen_design = _DESIGNS[design]
-    budget = chosen_design.budget(run)  # also validates the sub-elicitors' arguments
+    # Also validates the sub-elicitors' arguments.
+    budget = chosen_design.budget(run) + _tradeoff_budget(run.resolve_degenerate)
     return Elicitor(chosen_design.steps(run), name=search, max_queries=budget)
+
+
+def _collect(
+    run: _FairRun,
+    sigma: Partition,
+    result: Elicitation[ShiftedQuadratic],
+    runs: list[SlopeRun],
+    peaks: list[LinePeak],
+) -> None:
+    """Add one partition's QPME slopes to ``runs`` and, when it searched a line, its peak to ``peaks``."""
+    o = run.sphere.center
+    centers = np.asarray(result.details["centers"], dtype=np.float64)
+    slopes = np.asarray(result.details["slopes"], dtype=np.float64)
+    boundary = result.details.get("probe", "boundary") == "boundary"
+    runs += [SlopeRun(sigma, c - o, f, boundary) for c, f in zip(centers, slopes, strict=True)]
+    line = result.details.get("line")
+    if line is not None and abs(result.details["peak"]) < run.sphere.radius:
+        peaks.append(LinePeak(sigma, line, result.details["peak"]))
+
+
+def _tradeoff_budget(resolve_degenerate: bool) -> int:
+    """Questions of the trade-off search `_signed_outcome` may add."""
+    return math.ceil(math.log2(1.0 / TRADEOFF_TOLERANCE) - 1e-12) if resolve_degenerate else 0
+
+
+def _signed_outcome(
+    run: _FairRun, runs: Sequence[SlopeRun], peaks: Sequence[LinePeak]
+) -> Generator[Query, bool, FairReconstruction]:
+    """The joint signed solve and, near either end of the trade-off, a search for ``lam`` alone.
+
+    Slopes fix ``lam`` to an absolute error set by how little the violation bends them: near ``lam = 0``
+    that floor (about 0.01-0.06 at ``epsilon = 1e-2``) is larger than ``lam`` itself, and near ``lam = 1``
+    likewise for ``1 - lam``. There the paper's trade-off search (Algorithm 5, threshold variant) with the
+    solved ``a`` and ``B^{uv}`` asks ``lam`` directly; its error is relative (a wrong ``B`` scales it), so
+    it wins exactly at the ends. The questions it asks are added to ``run.tally``.
+    """
+    outcome = reconstruct_fair_signed(run.tau, runs, run.varrho, peaks)
+    estimate = outcome.metric
+    if TRADEOFF_SEARCH_BAND[0] <= estimate.lam <= TRADEOFF_SEARCH_BAND[1]:
+        return outcome
+    try:
+        searcher = tradeoff_search(
+            run.sphere,
+            a=estimate.a,
+            B_pairs=estimate.B_pairs,
+            tau=run.tau,
+            epsilon=TRADEOFF_TOLERANCE,
+            search=f"{run.search}/tradeoff",
+        )
+    except DegenerateMetricError:
+        # No group's move trades error against violation with these estimates: the slopes' lam stands.
+        return outcome
+    searched = yield from searcher
+    run.tally[0] += searched.num_queries
+    metric = FairQuadraticMetric(estimate.a, dict(estimate.B_pairs), searched.metric.lam, run.tau)
+    return FairReconstruction(metric, outcome.scales, outcome.W_tilde, outcome.B_tilde, outcome.negative_mass)
 
 
 def _qpme_budget(run: _FairRun) -> int:
@@ -291,13 +383,19 @@ def _qpme_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQuadrat
     gradients: list[FloatArray] = []
     hessians: list[FloatArray] = []
     counts: list[int] = []
+    runs: list[SlopeRun] = []
+    peaks: list[LinePeak] = []
     for sigma in run.partitions:
         result = yield from run.make_qpme(sigma)
         run.tally[0] += result.num_queries
         gradients.append(result.metric.d)
         hessians.append(result.metric.B)
         counts.append(result.num_queries)
-    outcome = reconstruct_fair(run.tau, run.partitions, gradients, hessians)
+        _collect(run, sigma, result, runs, peaks)
+    if run.resolve_degenerate:
+        outcome = yield from _signed_outcome(run, runs, peaks)
+    else:
+        outcome = reconstruct_fair(run.tau, run.partitions, gradients, hessians)
     details: dict[str, Any] = {
         "design": "qpme",
         "partitions": [sorted(sigma) for sigma in run.partitions],
@@ -323,11 +421,11 @@ def _anchored_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQua
     tau, partitions = run.tau, run.partitions
     m, k = tau.shape
     everyone = frozenset(range(m))
-    o = run.sphere.center
     gradients: list[FloatArray] = []
     hessians: list[FloatArray] = []
     counts: list[int] = []
     runs: list[SlopeRun] = []
+    peaks: list[LinePeak] = []
     fallbacks: list[list[int]] = []
     for sigma in partitions:
         before = run.tally[0]
@@ -341,10 +439,7 @@ def _anchored_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQua
         if result is not None:
             gradients.append(result.metric.d)
             hessians.append(result.metric.B)
-            centers = np.asarray(result.details["centers"], dtype=np.float64)
-            slopes = np.asarray(result.details["slopes"], dtype=np.float64)
-            boundary = result.details.get("probe", "boundary") == "boundary"
-            runs += [SlopeRun(sigma, c - o, f, boundary) for c, f in zip(centers, slopes, strict=True)]
+            _collect(run, sigma, result, runs, peaks)
             p = int(np.argmax(result.metric.d))
         else:
             # QPME's trivial queries saw no gradient at o (lam near 1, the violation dominates). The fair
@@ -361,7 +456,11 @@ def _anchored_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQua
         "xi": membership_matrix(partitions, m).tolist(),
         "queries_per_partition": counts,
     }
-    if not fallbacks:
+    if run.resolve_degenerate:
+        outcome = yield from _signed_outcome(run, runs, peaks)
+        details["residual"] = float(outcome.scales[0])
+        details["line_peaks"] = len(peaks)
+    elif not fallbacks:
         # a from the QPME gradients (every run of a partition informs d); B and lam from all slopes.
         d = np.array(gradients)
         d_norms = np.linalg.norm(d, axis=1)
@@ -409,7 +508,10 @@ def _paired_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQuadr
         p = int(np.argmax(runs[-(k + 1)].slope))
         runs += yield from _slope_runs(run, everyone - sigma, [p])
         counts.append(run.tally[0] - before)
-    outcome = reconstruct_fair_joint(tau, runs, run.varrho)
+    if run.resolve_degenerate:
+        outcome = yield from _signed_outcome(run, runs, [])
+    else:
+        outcome = reconstruct_fair_joint(tau, runs, run.varrho)
     details: dict[str, Any] = {
         "design": "paired",
         "partitions": [sorted(sigma) for sigma in partitions],
@@ -420,7 +522,7 @@ def _paired_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQuadr
         "inner_radius": run.varrho,
         "queries_per_partition": counts,
         "residual": float(outcome.scales[0]),
-        "singular_gap": float(outcome.scales[1]),
+        "singular_gap": float(outcome.scales[1]) if outcome.scales.shape[0] > 1 else None,
         "psd_clipped_mass": outcome.negative_mass,
     }
     return Elicitation(metric=outcome.metric, num_queries=run.tally[0], details=details)

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import DegenerateMetricError, InvalidConfigError, NumericalError
+from ..qpme import DEFAULT_RIDGE, signed_fit_weight
 from ..types import (
     FairQuadraticMetric,
     FloatArray,
@@ -33,12 +34,17 @@ from .partitions import ZERO, Partition, membership_matrix
 
 __all__ = [
     "FairReconstruction",
+    "LinePeak",
     "SlopeRun",
     "costs_from_gradients",
     "reconstruct_fair",
     "reconstruct_fair_anchored",
     "reconstruct_fair_joint",
+    "reconstruct_fair_signed",
 ]
+
+#: Weight of a `LinePeak` equation relative to one slope equation.
+_PEAK_WEIGHT = 10.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -390,3 +396,118 @@ def reconstruct_fair_joint(
     residual = float(singular[-1]) if singular.shape[0] == n_unknowns else 0.0
     gap = float(singular[n_unknowns - 2])
     return FairReconstruction(metric, np.array([residual, gap]), np.empty((0, k, k)), B_tilde, negative_mass)
+
+
+@dataclass(frozen=True, eq=False)
+class LinePeak:
+    """Where one partition's metric peaks along a line through ``o``: the gradient there is across ``u``.
+
+    QPME's search along collinear slopes (`elicitation.qpme.line_peak`) gives ``t`` with
+    ``<u, g(t u)> = 0`` for the partition's gradient ``g``: one linear equation in ``(a, B~)``.
+    """
+
+    partition: Partition
+    direction: FloatArray
+    position: float
+
+
+def _gradient_map(
+    tau: FloatArray,
+    pairs: Sequence[tuple[int, int]],
+    basis: Sequence[FloatArray],
+    side: Partition,
+    x: FloatArray,
+) -> FloatArray:
+    """``G`` with ``G z = alpha * tau^side - sum_{(u,v) cut by side} beta^{uv} x``, ``z = (alpha, beta)``."""
+    k = tau.shape[1]
+    n_basis = len(basis)
+    G = np.zeros((k, k + len(pairs) * n_basis))
+    G[:, :k] = np.diag(tau[sorted(side)].sum(axis=0))
+    for index, (u, v) in enumerate(pairs):
+        if (u in side) != (v in side):
+            for b, E in enumerate(basis):
+                G[:, k + index * n_basis + b] = -(E @ x)
+    return G
+
+
+def reconstruct_fair_signed(
+    tau: npt.ArrayLike,
+    runs: Sequence[SlopeRun],
+    inner_radius: float,
+    peaks: Sequence[LinePeak] = (),
+    ridge: float = DEFAULT_RIDGE,
+) -> FairReconstruction:
+    """Recover ``(a, B^{uv}, lam)`` from every slope at once, each gradient pointing *along* its slope.
+
+    The unknowns are homogeneous, ``alpha = c (1 - lam) a`` and ``beta^{uv} = c lam B^{uv}``, so neither end
+    of the trade-off is special: ``lam = 0`` is ``beta = 0``, ``lam = 1`` is ``alpha = 0``. Each run says
+    "the gradient ``alpha * tau^sigma - sum_{(u,v) cut by sigma} beta^{uv} x`` is ``s f`` with ``s >= 0``"
+    (`elicitation.qpme.signed_solve`, the signed least squares of QPME, with the same curvature penalty);
+    each `LinePeak` adds its equation. Then ``alpha`` is clipped to ``>= 0``, every ``beta^{uv}`` projected
+    onto the PSD cone, and ``lam = t_B / (t_a + t_B)`` with ``t_a = ||alpha||`` and
+    ``t_B = 1/2 sum ||beta^{uv}||_F`` (Definition 3's separate normalisations).
+
+    Parameters
+    ----------
+    tau : array_like, shape (n_groups, n_classes)
+        Group prevalences.
+    runs : sequence of SlopeRun
+        The LPME runs of every partition, either side of a cut.
+    inner_radius : float
+        The runs' sphere radius ``varrho``.
+    peaks : sequence of LinePeak
+        Peaks found by searches along collinear slopes.
+    ridge : float
+        Weight of the curvature penalty, as `elicitation.qpme.reconstruct_lstsq`'s.
+
+    Returns
+    -------
+    FairReconstruction
+        ``scales`` holds the smallest residual; ``B_tilde`` the projected ``beta^{uv} / t_a``.
+
+    Raises
+    ------
+    NumericalError
+        If the slopes are not finite or no non-zero metric points along them.
+    """
+    tau_values = as_rate_array(tau, "tau", ndim=2)
+    m, k = tau_values.shape
+    pairs = pair_index(m)
+    basis = _symmetric_basis(k)
+    n = len(runs)
+    blocks = [_gradient_map(tau_values, pairs, basis, run.partition, run.point(inner_radius)) for run in runs]
+    slopes = np.zeros((n * k + len(peaks), n))
+    for index, run in enumerate(runs):
+        slopes[index * k : (index + 1) * k, index] = run.slope
+    for peak in peaks:
+        u = np.asarray(peak.direction, dtype=np.float64)
+        row = u @ _gradient_map(tau_values, pairs, basis, peak.partition, peak.position * u)
+        # As firm as a whole run: the peak's position is measured to the search's tolerance.
+        blocks.append(_PEAK_WEIGHT * row[np.newaxis, :])
+    maps = np.vstack(blocks)
+    if not (np.all(np.isfinite(maps)) and np.all(np.isfinite(slopes))):
+        raise NumericalError("the LPME slopes are not finite")
+    curvature = np.diag(np.concatenate((np.zeros(k), np.ones(maps.shape[1] - k))))
+    weight, z = signed_fit_weight(maps, slopes, curvature, ridge)
+    alpha = np.clip(z[:k], 0.0, None)
+    beta = np.empty((len(pairs), k, k))
+    negative_mass = 0.0
+    for index in range(len(pairs)):
+        raw = sum(z[k + index * len(basis) + b] * E for b, E in enumerate(basis))
+        beta[index], mass = _psd_projection(np.asarray(raw))
+        negative_mass += mass
+    t_a = float(np.linalg.norm(alpha))
+    t_b = 0.5 * float(sum(np.linalg.norm(B) for B in beta))
+    if not (np.isfinite(t_a) and np.isfinite(t_b)) or t_a + t_b < ZERO:
+        raise NumericalError("no fair metric's gradients point along the measured slopes")
+    lam = t_b / (t_a + t_b)
+    # An end of the trade-off leaves the other part without weight: any value stands in for it.
+    a_hat = alpha / t_a if t_a >= ZERO else np.full(k, 1.0 / math.sqrt(k))
+    B_pairs = {
+        key: (_psd_projection(beta[i] / t_b)[0] if t_b >= ZERO else np.eye(k)) for i, key in enumerate(pairs)
+    }
+    metric = FairQuadraticMetric(a_hat, B_pairs, lam, tau_values)
+    B_tilde = beta / t_a if t_a >= ZERO else beta
+    return FairReconstruction(
+        metric, np.array([math.sqrt(weight.smallest)]), np.empty((0, k, k)), B_tilde, negative_mass
+    )

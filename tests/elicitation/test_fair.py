@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from strategies import query_log_digest
 
 from elicitation.driver import Done, Pending, replay, run
 from elicitation.errors import DegenerateMetricError, InvalidAnswerError, InvalidConfigError, NumericalError
+from elicitation.evaluation import agreement
 from elicitation.fair import (
     fair_qpme,
     group_partitions,
@@ -35,6 +37,7 @@ PAPER_QUERIES = {(2, 2): 332.10, (3, 2): 796.37, (2, 3): 867.65, (3, 3): 2127.44
 #: Query-stream digests (k, m, design, lam, metric seed) -> (answers, `query_log_digest`) for a fixed-seed
 #: logistic oracle (beta 200), recorded before fair QPME built its queries through `profile_embedding`
 #: (it lifted finished k-dimensional queries); lam 0.97 with the exact oracle takes the fallback path.
+#: These are version fair_qpme-1's streams (``reconstruction="lstsq", resolve_degenerate=False``).
 GOLDEN_FAIR = {
     (2, 2, "anchored", 0.5, 1): (62, "3be69adf9d6aaa23"),
     (3, 3, "anchored", 0.5, 2): (728, "d9b0351c24324b04"),
@@ -42,6 +45,20 @@ GOLDEN_FAIR = {
     (3, 2, "qpme", 0.5, 4): (150, "821d3fb06e788daf"),
     (2, 2, "anchored", 0.97, 92): (44, "deff3cbf5b1b6450"),
 }
+#: The same cases with the current defaults (version fair_qpme-2), plus both ends of the trade-off: the
+#: generic streams are unchanged; (3, 3) and lam near 1 ask differently (a search at the trade-off's end,
+#: no fallback runs), lam = 0 asks a search along each partition's collinear slopes.
+GOLDEN_FAIR_CURRENT = {
+    (2, 2, "anchored", 0.5, 1): (62, "3be69adf9d6aaa23"),
+    (3, 3, "anchored", 0.5, 2): (704, "b8c5a4fda5d77e86"),
+    (2, 3, "paired", 0.5, 3): (120, "329d1b034b01ed05"),
+    (3, 2, "qpme", 0.5, 4): (150, "821d3fb06e788daf"),
+    (2, 2, "anchored", 0.97, 92): (74, "ad5d020d68d29691"),
+    (2, 2, "anchored", 0.0, 7): (80, "f842a32668719d74"),
+    (2, 3, "anchored", 1.0, 8): (202, "5c9229db9b4c4055"),
+}
+#: ``fair_qpme`` arguments that ask version fair_qpme-1's questions.
+FIRST_VERSION: dict[str, Any] = {"reconstruction": "lstsq", "resolve_degenerate": False}
 
 
 def random_fair_metric(
@@ -247,22 +264,79 @@ def test_fair_qpme_boundary_probes_place_slopes_at_the_boundary_optimum(design: 
     assert a_error < 0.02 and B_error < 0.1 and lam_error < 0.01, (a_error, B_error, lam_error)
 
 
-@pytest.mark.parametrize(("k", "m", "design", "lam", "seed"), sorted(GOLDEN_FAIR))
-def test_fair_qpme_asks_the_recorded_queries(k: int, m: int, design: str, lam: float, seed: int) -> None:
-    # Logged sessions are resumed by replay, so a change to how queries are built must keep them bit for bit.
+@pytest.mark.parametrize(
+    ("k", "m", "design", "lam", "seed", "current"),
+    [(*case, False) for case in sorted(GOLDEN_FAIR)]
+    + [(*case, True) for case in sorted(GOLDEN_FAIR_CURRENT)],
+)
+def test_fair_qpme_asks_the_recorded_queries(
+    k: int, m: int, design: str, lam: float, seed: int, current: bool
+) -> None:
+    # Logged sessions are resumed by replay, so a change to how queries are built must keep them bit for bit,
+    # for the current version and for the earlier one sessions may have been recorded with.
     truth = random_fair_metric(np.random.default_rng(seed), k, m, lam=lam)
-    oracle = truth.prefers if lam > 0.9 else LogisticOracle(truth, 200.0, rng=np.random.default_rng(5))
-    result = run(fair_qpme(Sphere.around_uniform(k, RADIUS), groups=m, tau=truth.tau, design=design), oracle)
-    assert (result.num_queries, query_log_digest(result.log)) == GOLDEN_FAIR[(k, m, design, lam, seed)]
+    exact = lam > 0.9 or lam == 0.0
+    oracle = truth.prefers if exact else LogisticOracle(truth, 200.0, rng=np.random.default_rng(5))
+    options = {} if current else FIRST_VERSION
+    sphere = Sphere.around_uniform(k, RADIUS)
+    result = run(fair_qpme(sphere, groups=m, tau=truth.tau, design=design, **options), oracle)
+    golden = GOLDEN_FAIR_CURRENT if current else GOLDEN_FAIR
+    assert (result.num_queries, query_log_digest(result.log)) == golden[(k, m, design, lam, seed)]
+
+
+@pytest.mark.parametrize(("k", "m"), [(2, 2), (2, 3)])
+@pytest.mark.parametrize("lam", [0.0, 1e-4, 0.02, 0.5, 1.0])
+def test_fair_qpme_recovers_every_tradeoff_including_the_ends(k: int, m: int, lam: float) -> None:
+    base = random_fair_metric(np.random.default_rng(int(1000 * lam) + 10 * k + m), k, m)
+    truth = FairQuadraticMetric(base.a, base.B_pairs, lam, base.tau)
+    elicitor = fair_qpme(Sphere.around_uniform(k, RADIUS), groups=m, tau=truth.tau)
+    result = run(elicitor, truth.prefers)
+    assert abs(result.metric.lam - lam) <= 0.02
+    assert result.num_queries <= elicitor.max_queries
+
+
+def test_fair_qpme_first_version_fails_at_the_ends_of_the_tradeoff() -> None:
+    base = random_fair_metric(np.random.default_rng(3), 2, 2)
+    truth = FairQuadraticMetric(base.a, base.B_pairs, 0.0, base.tau)
+    with pytest.raises(NumericalError):
+        run(
+            fair_qpme(Sphere.around_uniform(2, RADIUS), groups=2, tau=truth.tau, **FIRST_VERSION),
+            truth.prefers,
+        )
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.3, 1.0])
+def test_fair_qpme_handles_violation_aligned_with_the_costs(lam: float) -> None:
+    # Rank-one B^{uv} along tau^1 * a: every partition's slopes lie on one line, so QPME searches along it.
+    tau = np.array([[0.3, 0.6], [0.7, 0.4]])
+    a = np.array([0.6, 0.8])
+    u = tau[0] * a / np.linalg.norm(tau[0] * a)
+    truth = FairQuadraticMetric(a, {(0, 1): np.outer(u, u)}, lam, tau)
+    sphere = Sphere.around_uniform(2, RADIUS)
+    result = run(fair_qpme(sphere, groups=2, tau=tau), truth.prefers)
+    assert abs(result.metric.lam - lam) <= 0.02
+    assert agreement(truth, result.metric, sphere, np.random.default_rng(0), n_pairs=500) >= 0.99
+
+
+def test_fair_qpme_reads_a_class_absent_from_a_group_from_the_other_side_of_the_cut() -> None:
+    # Class 0 is only in group 1 and class 2 only in group 0: neither side of the one cut has every class.
+    tau = np.array([[0.0, 0.5, 1.0], [1.0, 0.5, 0.0]])
+    truth = FairQuadraticMetric(np.array([0.5, 0.6, 0.7]), {(0, 1): np.eye(3) + 0.3}, 0.3, tau)
+    sphere = Sphere.around_uniform(3, RADIUS)
+    with pytest.raises(InvalidConfigError, match="unidentifiable"):
+        fair_qpme(sphere, groups=2, tau=tau, **FIRST_VERSION)
+    result = run(fair_qpme(sphere, groups=2, tau=tau), truth.prefers)
+    assert abs(result.metric.lam - 0.3) <= 0.02
+    assert agreement(truth, result.metric, sphere, np.random.default_rng(0), n_pairs=500) >= 0.99
 
 
 @pytest.mark.parametrize("design", ["anchored", "paired"])
 def test_fair_qpme_handles_tradeoffs_near_one(design: str) -> None:
-    # lam near 1 leaves almost no gradient at o: QPME's trivial queries see none (seed 92), so "anchored"
-    # falls back to direct LPME runs for that partition; "paired" never needs the gradient at o.
+    # lam near 1 leaves almost no gradient at o: version fair_qpme-1's trivial queries see none (seed 92),
+    # so "anchored" falls back to direct LPME runs for that partition; "paired" never needs the gradient.
     truth = random_fair_metric(np.random.default_rng(92), 2, 2, lam=0.97)
     sphere = Sphere.around_uniform(2, RADIUS)
-    elicitor = fair_qpme(sphere, groups=2, tau=truth.tau, design=design)
+    elicitor = fair_qpme(sphere, groups=2, tau=truth.tau, design=design, **FIRST_VERSION)
     result = run(elicitor, truth.prefers)
     a_error, B_error, lam_error = errors(truth, result.metric)
     assert a_error < 0.1 and lam_error < 0.02 and B_error < 0.2, (a_error, B_error, lam_error)
@@ -270,7 +344,10 @@ def test_fair_qpme_handles_tradeoffs_near_one(design: str) -> None:
     if design == "anchored":
         assert result.details["fallback_partitions"] == [[1]]
         with pytest.raises(DegenerateMetricError):
-            run(fair_qpme(sphere, groups=2, tau=truth.tau, design="qpme"), truth.prefers)
+            run(fair_qpme(sphere, groups=2, tau=truth.tau, design="qpme", **FIRST_VERSION), truth.prefers)
+        # The current version goes on past the flat centre, in every design.
+        published = run(fair_qpme(sphere, groups=2, tau=truth.tau, design="qpme"), truth.prefers)
+        assert abs(published.metric.lam - 0.97) <= 0.02
 
 
 def test_fair_qpme_queries_lift_sphere_points_to_partition_profiles() -> None:
