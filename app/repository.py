@@ -139,6 +139,20 @@ def log_entries(db: Session, session_id: uuid.UUID, *, after_seq: int = -1) -> S
     return db.connection().execute(_LOG_AFTER, {"session_id": session_id, "after_seq": after_seq}).all()
 
 
+def lock_config_version(db: Session, study_id: uuid.UUID) -> int:
+    """The study's configuration version, read so that it cannot change before this transaction ends.
+
+    SQLite: the transaction takes the write lock now (BEGIN IMMEDIATE); PostgreSQL: a share lock on the
+    study row, which a configuration change (it locks the row for update) waits for.
+    """
+    if db.get_bind().dialect.name == "sqlite":
+        connection = db.connection()
+        if not connection.connection.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+    statement = select(Study.config_version).where(Study.id == study_id).with_for_update(read=True)
+    return int(db.scalar(statement) or 0)
+
+
 def insert_answer(db: Session, values: dict[str, Any]) -> None:
     """Stage one log row as a Core insert (no unit-of-work bookkeeping; the caller commits)."""
     db.connection().execute(insert(Answer), values)

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from elicitation import ElicitationError
 
@@ -222,16 +223,24 @@ def _parse(config: StudyConfig | dict[str, Any]) -> StudyConfig:
         raise AdminError(str(exc), status_code=422, code="invalid_config") from None
 
 
-def _fill(study: Study, config: StudyConfig) -> None:
+def _config_columns(config: StudyConfig) -> dict[str, Any]:
+    """The study's columns that follow from its configuration."""
     spec = get_algorithm(config.algorithm)
     space = build_space(config)
     params = spec.parse_params(config.algorithm_params)
-    study.name = config.name
-    study.config = config.model_dump(mode="json")
-    study.algorithm = config.algorithm
-    # The same simulated run the participant app uses to place the interleaved checks.
-    study.expected_queries = sessions.typical_queries(spec, space, params)
-    study.open_enrolment = config.open_enrolment
+    return {
+        "name": config.name,
+        "config": config.model_dump(mode="json"),
+        "algorithm": config.algorithm,
+        # The same simulated run the participant app uses to place the interleaved checks.
+        "expected_queries": sessions.typical_queries(spec, space, params),
+        "open_enrolment": config.open_enrolment,
+    }
+
+
+def _fill(study: Study, config: StudyConfig) -> None:
+    for name, value in _config_columns(config).items():
+        setattr(study, name, value)
 
 
 def create_study_for(
@@ -297,14 +306,14 @@ def edit_study(
     """Change the configuration (only while nobody has answered) and/or the planner and expiry settings."""
     if config is not None:
         parsed = _parse(config)
-        if answered_count(db, study.id):
+        if not _replace_config(db, study, parsed):
+            db.rollback()
             raise ConflictError(
                 "This study has answers already, so its configuration can no longer change. "
                 "Duplicate it to run a changed version.",
                 code="has_answers",
                 title=REFUSED_TITLE,
             )
-        _fill(study, parsed)
         version = get_algorithm(parsed.algorithm).version
         for session in db.scalars(select(ElicitationSession).where(ElicitationSession.study_id == study.id)):
             session.algorithm = parsed.algorithm
@@ -323,6 +332,34 @@ def edit_study(
     # This process's runtime of the study is stale now (other workers only ever saw a study without answers).
     cache.clear()
     return study
+
+
+def _replace_config(db: Session, study: Study, config: StudyConfig) -> bool:
+    """Store ``config`` and bump the study's configuration version, unless anyone has answered.
+
+    The "nobody has answered" condition is part of the UPDATE itself (on SQLite one statement under the
+    write lock); on PostgreSQL the study row is locked first, so the check sees every committed answer,
+    and a session's first answer holds a share lock on that row until it commits (`sessions.service`).
+    Either the change or the first answer wins; the loser is refused, never both stored.
+    """
+    db.execute(select(Study.id).where(Study.id == study.id).with_for_update())
+    answered = exists().where(
+        Answer.session_id == ElicitationSession.id,
+        ElicitationSession.study_id == study.id,
+        Answer.action == LogAction.ANSWER.value,
+    )
+    columns = _config_columns(config)
+    changed = db.execute(
+        update(Study)
+        .where(Study.id == study.id, ~answered)
+        .values(**columns, config_version=Study.config_version + 1)
+        .execution_options(synchronize_session=False)
+    )
+    if changed.rowcount != 1:
+        return False
+    for name, value in columns.items():
+        set_committed_value(study, name, value)
+    return True
 
 
 def set_status(

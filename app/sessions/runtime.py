@@ -53,6 +53,8 @@ class StudyRuntime:
     spec: AlgorithmSpec
     params: BaseModel
     expected_queries: int
+    #: The study's configuration version this runtime was built from (see `SessionCache.forget_study`).
+    config_version: int = 0
     _confusions: dict[bytes, list[Any]] = field(default_factory=dict, repr=False, compare=False)
     _plans: dict[int, SessionPlan] = field(default_factory=dict, repr=False, compare=False)
 
@@ -138,6 +140,7 @@ class SessionCache:
             spec=spec,
             params=spec.parse_params(config.algorithm_params),
             expected_queries=study.expected_queries,
+            config_version=study.config_version,
         )
         with self._lock:
             self._studies[study.id] = runtime
@@ -175,6 +178,11 @@ class SessionCache:
             self._logs.move_to_end(session_id)
             while len(self._logs) > self.max_sessions:
                 self._logs.popitem(last=False)
+
+    def forget_study(self, study_id: uuid.UUID) -> None:
+        """Drop the study's runtime: its configuration changed (the next request builds the new one)."""
+        with self._lock:
+            self._studies.pop(study_id, None)
 
     def clear(self) -> None:
         with self._lock:

@@ -448,6 +448,8 @@ def submit_answer(
             context.finalize_if_complete()
             raise ConflictError("this session is finished", context.view(), code="session_finished")
         values = _answer_values(context, step, preferred, time_on_page_ms, hidden_ms)
+        if not any(row.action == LogAction.ANSWER.value for row in context.rows):
+            _check_config_unchanged(db, cache, context)
         try:
             repo.insert_answer(db, values)
             db.commit()
@@ -458,6 +460,23 @@ def submit_answer(
         context.append(repo.LogEntry.of(values))
         context.finalize_if_complete()
         return context.view()
+
+
+def _check_config_unchanged(db: Session, cache: SessionCache, context: _Context) -> None:
+    """Before a session's first answer: the study's configuration is still the one it was asked with.
+
+    Until anyone answers, a coordinator may change the configuration; the version read here stays locked
+    until the answer commits, so the change and the first answer cannot both succeed. If the change won,
+    the answer is refused (nothing is stored) and the session continues under the new configuration.
+    """
+    study_id = context.session.study_id
+    if repo.lock_config_version(db, study_id) != context.runtime.config_version:
+        db.rollback()
+        cache.forget_study(study_id)
+        raise ConflictError(
+            "This study was changed a moment ago. Please reload the page to see the current question.",
+            code="study_changed",
+        )
 
 
 def _answer_values(
