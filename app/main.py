@@ -14,7 +14,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import __version__
+from . import __version__, access_log
 from .admin import web as admin_web
 from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
@@ -117,6 +117,7 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app for ``settings`` (default: from the environment). No import-time globals."""
     settings = settings or Settings()
+    access_log.install()
     app = _StudioApp(
         lifespan=_lifespan,
         max_body_size=MAX_UPLOAD_BODY_BYTES,

@@ -17,7 +17,6 @@ import csv
 import gzip
 import io
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -60,8 +59,6 @@ __all__ = [
 
 #: Sessions fetched per round trip while streaming.
 BATCH = 200
-#: Building a closing snapshot rests this fraction of its working time (it shares the process's CPU).
-SNAPSHOT_REST = 0.5
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -463,17 +460,9 @@ def gzip_archive(db: Session, study: Study) -> bytes:
     """The study archive as gzip-compressed JSON, compressed while it is written (fastest level: the
     archive is mostly numbers, where the higher levels buy little)."""
     buffer = io.BytesIO()
-    started = time.perf_counter()
     with gzip.GzipFile(fileobj=buffer, mode="wb", compresslevel=1, mtime=0) as packed:
-        for index, chunk in enumerate(study_archive_json(db, study)):
+        for chunk in study_archive_json(db, study):
             packed.write(chunk)
-            # This runs beside the requests of every participant, in the same process: hand the GIL over
-            # after each session, and rest after each batch as long as one half of its work took, so
-            # their answers never queue behind more than a session's worth of this.
-            time.sleep(0)
-            if index % BATCH == 0:
-                time.sleep((time.perf_counter() - started) * SNAPSHOT_REST)
-                started = time.perf_counter()
     return buffer.getvalue()
 
 

@@ -114,7 +114,8 @@ def home(request: Request) -> Response:
 def show_join(study_id: str, request: Request, db: DbSessionDep, cache: CacheDep) -> Response:
     """Consent page of an open-enrolment study, or "welcome back" to the session this browser has.
 
-    Showing it creates nothing (link previews are harmless).
+    Showing it creates nothing (link previews are harmless). A draft, paused or closed study (or an
+    expired link) says so to a newcomer, instead of a consent form that cannot be sent.
     """
     study = _open_study(db, study_id)
     config = StudyConfig.model_validate(study.config)
@@ -129,6 +130,7 @@ def show_join(study_id: str, request: Request, db: DbSessionDep, cache: CacheDep
             "finished": returning.status is SessionStatus.DONE,
         }
         return _render(request, "studies/welcome_back.html", context)
+    sessions.check_enrolment(db, study)
     context = {"study": study, "config": config, "errors": [], "estimate": _estimate(request, db, study)}
     return _render(request, "studies/join.html", context)
 
