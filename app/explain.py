@@ -98,8 +98,6 @@ class MetricWords:
     tradeoff: str | None = None
     gap_example: str | None = None
     credible_level: float | None = None
-    #: The whole relative cost per person of the dearest class against the cheapest (the headline's number).
-    headline_ratio: float | None = None
 
     @property
     def text(self) -> str:
@@ -276,9 +274,7 @@ def _level(details: Mapping[str, Any] | None, sample: np.ndarray | None) -> floa
     return float(level) if isinstance(level, int | float) and 0.0 < float(level) < 1.0 else None
 
 
-def _headline(
-    costs: Sequence[ClassCost], cheapest: int, dearest: int, population: str, *, cost_word: str
-) -> str:
+def _headline(costs: Sequence[ClassCost], cheapest: int, dearest: int, population: str) -> str:
     names = [cost.name for cost in costs]
     top, bottom = costs[dearest], costs[cheapest]
     if top.per_person <= 1e-300 or bottom.per_person <= NEGLIGIBLE_WEIGHT * top.per_person:
@@ -289,9 +285,9 @@ def _headline(
     others_top = [name for name in names if name != top.name]
     others_bottom = [name for name in names if name != bottom.name]
     if top.times_per_person < SAME_RATIO:
-        return f"A mistake {cost_word} about the same for every {singular(population)}, whatever their class."
+        return f"A mistake costs you about the same for every {singular(population)}, whatever their class."
     return (
-        f"{_mistake(top.name, population, others_top).capitalize()} {cost_word} about "
+        f"{_mistake(top.name, population, others_top).capitalize()} costs you about "
         f"{_times(top.times_per_person)} times as much as {_mistake(bottom.name, population, others_bottom)}."
     )
 
@@ -342,18 +338,33 @@ def _linear_words(
     )
     if curved:
         units += " For a curved metric these weights are measured at the middle of the classifiers shown."
+    return _words(costs, cheapest, dearest, population, formula, units, _curvature_rule(curved), level)
+
+
+def _words(
+    costs: tuple[ClassCost, ...],
+    cheapest: int,
+    dearest: int,
+    population: str,
+    formula: str,
+    units: str,
+    curvature_rule: str,
+    level: float | None,
+    **extra: Any,
+) -> MetricWords:
+    """The words every family shares: headline per person, the per-rate sentence, formula and units."""
     return MetricWords(
         population=population,
         person=singular(population),
-        headline=_headline(costs, cheapest, dearest, population, cost_word="costs you"),
+        headline=_headline(costs, cheapest, dearest, population),
         per_rate=_per_rate_sentence(costs, population),
         formula=formula,
         units=units,
         costs=costs,
         curvature=None,
-        curvature_rule=_curvature_rule(curved),
+        curvature_rule=curvature_rule,
         credible_level=level,
-        headline_ratio=costs[dearest].times_per_person,
+        **extra,
     )
 
 
@@ -456,23 +467,21 @@ def fair_words(metric: Metric, reading: Reading) -> MetricWords:
         f"Shares run from 0 to 1 over all {population} of a class; the penalty grows with the square of a "
         "gap. Lower costs are better; only differences between classifiers mean anything."
     )
-    return MetricWords(
-        population=population,
-        person=singular(population),
-        headline=_headline(costs, cheapest, dearest, population, cost_word="costs you"),
-        per_rate=_per_rate_sentence(costs, population),
-        formula=formula,
-        units=units,
-        costs=costs,
-        curvature=None,
-        curvature_rule=(
-            "Within a group a mistake costs the same however good the classifier is; unequal treatment "
-            "of the groups costs more the wider the gap."
-        ),
+    rule = (
+        "Within a group a mistake costs the same however good the classifier is; unequal treatment "
+        "of the groups costs more the wider the gap."
+    )
+    return _words(
+        costs,
+        cheapest,
+        dearest,
+        population,
+        formula,
+        units,
+        rule,
+        level,
         tradeoff=tradeoff,
         gap_example=_gap_example(metric, names, population, shares, group_names, costs),
-        credible_level=level,
-        headline_ratio=costs[dearest].times_per_person,
     )
 
 

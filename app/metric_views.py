@@ -93,8 +93,8 @@ def _coordinator_weights(metric: Mapping[str, Any], classes: Sequence[str], grou
     return [
         {
             "id": "fig-a",
-            "caption": "Elicited linear weights a",
-            "figure": result_charts.metric_weights_figure(metric["a"], classes, title="Linear weights a"),
+            "caption": "Weight of each class's rate (per rate, the metric's a)",
+            "figure": result_charts.metric_weights_figure(metric["a"], classes),
         }
     ]
 
@@ -104,8 +104,8 @@ def _coordinator_curvature(
 ) -> Figures:
     curvature = {
         "id": "fig-b",
-        "caption": "Elicited quadratic weights B",
-        "figure": result_charts.quadratic_heatmap_figure(metric["B"], classes, title="Quadratic weights B"),
+        "caption": "Curvature between classes' rates (the metric's B; 0 means none)",
+        "figure": result_charts.quadratic_heatmap_figure(metric["B"], classes),
     }
     return [*_coordinator_weights(metric, classes, groups), curvature]
 
@@ -118,8 +118,8 @@ def _coordinator_fair(metric: Mapping[str, Any], classes: Sequence[str], groups:
     figures.append(
         {
             "id": "fig-lam",
-            "caption": "Trade-off λ",
-            "figure": result_charts.tradeoff_figure(float(metric["lam"]), title="Performance vs fairness"),
+            "caption": "Fewer mistakes versus equal treatment of groups",
+            "figure": result_charts.tradeoff_figure(float(metric["lam"])),
         }
     )
     return figures
