@@ -1,4 +1,9 @@
-"""ORM tables: studies, participant sessions, the append-only answer log and committed results."""
+"""ORM tables: studies, participant sessions, the append-only answer log and committed results.
+
+Also the two tables enrolment reads: a study's control row (owner, status, link expiry; a study without
+one, made with ``elicit study create`` before the back office, is open and owned by nobody, so only
+admins see it) and personal invitations.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
+    Float,
     ForeignKey,
     Integer,
     String,
@@ -26,12 +32,15 @@ from .db import Base
 __all__ = [
     "Answer",
     "ElicitationSession",
+    "Invitation",
     "LogAction",
     "Phase",
     "Result",
     "SessionLink",
     "SessionStatus",
     "Study",
+    "StudyControl",
+    "StudyStatus",
     "utcnow",
 ]
 
@@ -172,4 +181,44 @@ class Result(Base):
     evaluation: Mapped[dict[str, Any]] = mapped_column(JSON)
     checks: Mapped[dict[str, Any]] = mapped_column(JSON)
     summary: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class StudyStatus(enum.StrEnum):
+    """Enrolment state: only OPEN studies accept new participants or consents; data is never dropped."""
+
+    DRAFT = "draft"
+    OPEN = "open"
+    PAUSED = "paused"
+    CLOSED = "closed"
+
+
+class StudyControl(Base):
+    """Back-office state of a study: owner, enrolment status, planner timing, open-link expiry."""
+
+    __tablename__ = "study_control"
+
+    study_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("study.id"), primary_key=True)
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("app_user.id"), index=True)
+    status: Mapped[str] = mapped_column(String(20), default=StudyStatus.DRAFT.value)
+    #: Seconds per comparison the planner assumes (None: measured from earlier sessions, else a default).
+    seconds_per_query: Mapped[float | None] = mapped_column(Float)
+    #: The open-enrolment link stops accepting new participants after this time (None: no expiry).
+    enrolment_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: When the study was closed; answers given later (by sessions already under way) are marked late.
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Invitation(Base):
+    """A personal invitation: an invited (not yet consented) session, with an optional expiry."""
+
+    __tablename__ = "invitation"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    study_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("study.id"), index=True)
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("elicitation_session.id"), unique=True)
+    label: Mapped[str | None] = mapped_column(String(200))
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_by: Mapped[int | None] = mapped_column(ForeignKey("app_user.id"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

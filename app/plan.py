@@ -26,6 +26,7 @@ import numpy as np
 from elicitation import Metric, Query, Sphere
 from elicitation.display import DisplayGrid
 
+from .codec import decode_query
 from .models import Phase
 
 __all__ = [
@@ -331,8 +332,6 @@ class SessionPlan:
         original = elicitation_rows[pick]
         if original.query is None or original.preferred is None or original.swapped is None:
             raise ValueError(f"log row {original.seq} lacks the query or answer a repeat check needs")
-        from .codec import decode_query
-
         query = decode_query(original.query)
         query = Query(first=query.first, second=query.second, search="check", kind=CHECK_REPEAT, step=index)
         expected = elicitor_choice(original.preferred, original.swapped)
@@ -385,8 +384,6 @@ def evaluation_agreement(rows: Sequence[LoggedAnswer], metric: Metric) -> tuple[
 
     "About the same" answers are left out, as in the reported measure M.
     """
-    from .codec import decode_query
-
     agreed = decided = 0
     for row in rows:
         if row.phase != Phase.EVALUATION or row.query is None or row.preferred is None or row.swapped is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tomllib
 from pathlib import Path
@@ -29,6 +30,7 @@ __all__ = [
     "StudyConfig",
     "StudyConfigError",
     "build_space",
+    "config_hash",
     "format_validation_error",
     "load_study_config",
     "parse_study_config",
@@ -138,6 +140,12 @@ class StudyConfig(BaseModel):
     def total_checks(self) -> int:
         """Attention and consistency checks per session (0 when checks are off)."""
         return self.dominance_checks + self.repeat_checks if self.checks else 0
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of a stored study configuration (carried by every export)."""
+    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 def build_space(config: StudyConfig) -> Any:

@@ -25,10 +25,10 @@ from pydantic import (
     field_validator,
 )
 
-from ..models import LogAction, Phase, SessionStatus
+from ..codec import CodecError, decode_metric
+from ..models import LogAction, Phase, SessionStatus, StudyStatus
 from ..study_config import StudyConfig, StudyConfigError, parse_study_config
 from .auth import AdminError
-from .models import StudyStatus
 
 __all__ = ["ARCHIVE_FORMAT", "ARCHIVE_VERSION", "ArchiveIn", "parse_archive"]
 
@@ -119,8 +119,6 @@ class ResultIn(_Strict):
     @field_validator("metric")
     @classmethod
     def _metric(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from ..codec import CodecError, decode_metric
-
         if value.get("type") == "failed":
             return value
         try:

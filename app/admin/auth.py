@@ -56,6 +56,7 @@ __all__ = [
     "has_credentials",
     "hash_password",
     "issue_session_cookie",
+    "list_api_tokens",
     "login_csrf_token",
     "login_required",
     "revoke_api_token",
@@ -379,6 +380,11 @@ def create_api_token(db: Session, user: User, name: str) -> tuple[ApiToken, str]
     db.add(token)
     db.commit()
     return token, secret
+
+
+def list_api_tokens(db: Session, user: User) -> list[ApiToken]:
+    """The user's API tokens, oldest first (revoked ones too, marked)."""
+    return list(db.scalars(select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.id)))
 
 
 def revoke_api_token(db: Session, principal_user: User, token_id: int) -> ApiToken:

@@ -34,13 +34,13 @@ from elicitation.families import get_family
 from ..algorithms import get_algorithm
 from ..displayed import session_version
 from ..metric_views import VIEWS
-from ..models import Answer, ElicitationSession, LogAction, Phase, Result, Study
+from ..models import Answer, ElicitationSession, LogAction, Phase, Result, Study, StudyControl, StudyStatus
 from ..sessions import SessionCache
+from ..study_config import config_hash
 from .archive import ARCHIVE_FORMAT, ARCHIVE_VERSION, parse_archive
 from .auth import AdminError
-from .models import Exclusion, StudyControl, StudyStatus
+from .models import Exclusion
 from .monitor import verify_replay
-from .studies import config_hash
 
 __all__ = [
     "ARCHIVE_FORMAT",

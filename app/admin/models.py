@@ -1,8 +1,7 @@
-"""Back-office tables: accounts, API tokens, login attempts, study control, invitations, exclusions.
+"""Back-office tables: accounts, API tokens, login attempts, exclusions and study snapshots.
 
 They live beside the participant tables on the same ``Base.metadata``; none of them changes a participant
-row. A study without a `StudyControl` row (made with ``elicit study create`` before the back office) is
-open and owned by nobody, so only admins see it.
+row. The study control and invitation tables, which enrolment reads too, are in `app.models`.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import enum
 import uuid
 from datetime import datetime
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, LargeBinary, String, Text
+from sqlalchemy import Boolean, DateTime, ForeignKey, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from ..db import Base
@@ -20,12 +19,9 @@ from ..models import utcnow
 __all__ = [
     "ApiToken",
     "Exclusion",
-    "Invitation",
     "LoginAttempt",
     "Role",
-    "StudyControl",
     "StudySnapshot",
-    "StudyStatus",
     "User",
 ]
 
@@ -35,15 +31,6 @@ class Role(enum.StrEnum):
 
     ADMIN = "admin"
     COORDINATOR = "coordinator"
-
-
-class StudyStatus(enum.StrEnum):
-    """Enrolment state: only OPEN studies accept new participants or consents; data is never dropped."""
-
-    DRAFT = "draft"
-    OPEN = "open"
-    PAUSED = "paused"
-    CLOSED = "closed"
 
 
 class User(Base):
@@ -84,37 +71,6 @@ class LoginAttempt(Base):
     client: Mapped[str] = mapped_column(String(100))
     succeeded: Mapped[bool] = mapped_column(Boolean)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
-
-
-class StudyControl(Base):
-    """Back-office state of a study: owner, enrolment status, planner timing, open-link expiry."""
-
-    __tablename__ = "study_control"
-
-    study_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("study.id"), primary_key=True)
-    owner_id: Mapped[int | None] = mapped_column(ForeignKey("app_user.id"), index=True)
-    status: Mapped[str] = mapped_column(String(20), default=StudyStatus.DRAFT.value)
-    #: Seconds per comparison the planner assumes (None: measured from earlier sessions, else a default).
-    seconds_per_query: Mapped[float | None] = mapped_column(Float)
-    #: The open-enrolment link stops accepting new participants after this time (None: no expiry).
-    enrolment_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    #: When the study was closed; answers given later (by sessions already under way) are marked late.
-    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-
-
-class Invitation(Base):
-    """A personal invitation: an invited (not yet consented) session, with an optional expiry."""
-
-    __tablename__ = "invitation"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    study_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("study.id"), index=True)
-    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("elicitation_session.id"), unique=True)
-    label: Mapped[str | None] = mapped_column(String(200))
-    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    created_by: Mapped[int | None] = mapped_column(ForeignKey("app_user.id"))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Exclusion(Base):

@@ -35,7 +35,7 @@ from elicitation.families import Draw
 
 from ..algorithms import get_algorithm
 from ..displayed import build_session_elicitor
-from ..study_config import StudyConfig, build_space
+from ..study_config import StudyConfig, build_space, config_hash
 
 __all__ = [
     "DEFAULT_MIN_CELL_GAP",
@@ -257,9 +257,6 @@ class PlanCache:
 
     @staticmethod
     def key(config: StudyConfig, trials: int, seed: int) -> tuple[Any, ...]:
-        # Local import: `studies` imports the services layer, which the planner need not load otherwise.
-        from .studies import config_hash
-
         version = get_algorithm(config.algorithm).version
         return (config_hash(config.model_dump(mode="json")), version, PLANNER_VERSION, trials, seed)
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Depends, File, Form, Path, Request, UploadFile, status
+from fastapi import APIRouter, Body, Depends, File, Form, Request, UploadFile, status
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPBearer
 from pydantic import (
@@ -29,12 +29,23 @@ from pydantic import (
 from .. import repository as repo
 from ..api_errors import error_responses
 from ..deps import CacheDep, DbSessionDep, SettingsDep
-from ..study_config import StudyConfig
+from ..models import StudyControl
+from ..study_config import StudyConfig, config_hash
 from . import export, monitor, studies
 from .admission import AdmittedRoute
-from .auth import AdminError, ApiUserDep, Principal, create_api_token, revoke_api_token
-from .models import ApiToken, StudyControl
-from .planner import PlanCache
+from .auth import AdminError, ApiUserDep, create_api_token, list_api_tokens, revoke_api_token
+from .http import (
+    MAX_ARCHIVE_BODY_BYTES,
+    MAX_BODY_BYTES,
+    MAX_STUDY_BODY_BYTES,
+    RowIdPath,
+    answers_csv_response,
+    parse_json_upload,
+    plan_cache,
+    results_csv_response,
+    results_json_response,
+)
+from .models import ApiToken
 from .schemas import (
     ArchiveOut,
     DashboardOut,
@@ -54,15 +65,8 @@ from .schemas import (
     TokensOut,
 )
 
-__all__ = ["plan_cache", "router", "study_out"]
+__all__ = ["router", "study_out"]
 
-#: Largest body of a back-office request without a configuration, dataset or archive in it.
-MAX_BODY_BYTES = 1_000_000
-#: Largest body carrying a study configuration or a dataset CSV (room for the form around the file).
-MAX_STUDY_BODY_BYTES = 2 * studies.MAX_CSV_BYTES
-#: Largest uploaded study archive (the body that carries it may have a little form overhead more).
-MAX_ARCHIVE_BYTES = 50_000_000
-MAX_ARCHIVE_BODY_BYTES = MAX_ARCHIVE_BYTES + 1_000_000
 #: Declares bearer authentication in OpenAPI (Swagger UI's "Authorize"); `api_user` does the checking.
 BEARER_SCHEME = HTTPBearer(auto_error=False, description="a back-office API token (`elk_…`)")
 #: Every operation needs credentials (401 without them); the rest is listed per operation.
@@ -129,12 +133,6 @@ class TokenIn(BaseModel):
     name: StrictStr = Field(min_length=1, max_length=100)
 
 
-def plan_cache(request: Request) -> PlanCache:
-    """The app's `PlanCache` (made by `app.admin.web.install`)."""
-    cache: PlanCache = request.app.state.plan_cache
-    return cache
-
-
 def _base(request: Request, settings: Any) -> str:
     return settings.public_base_url or str(request.base_url).rstrip("/")
 
@@ -147,7 +145,7 @@ def study_out(study: Any, control: StudyControl | None, base: str) -> dict[str, 
         "status": studies.status_of(control).value,
         "algorithm": study.algorithm,
         "config": study.config,
-        "config_hash": studies.config_hash(study.config),
+        "config_hash": config_hash(study.config),
         "expected_queries": study.expected_queries,
         "open_enrolment": study.open_enrolment,
         "join_url": f"{base}/studies/{study.id}/join" if study.open_enrolment else None,
@@ -270,9 +268,9 @@ def update_study(
         )
     if body.status is not None:
         control = studies.set_status(
-            db, study, db.get(StudyControl, study.id), body.status, confirm=body.confirm, by=principal.user.id
+            db, study, studies.control_of(db, study), body.status, confirm=body.confirm, by=principal.user.id
         )
-    return study_out(study, db.get(StudyControl, study.id), _base(request, settings))
+    return study_out(study, studies.control_of(db, study), _base(request, settings))
 
 
 @router.post(
@@ -287,7 +285,7 @@ def duplicate_study(
     """A draft copy of the study's configuration, owned by the caller."""
     study, control = studies.visible_study(db, principal, study_id)
     copy = studies.duplicate_study(db, principal, study, control)
-    return study_out(copy, db.get(StudyControl, copy.id), _base(request, settings))
+    return study_out(copy, studies.control_of(db, copy), _base(request, settings))
 
 
 @router.get("/studies/{study_id}/plan", response_model=PlanOut, responses=error_responses(404, 422))
@@ -342,57 +340,6 @@ def dashboard(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[st
     """Live numbers: participants by status, answer rate, median time per query, drop-off, warnings."""
     study, _control = studies.visible_study(db, principal, study_id)
     return monitor.study_dashboard(db, study).to_dict()
-
-
-def _stream(
-    request: Request, principal: Principal, study_id: str, produce: Any, media_type: str, name: str
-) -> StreamingResponse:
-    """Stream from a database session of its own (the request's session closes before the body is sent)."""
-    with request.app.state.sessionmaker() as db:
-        study, _control = studies.visible_study(db, principal, study_id)
-        filename = f"{name}-{study.id}"
-
-    def body() -> Iterator[str]:
-        with request.app.state.sessionmaker() as stream_db:
-            study_again, _ = studies.visible_study(stream_db, principal, study_id)
-            yield from produce(stream_db, study_again)
-
-    extension = "csv" if media_type.startswith("text/csv") else "json"
-    headers = {"Content-Disposition": f'attachment; filename="{filename}.{extension}"'}
-    return StreamingResponse(body(), media_type=media_type, headers=headers)
-
-
-def results_json_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
-    return _stream(
-        request,
-        principal,
-        study_id,
-        lambda db, study: export.json_lines(study, export.result_rows(db, study)),
-        "application/json",
-        "results",
-    )
-
-
-def results_csv_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
-    return _stream(
-        request,
-        principal,
-        study_id,
-        lambda db, study: export.csv_lines(export.result_columns(study), export.result_rows(db, study)),
-        "text/csv; charset=utf-8",
-        "results",
-    )
-
-
-def answers_csv_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
-    return _stream(
-        request,
-        principal,
-        study_id,
-        lambda db, study: export.csv_lines(export.ANSWER_LOG_COLUMNS, export.answer_log_rows(db, study)),
-        "text/csv; charset=utf-8",
-        "answers",
-    )
 
 
 #: The 200 answer of a streamed CSV export: text, not JSON (FastAPI would describe it as JSON).
@@ -450,9 +397,6 @@ def list_snapshots(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> di
 
 
 #: Integer row ids in paths: out-of-range numbers are a 422, never an overflow in the database driver.
-RowIdPath = Annotated[int, Path(ge=1, le=2**63 - 1)]
-
-
 @router.get(
     "/studies/{study_id}/snapshots/{snapshot_id}",
     response_model=SnapshotDetailOut,
@@ -499,7 +443,7 @@ def import_study(
     """Load a study archive (every finished session is replayed and must reproduce its metric)."""
     study, verified = export.import_archive(db, cache, archive, owner_id=principal.user.id)
     return {
-        **study_out(study, db.get(StudyControl, study.id), _base(request, settings)),
+        **study_out(study, studies.control_of(db, study), _base(request, settings)),
         "verified": verified,
     }
 
@@ -553,9 +497,7 @@ def lift(study_id: str, session_id: str, principal: ApiUserDep, db: DbSessionDep
 @router.get("/tokens", response_model=TokensOut)
 def list_tokens(principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """The caller's API tokens (never their secrets)."""
-    from sqlalchemy import select
-
-    tokens = db.scalars(select(ApiToken).where(ApiToken.user_id == principal.user.id).order_by(ApiToken.id))
+    tokens = list_api_tokens(db, principal.user)
     return {"tokens": [_token_out(token) for token in tokens]}
 
 
@@ -589,15 +531,3 @@ def new_token(body: TokenIn, principal: ApiUserDep, db: DbSessionDep) -> dict[st
 def revoke_token(token_id: RowIdPath, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """Revoke a token at once (admins may revoke anyone's)."""
     return _token_out(revoke_api_token(db, principal.user, token_id))
-
-
-def parse_json_upload(raw: bytes, limit: int) -> Any:
-    """Decode an uploaded JSON file with a size limit and a clear message."""
-    if len(raw) > limit:
-        raise AdminError(f"the file is larger than {limit // 1_000_000} MB", status_code=413)
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise AdminError("the file is not UTF-8 text", status_code=422) from None
-    except json.JSONDecodeError as exc:
-        raise AdminError(f"the file is not valid JSON: {exc}", status_code=422) from None

@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
-from sqlalchemy import select
 from starlette.datastructures import UploadFile
 
 from .. import repository as repo
@@ -24,14 +23,12 @@ from ..algorithms import REGISTRY
 from ..deps import CacheDep, DbSessionDep, SettingsDep
 from ..errors import ConflictError
 from ..study_config import (
-    DEFAULT_ALGORITHM,
-    DEFAULT_CONSENT_TEXT,
-    DEFAULT_INSTRUCTIONS_TEXT,
     StudyConfig,
     StudyConfigError,
+    config_hash,
     parse_study_config,
 )
-from . import export, monitor, studies
+from . import export, monitor, studies, study_form
 from .admission import AdmittedRoute
 from .auth import (
     AdminError,
@@ -44,11 +41,11 @@ from .auth import (
     clear_session_cookie,
     create_api_token,
     issue_session_cookie,
+    list_api_tokens,
     login_csrf_token,
     revoke_api_token,
 )
-from .models import ApiToken
-from .routes_api import (
+from .http import (
     MAX_ARCHIVE_BODY_BYTES,
     MAX_ARCHIVE_BYTES,
     MAX_BODY_BYTES,
@@ -161,128 +158,6 @@ def list_studies(request: Request, principal: UiUserDep, db: DbSessionDep) -> Re
     return _page(request, principal, "studies.html", entries=studies.list_visible_studies(db, principal))
 
 
-def _split(value: str) -> list[str]:
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
-def _floats(value: str, field: str) -> list[float] | None:
-    if not value.strip():
-        return None
-    try:
-        return [float(part) for part in _split(value)]
-    except ValueError:
-        raise AdminError(f"{field}: give numbers separated by commas", status_code=422) from None
-
-
-def _takes_epsilon(algorithm: str) -> bool:
-    """Whether the algorithm has the form's search tolerance (the active ones stop on their own rule)."""
-    spec = REGISTRY.get(algorithm)
-    return spec is not None and "epsilon" in spec.params_model.model_fields
-
-
-def _form_config(form: dict[str, Any]) -> dict[str, Any]:
-    """A configuration dict from the study form (or from its advanced JSON box, which wins)."""
-    advanced = str(form.get("config_json", "")).strip()
-    if advanced:
-        try:
-            data = json.loads(advanced)
-        except json.JSONDecodeError as exc:
-            raise AdminError(f"configuration JSON: {exc}", status_code=422) from None
-        if not isinstance(data, dict):
-            raise AdminError("configuration JSON: must be an object", status_code=422)
-        return data
-    space: dict[str, Any] = {"kind": "synthetic"}
-    try:
-        space["radius"] = float(form.get("radius") or 0.2)
-        epsilon = float(form.get("epsilon") or 0.05)
-        practice = int(form.get("practice_queries") or 0)
-        evaluation = int(form.get("evaluation_queries") or 0)
-    except ValueError:
-        raise AdminError("radius, tolerance and the query counts must be numbers", status_code=422) from None
-    priors = _floats(str(form.get("priors", "")), "class shares")
-    if priors is not None:
-        space["priors"] = priors
-    algorithm = str(form.get("algorithm") or DEFAULT_ALGORITHM)
-    config: dict[str, Any] = {
-        "name": form.get("name", ""),
-        "task": form.get("task", ""),
-        "class_names": _split(str(form.get("class_names", ""))),
-        "group_names": _split(str(form.get("group_names", ""))),
-        "population": form.get("population") or "people",
-        "algorithm": algorithm,
-        "algorithm_params": {"epsilon": epsilon} if _takes_epsilon(algorithm) else {},
-        "query_space": space,
-        "practice_queries": practice,
-        "checks": form.get("checks") == "on",
-        "evaluation_queries": evaluation,
-        "consent_text": form.get("consent_text") or DEFAULT_CONSENT_TEXT,
-        "instructions_text": form.get("instructions_text") or DEFAULT_INSTRUCTIONS_TEXT,
-        "open_enrolment": form.get("open_enrolment") == "on",
-    }
-    if form.get("redirect_url"):
-        config["redirect_url"] = form["redirect_url"]
-    return config
-
-
-def _form_from_config(config: dict[str, Any]) -> dict[str, Any]:
-    space = config.get("query_space") or {}
-    return {
-        "name": config.get("name", ""),
-        "task": config.get("task", ""),
-        "class_names": ", ".join(config.get("class_names", [])),
-        "group_names": ", ".join(config.get("group_names", [])),
-        "population": config.get("population", "people"),
-        "algorithm": config.get("algorithm", DEFAULT_ALGORITHM),
-        "epsilon": (config.get("algorithm_params") or {}).get("epsilon", 0.05),
-        "radius": space.get("radius", 0.2),
-        "priors": ", ".join(str(p) for p in space.get("priors", []) or [])
-        if space.get("kind", "synthetic") == "synthetic"
-        else "",
-        "practice_queries": config.get("practice_queries", 2),
-        "checks": "on" if config.get("checks", True) else "",
-        "evaluation_queries": config.get("evaluation_queries", 15),
-        "consent_text": config.get("consent_text", DEFAULT_CONSENT_TEXT),
-        "instructions_text": config.get("instructions_text", DEFAULT_INSTRUCTIONS_TEXT),
-        "redirect_url": config.get("redirect_url") or "",
-        "open_enrolment": "on" if config.get("open_enrolment", True) else "",
-        "config_json": "" if space.get("kind", "synthetic") == "synthetic" else json.dumps(config, indent=2),
-    }
-
-
-_BLANK_FORM = {
-    "name": "",
-    "task": "",
-    "class_names": "benign, malignant",
-    "group_names": "",
-    "population": "patients",
-    "algorithm": DEFAULT_ALGORITHM,
-    "epsilon": 0.05,
-    "radius": 0.2,
-    "priors": "",
-    "practice_queries": 2,
-    "checks": "on",
-    "evaluation_queries": 15,
-    "consent_text": DEFAULT_CONSENT_TEXT,
-    "instructions_text": DEFAULT_INSTRUCTIONS_TEXT,
-    "redirect_url": "",
-    "open_enrolment": "on",
-    "config_json": "",
-    "seconds_per_query": "",
-    "label_column": "",
-    "group_column": "",
-}
-
-
-def _seconds(form: dict[str, Any]) -> float | None:
-    raw = str(form.get("seconds_per_query", "")).strip()
-    if not raw:
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        raise AdminError("seconds per comparison: give a number", status_code=422) from None
-
-
 def _study_form(
     request: Request,
     principal: Principal,
@@ -308,7 +183,7 @@ def _study_form(
 
 @router.get("/studies/new")
 def new_study(request: Request, principal: UiUserDep) -> Response:
-    return _study_form(request, principal, dict(_BLANK_FORM), errors=[], plan=None)
+    return _study_form(request, principal, study_form.blank_form(), errors=[], plan=None)
 
 
 async def _form_dict(request: Request) -> tuple[dict[str, Any], CsvUpload | None]:
@@ -353,28 +228,12 @@ async def create_study(request: Request, principal: UiUserDep) -> Response:
 def _too_large(request: Request, principal: Principal, study_id: str | None) -> Response:
     """The form again (blank, or the study's saved one) with the size error; nothing was read or stored."""
     message = f"CSV file: the upload is larger than the limit of {studies.MAX_CSV_BYTES // 1_000_000} MB"
-    form, study = dict(_BLANK_FORM), None
+    form, study = study_form.blank_form(), None
     if study_id is not None:
         with request.app.state.sessionmaker() as db:
             study, _control = studies.visible_study(db, principal, study_id)
-            form = _form_from_config(study.config)
+            form = study_form.form_from_config(study.config)
     return _study_form(request, principal, form, study=study, errors=[message], plan=None)
-
-
-def _with_csv_space(config: dict[str, Any], form: dict[str, Any], upload: CsvUpload) -> dict[str, Any]:
-    """``config`` with the query space built from the uploaded CSV (classes and groups taken from it)."""
-    space = studies.csv_dataset_space(
-        upload.raw,
-        str(form.get("label_column", "")),
-        str(form.get("group_column", "")) or None,
-        name=upload.filename,
-    )
-    return {
-        **config,
-        "query_space": space,
-        "class_names": list(space["class_names"]),
-        "group_names": list(space["group_names"]),
-    }
 
 
 def _save_study_form(
@@ -394,10 +253,10 @@ def _save_study_form(
         if study_id is not None:
             study, control = studies.visible_study(db, principal, study_id)
         try:
-            config_dict = _form_config(form)
+            config_dict = study_form.config_from_form(form)
             if upload is not None:
-                config_dict = _with_csv_space(config_dict, form, upload)
-            seconds = _seconds(form)
+                config_dict = study_form.with_csv_space(config_dict, form, upload.raw, upload.filename)
+            seconds = study_form.seconds_from_form(form)
             config = parse_study_config(config_dict)
         except (AdminError, StudyConfigError) as exc:
             message = exc.message if isinstance(exc, AdminError) else str(exc)
@@ -441,7 +300,7 @@ def show_study(
         plan=plan,
         answered=studies.answered_count(db, study.id),
         join_url=f"{base}/studies/{study.id}/join" if study.open_enrolment else None,
-        config_hash=studies.config_hash(study.config),
+        config_hash=config_hash(study.config),
         config_json=json.dumps(study.config, indent=2),
         snapshots=studies.snapshots(db, study.id),
     )
@@ -450,7 +309,7 @@ def show_study(
 @router.get("/studies/{study_id}/edit")
 def edit_study(study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
     study, control = studies.visible_study(db, principal, study_id)
-    form = _form_from_config(study.config)
+    form = study_form.form_from_config(study.config)
     form["seconds_per_query"] = control.seconds_per_query if control and control.seconds_per_query else ""
     errors = []
     if studies.answered_count(db, study.id):
@@ -657,7 +516,7 @@ def show_results(
         words=monitor.participant_words(db, cache, study),
         candidates=monitor.candidate_table(study),
         labels=monitor.coefficient_labels(study),
-        config_hash=studies.config_hash(study.config),
+        config_hash=config_hash(study.config),
     )
 
 
@@ -729,9 +588,7 @@ async def import_study(request: Request, principal: UiUserDep) -> Response:
 
 @router.get("/tokens")
 def list_tokens(request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
-    tokens = list(
-        db.scalars(select(ApiToken).where(ApiToken.user_id == principal.user.id).order_by(ApiToken.id))
-    )
+    tokens = list_api_tokens(db, principal.user)
     return _page(request, principal, "tokens.html", tokens=tokens, new_token=None)
 
 
@@ -745,9 +602,7 @@ def new_token(
 ) -> Response:
     check_csrf(principal, csrf_token)
     _token, secret = create_api_token(db, principal.user, name)
-    tokens = list(
-        db.scalars(select(ApiToken).where(ApiToken.user_id == principal.user.id).order_by(ApiToken.id))
-    )
+    tokens = list_api_tokens(db, principal.user)
     return _page(request, principal, "tokens.html", status_code=201, tokens=tokens, new_token=secret)
 
 

@@ -7,9 +7,7 @@ a coordinator cannot even learn that another coordinator's study exists.
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import re
 import uuid
 from dataclasses import dataclass
@@ -25,18 +23,29 @@ from elicitation import ElicitationError
 from .. import sessions
 from ..algorithms import get_algorithm
 from ..errors import ConflictError, NotFoundError
-from ..models import Answer, ElicitationSession, LogAction, SessionStatus, Study, utcnow
-from ..sessions import SessionCache
+from ..models import (
+    Answer,
+    ElicitationSession,
+    Invitation,
+    LogAction,
+    SessionStatus,
+    Study,
+    StudyControl,
+    StudyStatus,
+    utcnow,
+)
+from ..sessions import SessionCache, status_of
 from ..study_config import StudyConfig, StudyConfigError, build_space, parse_study_config
 from .auth import AdminError, Principal
-from .models import Exclusion, Invitation, StudyControl, StudySnapshot, StudyStatus, User
+from .export import gzip_archive
+from .models import Exclusion, StudySnapshot, User
 
 __all__ = [
     "MAX_CSV_BYTES",
     "MAX_INVITATIONS",
     "StudyEntry",
     "answered_count",
-    "config_hash",
+    "control_of",
     "create_invitations",
     "create_study_for",
     "csv_dataset_space",
@@ -114,12 +123,6 @@ def csv_dataset_space(
     return description
 
 
-def config_hash(config: dict[str, Any]) -> str:
-    """SHA-256 of the canonical JSON of a stored study configuration (carried by every export)."""
-    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
-
-
 @dataclass
 class StudyEntry:
     """A study as the back office lists it."""
@@ -131,15 +134,15 @@ class StudyEntry:
     owner_email: str | None = None
 
 
-def status_of(control: StudyControl | None) -> StudyStatus:
-    """Studies made before the back office (no control row) are open."""
-    return StudyStatus.OPEN if control is None else StudyStatus(control.status)
-
-
 def _may_see(principal: Principal, control: StudyControl | None) -> bool:
     if principal.is_admin:
         return True
     return control is not None and control.owner_id == principal.user.id
+
+
+def control_of(db: Session, study: Study) -> StudyControl | None:
+    """The study's back-office control row as stored now (None for studies made before the back office)."""
+    return db.get(StudyControl, study.id)
 
 
 def visible_study(
@@ -412,8 +415,6 @@ def _keep_closing_snapshot(db: Session, study: Study, by: int | None) -> None:
     of this and every other study keep answering) and compressed as it is written, one batch of sessions
     at a time; only the final insert of the compressed archive is a (short) write.
     """
-    from .export import gzip_archive
-
     with Session(bind=db.get_bind()) as reader:
         _begin_consistent_read(reader)
         packed = gzip_archive(reader, study)

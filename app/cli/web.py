@@ -10,9 +10,10 @@ from sqlalchemy.orm import Session
 
 from .. import repository
 from ..admin.auth import find_user, first_admin
-from ..admin.models import StudyControl, User
+from ..admin.models import User
 from ..admin.studies import give_study
 from ..db import make_engine, make_sessionmaker
+from ..models import StudyControl
 from ..schema import alembic_config, upgrade_database
 from ..sessions import create_study
 from ..settings import Settings

@@ -10,10 +10,10 @@ from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, BeforeValidator, Field
 from sqlalchemy.orm import Session
 
-from .. import repository, sessions
+from .. import sessions
 from ..charts.comparison import comparison_view
 from ..deps import CacheDep, DbSessionDep
-from ..errors import ConflictError, NotFoundError
+from ..errors import ConflictError
 from ..explain import MetricWords
 from ..metric_views import participant_figures, stored_metric_words
 from ..models import SessionStatus
@@ -93,17 +93,6 @@ def _estimate(request: Request, db: DbSessionDep, study: Any) -> StudyEstimate:
     return study_estimate(db, request.app.state.plan_cache, study)
 
 
-def _open_study(db: DbSessionDep, study_id: str) -> Any:
-    try:
-        key = uuid.UUID(study_id)
-    except ValueError:
-        raise NotFoundError() from None
-    study = repository.get_study(db, key)
-    if study is None or not study.open_enrolment:
-        raise NotFoundError()
-    return study
-
-
 @router.get("/")
 def home(request: Request) -> Response:
     """Landing page."""
@@ -117,7 +106,7 @@ def show_join(study_id: str, request: Request, db: DbSessionDep, cache: CacheDep
     Showing it creates nothing (link previews are harmless). A draft, paused or closed study (or an
     expired link) says so to a newcomer, instead of a consent form that cannot be sent.
     """
-    study = _open_study(db, study_id)
+    study = sessions.open_study(db, study_id)
     config = StudyConfig.model_validate(study.config)
     token = request.cookies.get(PARTICIPANT_COOKIE)
     returning = sessions.returning_view(db, cache, study.id, token)
@@ -138,7 +127,7 @@ def show_join(study_id: str, request: Request, db: DbSessionDep, cache: CacheDep
 @router.post("/studies/{study_id}/join/forget")
 def forget_session(study_id: str, db: DbSessionDep) -> Response:
     """ "Not you?": this browser forgets its session of the study, and the consent page starts afresh."""
-    study = _open_study(db, study_id)
+    study = sessions.open_study(db, study_id)
     response = _see_other(f"{_study_path(study.id)}/join")
     response.delete_cookie(PARTICIPANT_COOKIE, path=_study_path(study.id))
     return response
@@ -153,7 +142,7 @@ def join_study(
     cache: CacheDep,
 ) -> Response:
     """Create a consented session and continue with the instructions."""
-    study = _open_study(db, study_id)
+    study = sessions.open_study(db, study_id)
     if form.consent != "yes":
         config = StudyConfig.model_validate(study.config)
         errors = ["Please tick the box to confirm that you agree to take part."]

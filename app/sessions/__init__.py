@@ -7,7 +7,7 @@ taking people), `study` (storing a new study), `views` (what pages and the API s
 cases, which own their transactions).
 """
 
-from .enrolment import check_enrolment
+from .enrolment import check_enrolment, find_study, open_study, status_of
 from .log import effective_rows, elicitor_rows
 from .replay import replay_verified
 from .runtime import Failed, SessionCache, StudyRuntime
@@ -42,12 +42,15 @@ __all__ = [
     "create_study",
     "effective_rows",
     "elicitor_rows",
+    "find_study",
     "get_instructions",
     "get_view",
     "hash_token",
     "join_study",
+    "open_study",
     "replay_verified",
     "returning_view",
+    "status_of",
     "submit_answer",
     "typical_queries",
     "undo",

@@ -7,16 +7,17 @@ new people from starting.
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..admin.models import Invitation, StudyControl, StudyStatus
-from ..errors import ConflictError
-from ..models import ElicitationSession, Study, utcnow
+from .. import repository as repo
+from ..errors import ConflictError, NotFoundError
+from ..models import ElicitationSession, Invitation, Study, StudyControl, StudyStatus, utcnow
 
-__all__ = ["check_enrolment"]
+__all__ = ["check_enrolment", "find_study", "open_study", "status_of"]
 
 #: What a person sees when the study does not take them now: (page title, message), by study status.
 _MESSAGES = {
@@ -39,15 +40,40 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def status_of(control: StudyControl | None) -> StudyStatus:
+    """A study's enrolment status; studies made before the back office (no control row) are open."""
+    return StudyStatus.OPEN if control is None else StudyStatus(control.status)
+
+
+def find_study(db: Session, study_id: str | uuid.UUID) -> Study:
+    """The study with this id (as text from a URL, or a UUID); `NotFoundError` when there is none."""
+    try:
+        key = study_id if isinstance(study_id, uuid.UUID) else uuid.UUID(str(study_id))
+    except ValueError:
+        raise NotFoundError() from None
+    study = repo.get_study(db, key)
+    if study is None:
+        raise NotFoundError()
+    return study
+
+
+def open_study(db: Session, study_id: str | uuid.UUID) -> Study:
+    """The study behind an open-enrolment link; `NotFoundError` for a bad id or an invitation-only study."""
+    study = find_study(db, study_id)
+    if not study.open_enrolment:
+        raise NotFoundError()
+    return study
+
+
 def check_enrolment(db: Session, study: Study, session: ElicitationSession | None = None) -> None:
     """Raise `ConflictError` unless the study is open and the link (open or personal) has not expired."""
     control = db.get(StudyControl, study.id)
-    if control is None:
-        return
-    status = StudyStatus(control.status)
+    status = status_of(control)
     if status is not StudyStatus.OPEN:
         title, message = _MESSAGES[status]
         raise ConflictError(message, code=f"study_{status.value}", title=title, resumable=False)
+    if control is None:
+        return
     now = utcnow()
     if session is None:
         if control.enrolment_expires_at is not None and _aware(control.enrolment_expires_at) <= now:

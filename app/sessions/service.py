@@ -35,7 +35,7 @@ from ..models import (
 )
 from ..outcome import check_summary, evaluation_summary, plain_summary
 from ..plan import SessionPlan, Step, elicitor_choice
-from .enrolment import check_enrolment
+from .enrolment import check_enrolment, find_study, open_study
 from .log import effective_rows, elicitor_rows
 from .replay import replay_verified
 from .runtime import ElicitorState, Failed, SessionCache, StudyRuntime
@@ -283,15 +283,11 @@ def create_session(
 
     ``commit=False`` leaves the new row in the caller's transaction (a batch of invitations is one commit).
     """
-    try:
-        key = study_id if isinstance(study_id, uuid.UUID) else uuid.UUID(str(study_id))
-    except ValueError:
-        raise NotFoundError() from None
-    study = repo.get_study(db, key)
-    if study is None or (require_open and not study.open_enrolment):
-        raise NotFoundError()
     if require_open:
+        study = open_study(db, study_id)
         check_enrolment(db, study)
+    else:
+        study = find_study(db, study_id)
     runtime = cache.runtime(study)
     token = new_token()
     now = utcnow()

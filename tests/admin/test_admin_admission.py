@@ -10,7 +10,7 @@ import anyio
 import pytest
 from admin_support import STUDY_CONFIG, bearer
 
-from app.admin.routes_api import MAX_ARCHIVE_BODY_BYTES, MAX_BODY_BYTES, MAX_STUDY_BODY_BYTES
+from app.admin.http import MAX_ARCHIVE_BODY_BYTES, MAX_BODY_BYTES, MAX_STUDY_BODY_BYTES
 from app.deps import connection_slots
 
 CHUNK = 64 * 1024

@@ -229,7 +229,7 @@ def test_api_invitations_expire_and_consent_respects_status(
         json={"count": 1, "expires_at": "2999-01-01T00:00:00Z"},
         headers=bearer(token),
     ).json()["invitations"][0]
-    from app.admin.models import Invitation
+    from app.models import Invitation
 
     app = client.app
     with app.state.sessionmaker() as db:  # type: ignore[attr-defined]

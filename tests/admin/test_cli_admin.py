@@ -12,8 +12,9 @@ import pytest
 from admin_support import PASSWORD, STUDY_CONFIG, login
 
 from app.admin.auth import verify_password
-from app.admin.models import StudyControl, User
+from app.admin.models import User
 from app.cli import main
+from app.models import StudyControl
 from app.settings import Settings
 
 

@@ -1,0 +1,106 @@
+"""What the back office's JSON API and pages share: path types, uploads, streamed exports, the plan cache."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from fastapi import Path, Request
+from fastapi.responses import StreamingResponse
+
+from . import export, studies
+from .auth import AdminError, Principal
+from .planner import PlanCache
+
+__all__ = [
+    "MAX_ARCHIVE_BODY_BYTES",
+    "MAX_ARCHIVE_BYTES",
+    "MAX_BODY_BYTES",
+    "MAX_STUDY_BODY_BYTES",
+    "RowIdPath",
+    "answers_csv_response",
+    "parse_json_upload",
+    "plan_cache",
+    "results_csv_response",
+    "results_json_response",
+]
+
+#: Largest body of a back-office request without a configuration, dataset or archive in it.
+MAX_BODY_BYTES = 1_000_000
+#: Largest body carrying a study configuration or a dataset CSV (room for the form around the file).
+MAX_STUDY_BODY_BYTES = 2 * studies.MAX_CSV_BYTES
+#: Largest uploaded study archive (the body that carries it may have a little form overhead more).
+MAX_ARCHIVE_BYTES = 50_000_000
+MAX_ARCHIVE_BODY_BYTES = MAX_ARCHIVE_BYTES + 1_000_000
+#: A database row id in a URL (snapshots, tokens): a positive 64-bit integer.
+RowIdPath = Annotated[int, Path(ge=1, le=2**63 - 1)]
+
+
+def plan_cache(request: Request) -> PlanCache:
+    """The app's `PlanCache` (made by `app.admin.web.install`)."""
+    cache: PlanCache = request.app.state.plan_cache
+    return cache
+
+
+def _stream(
+    request: Request, principal: Principal, study_id: str, produce: Any, media_type: str, name: str
+) -> StreamingResponse:
+    """Stream from a database session of its own (the request's session closes before the body is sent)."""
+    with request.app.state.sessionmaker() as db:
+        study, _control = studies.visible_study(db, principal, study_id)
+        filename = f"{name}-{study.id}"
+
+    def body() -> Iterator[str]:
+        with request.app.state.sessionmaker() as stream_db:
+            study_again, _ = studies.visible_study(stream_db, principal, study_id)
+            yield from produce(stream_db, study_again)
+
+    extension = "csv" if media_type.startswith("text/csv") else "json"
+    headers = {"Content-Disposition": f'attachment; filename="{filename}.{extension}"'}
+    return StreamingResponse(body(), media_type=media_type, headers=headers)
+
+
+def results_json_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
+    return _stream(
+        request,
+        principal,
+        study_id,
+        lambda db, study: export.json_lines(study, export.result_rows(db, study)),
+        "application/json",
+        "results",
+    )
+
+
+def results_csv_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
+    return _stream(
+        request,
+        principal,
+        study_id,
+        lambda db, study: export.csv_lines(export.result_columns(study), export.result_rows(db, study)),
+        "text/csv; charset=utf-8",
+        "results",
+    )
+
+
+def answers_csv_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
+    return _stream(
+        request,
+        principal,
+        study_id,
+        lambda db, study: export.csv_lines(export.ANSWER_LOG_COLUMNS, export.answer_log_rows(db, study)),
+        "text/csv; charset=utf-8",
+        "answers",
+    )
+
+
+def parse_json_upload(raw: bytes, limit: int) -> Any:
+    """Decode an uploaded JSON file with a size limit and a clear message."""
+    if len(raw) > limit:
+        raise AdminError(f"the file is larger than {limit // 1_000_000} MB", status_code=413)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise AdminError("the file is not UTF-8 text", status_code=422) from None
+    except json.JSONDecodeError as exc:
+        raise AdminError(f"the file is not valid JSON: {exc}", status_code=422) from None

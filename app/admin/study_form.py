@@ -1,0 +1,185 @@
+"""The new-study form of the back office: form fields <-> a study configuration dict.
+
+Every default comes from one source: `StudyConfig`'s field defaults, the chosen algorithm's parameter model
+(the searches' tolerance ``epsilon``; the active elicitors stop on their own rule and take none from the
+form) and the core's default question-region radius. A field left empty takes that default; the advanced
+JSON box, when filled, replaces the whole form.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from elicitation.rates import DEFAULT_SYNTHETIC_RADIUS
+
+from ..algorithms import REGISTRY
+from ..study_config import StudyConfig
+from . import studies
+from .auth import AdminError
+
+__all__ = [
+    "TOLERANCE_PARAM",
+    "blank_form",
+    "config_from_form",
+    "form_from_config",
+    "seconds_from_form",
+    "with_csv_space",
+]
+
+#: The parameter the form's "Tolerance" field fills, for the algorithms that have it.
+TOLERANCE_PARAM = "epsilon"
+#: What the empty form suggests for the fields a study must fill in (examples, not defaults).
+_EXAMPLES = {"class_names": "benign, malignant", "population": "patients"}
+
+
+def _default(field: str) -> Any:
+    """The `StudyConfig` default of ``field``."""
+    return StudyConfig.model_fields[field].get_default(call_default_factory=True)
+
+
+def _takes_tolerance(algorithm: str) -> bool:
+    """Whether the algorithm has the form's search tolerance (the active ones stop on their own rule)."""
+    spec = REGISTRY.get(algorithm)
+    return spec is not None and TOLERANCE_PARAM in spec.params_model.model_fields
+
+
+def _split(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _floats(value: str, field: str) -> list[float] | None:
+    if not value.strip():
+        return None
+    try:
+        return [float(part) for part in _split(value)]
+    except ValueError:
+        raise AdminError(f"{field}: give numbers separated by commas", status_code=422) from None
+
+
+def _text(form: dict[str, Any], field: str) -> str:
+    return str(form.get(field) or "").strip()
+
+
+def blank_form() -> dict[str, Any]:
+    """The empty new-study form: the configuration's defaults, examples where a study must choose."""
+    return {
+        "name": "",
+        "task": "",
+        "class_names": _EXAMPLES["class_names"],
+        "group_names": "",
+        "population": _EXAMPLES["population"],
+        "algorithm": _default("algorithm"),
+        "epsilon": "",
+        "radius": DEFAULT_SYNTHETIC_RADIUS,
+        "priors": "",
+        "practice_queries": _default("practice_queries"),
+        "checks": "on" if _default("checks") else "",
+        "evaluation_queries": _default("evaluation_queries"),
+        "consent_text": _default("consent_text"),
+        "instructions_text": _default("instructions_text"),
+        "redirect_url": "",
+        "open_enrolment": "on" if _default("open_enrolment") else "",
+        "config_json": "",
+        "seconds_per_query": "",
+        "label_column": "",
+        "group_column": "",
+    }
+
+
+def config_from_form(form: dict[str, Any]) -> dict[str, Any]:
+    """A configuration dict from the study form (or from its advanced JSON box, which wins)."""
+    advanced = _text(form, "config_json")
+    if advanced:
+        try:
+            data = json.loads(advanced)
+        except json.JSONDecodeError as exc:
+            raise AdminError(f"configuration JSON: {exc}", status_code=422) from None
+        if not isinstance(data, dict):
+            raise AdminError("configuration JSON: must be an object", status_code=422)
+        return data
+    config: dict[str, Any] = {
+        "name": form.get("name", ""),
+        "task": form.get("task", ""),
+        "class_names": _split(str(form.get("class_names", ""))),
+        "group_names": _split(str(form.get("group_names", ""))),
+        "checks": form.get("checks") == "on",
+        "open_enrolment": form.get("open_enrolment") == "on",
+    }
+    for field in ("population", "algorithm", "consent_text", "instructions_text", "redirect_url"):
+        if _text(form, field):
+            config[field] = form[field]
+    space: dict[str, Any] = {"kind": "synthetic"}
+    params: dict[str, Any] = {}
+    try:
+        if _text(form, "radius"):
+            space["radius"] = float(_text(form, "radius"))
+        tolerance = float(_text(form, "epsilon")) if _text(form, "epsilon") else None
+        for field in ("practice_queries", "evaluation_queries"):
+            if _text(form, field):
+                config[field] = int(_text(form, field))
+    except ValueError:
+        raise AdminError("radius, tolerance and the query counts must be numbers", status_code=422) from None
+    priors = _floats(str(form.get("priors", "")), "class shares")
+    if priors is not None:
+        space["priors"] = priors
+    if tolerance is not None and _takes_tolerance(config.get("algorithm", _default("algorithm"))):
+        params[TOLERANCE_PARAM] = tolerance
+    config["algorithm_params"] = params
+    config["query_space"] = space
+    return config
+
+
+def form_from_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The form showing a stored configuration (a dataset space goes to the advanced JSON box)."""
+    space = config.get("query_space") or {}
+    synthetic = space.get("kind", "synthetic") == "synthetic"
+    algorithm = config.get("algorithm", _default("algorithm"))
+    params = config.get("algorithm_params") or {}
+    return {
+        **blank_form(),
+        "name": config.get("name", ""),
+        "task": config.get("task", ""),
+        "class_names": ", ".join(config.get("class_names", [])),
+        "group_names": ", ".join(config.get("group_names", [])),
+        "population": config.get("population", _default("population")),
+        "algorithm": algorithm,
+        "epsilon": params.get(TOLERANCE_PARAM, "") if _takes_tolerance(algorithm) else "",
+        "radius": space.get("radius", DEFAULT_SYNTHETIC_RADIUS),
+        "priors": ", ".join(str(p) for p in space.get("priors", []) or []) if synthetic else "",
+        "practice_queries": config.get("practice_queries", _default("practice_queries")),
+        "checks": "on" if config.get("checks", _default("checks")) else "",
+        "evaluation_queries": config.get("evaluation_queries", _default("evaluation_queries")),
+        "consent_text": config.get("consent_text", _default("consent_text")),
+        "instructions_text": config.get("instructions_text", _default("instructions_text")),
+        "redirect_url": config.get("redirect_url") or "",
+        "open_enrolment": "on" if config.get("open_enrolment", _default("open_enrolment")) else "",
+        "config_json": "" if synthetic else json.dumps(config, indent=2),
+    }
+
+
+def with_csv_space(config: dict[str, Any], form: dict[str, Any], raw: bytes, filename: str) -> dict[str, Any]:
+    """``config`` with the query space built from an uploaded CSV (classes and groups taken from it)."""
+    space = studies.csv_dataset_space(
+        raw,
+        str(form.get("label_column", "")),
+        str(form.get("group_column", "")) or None,
+        name=filename,
+    )
+    return {
+        **config,
+        "query_space": space,
+        "class_names": list(space["class_names"]),
+        "group_names": list(space["group_names"]),
+    }
+
+
+def seconds_from_form(form: dict[str, Any]) -> float | None:
+    """The planner's seconds per comparison (None when left empty: measured, else the planner's default)."""
+    raw = _text(form, "seconds_per_query")
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise AdminError("seconds per comparison: give a number", status_code=422) from None
