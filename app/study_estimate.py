@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from .admin.models import StudyControl
 from .admin.monitor import measured_seconds_per_query
 from .admin.planner import PlanCache
-from .models import Study
+from .models import Study, StudyControl
 from .study_config import StudyConfig
 
 __all__ = ["StudyEstimate", "study_estimate"]
