@@ -533,8 +533,6 @@ def participant_words(db: Session, cache: SessionCache, study: Study) -> dict[st
 
 def candidate_table(study: Study) -> list[dict[str, Any]]:
     """The results page's table of the ranked pool (same classifiers as `ranking_figure`)."""
-    from ..study_config import build_space
-
     space = build_space(StudyConfig.model_validate(study.config))
     return candidate_rows(space, candidate_pool(space))
 
