@@ -16,6 +16,7 @@ from playwright.sync_api import Page, expect
 
 from app.admin.auth import create_user, find_user
 from app.admin.models import Role
+from app.study_config import StudyConfig
 from elicitation import QuadraticMetric
 
 pytestmark = [
@@ -81,6 +82,8 @@ def _click_through(page: Page, test_id: str) -> None:
 
 def _participant_steps(page: Page, live_server: Any, device: str) -> None:
     study = live_server.create_study(practice_queries=1)
+    # Simulated once, as the coordinator's study page does, so the consent page states the study's length.
+    live_server.app.state.plan_cache.plan(StudyConfig.model_validate(study.config))
     page.goto(f"{live_server.url}/studies/{study.id}/join")
     _shoot(page, f"participant-1-consent-{device}")
     page.get_by_test_id("consent-checkbox").check()
