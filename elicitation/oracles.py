@@ -177,6 +177,14 @@ class ThresholdNoiseOracle(_CountingOracle):
         return bool(self.rng.random() < 0.5)
 
 
+def _noise_scale(value: float, name: str) -> float:
+    """A noisy oracle's scale parameter: a positive finite number (`InvalidConfigError` otherwise)."""
+    number = float(value)
+    if not np.isfinite(number) or number <= 0.0:
+        raise InvalidConfigError(f"{name} must be a positive finite number, got {value!r}")
+    return number
+
+
 class LogisticOracle(_CountingOracle):
     """A Bradley-Terry style human: correct with probability ``sigmoid(beta * |phi(r1) - phi(r2)|)``.
 
@@ -199,13 +207,8 @@ class LogisticOracle(_CountingOracle):
 
     def __init__(self, metric: Metric, beta: float, *, rng: np.random.Generator) -> None:
         super().__init__(metric)
-        value = float(beta)
-        if not np.isfinite(value) or value <= 0.0:
-            raise InvalidConfigError(f"beta must be a positive finite number, got {beta!r}")
-        if not isinstance(rng, np.random.Generator):
-            raise InvalidConfigError("rng must be a seeded numpy.random.Generator")
-        self.beta = value
-        self.rng = rng
+        self.beta = _noise_scale(beta, "beta")
+        self.rng = _check_rng(rng)
 
     def correct_probability(self, first: npt.ArrayLike, second: npt.ArrayLike) -> float:
         """``sigmoid(beta * |phi(first) - phi(second)|)``, in ``[0.5, 1]``."""
@@ -241,13 +244,8 @@ class ProbitOracle(_CountingOracle):
 
     def __init__(self, metric: Metric, sigma: float, *, rng: np.random.Generator) -> None:
         super().__init__(metric)
-        value = float(sigma)
-        if not np.isfinite(value) or value <= 0.0:
-            raise InvalidConfigError(f"sigma must be a positive finite number, got {sigma!r}")
-        if not isinstance(rng, np.random.Generator):
-            raise InvalidConfigError("rng must be a seeded numpy.random.Generator")
-        self.sigma = value
-        self.rng = rng
+        self.sigma = _noise_scale(sigma, "sigma")
+        self.rng = _check_rng(rng)
 
     def _answer(self, first: FloatArray, second: FloatArray, truth: bool) -> bool:
         correct = self.metric.value_gap(first, second) + self.sigma * self.rng.standard_normal() > 0.0

@@ -96,7 +96,7 @@ paper's Table 4: 265, 669, 1206, 1880; the ``"paper"`` layout asks 51, 126, 223 
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -875,21 +875,7 @@ def reconstruct_lstsq(
 
     x = solve(np.eye(normal.shape[0]))
     if nsd:
-        # Active set for B <= 0: an NSD matrix with v^T B v = 0 has B v = 0, so every direction the estimate
-        # bends upwards becomes a null direction (k linear constraints on x) and we re-solve. Each round
-        # removes at least one dimension, so k rounds suffice.
-        constraints: list[FloatArray] = []
-        for _ in range(k):
-            eigenvalues, eigenvectors = np.linalg.eigh(_unpack(x, k)[1])
-            upward = [eigenvectors[:, i] for i in range(k) if eigenvalues[i] > NSD_ATOL]
-            if not upward:
-                break
-            constraints += [row for v in upward for row in _null_rows(v, k)]
-            _, singular, vt = np.linalg.svd(np.array(constraints))
-            rank = int(np.sum(singular > _RANK_TOL * max(float(singular[0]), 1.0)))
-            if rank >= normal.shape[0] - 1:
-                break
-            x = solve(vt[rank:].T)
+        x = _impose_nsd(x, k, solve)
     d, B = _unpack(x, k)
     if not (np.all(np.isfinite(d)) and np.all(np.isfinite(B))):
         raise NumericalError("the least-squares reconstruction is not finite")
@@ -958,19 +944,7 @@ def reconstruct_signed(
     weight, x = signed_fit_weight(L, F, curvature, ridge)
     smallest = weight.smallest
     if nsd:
-        # Active set for B <= 0, as in reconstruct_lstsq: every upward direction v becomes B v = 0.
-        constraints: list[FloatArray] = []
-        for _ in range(k):
-            eigenvalues, eigenvectors = np.linalg.eigh(_unpack(x, k)[1])
-            upward = [eigenvectors[:, i] for i in range(k) if eigenvalues[i] > NSD_ATOL]
-            if not upward:
-                break
-            constraints += [row for v in upward for row in _null_rows(v, k)]
-            _, singular, vt = np.linalg.svd(np.array(constraints))
-            rank = int(np.sum(singular > _RANK_TOL * max(float(singular[0]), 1.0)))
-            if rank >= q - 1:
-                break
-            x, _ = signed_solve(L, F, curvature, vt[rank:].T, weight.value)
+        x = _impose_nsd(x, k, lambda basis: signed_solve(L, F, curvature, basis, weight.value)[0])
     d, B = _unpack(x, k)
     if not (np.all(np.isfinite(d)) and np.all(np.isfinite(B))) or float(d @ d + np.sum(B * B)) == 0.0:
         raise NumericalError("no metric's gradients point along the measured slopes")
@@ -1038,6 +1012,29 @@ def signed_fit_weight(
     weight = SignedWeight(ridge * smallest + _CURVATURE_TIEBREAK, smallest)
     x, _ = signed_solve(maps, slopes, curvature, identity, weight.value)
     return weight, x
+
+
+def _impose_nsd(x: FloatArray, k: int, solve: Callable[[FloatArray], FloatArray]) -> FloatArray:
+    """Re-solve ``x = (d, B)`` with ``B <= 0`` by an active set; ``solve(basis)`` solves within its span.
+
+    An NSD matrix with ``v^T B v = 0`` has ``B v = 0``, so every direction the estimate bends upwards becomes
+    a null direction (``k`` linear constraints on ``x``) and the problem is re-solved. Each round removes
+    at least one dimension, so ``k`` rounds suffice.
+    """
+    q = x.shape[0]
+    constraints: list[FloatArray] = []
+    for _ in range(k):
+        eigenvalues, eigenvectors = np.linalg.eigh(_unpack(x, k)[1])
+        upward = [eigenvectors[:, i] for i in range(k) if eigenvalues[i] > NSD_ATOL]
+        if not upward:
+            break
+        constraints += [row for v in upward for row in _null_rows(v, k)]
+        _, singular, vt = np.linalg.svd(np.array(constraints))
+        rank = int(np.sum(singular > _RANK_TOL * max(float(singular[0]), 1.0)))
+        if rank >= q - 1:
+            break
+        x = solve(vt[rank:].T)
+    return x
 
 
 def _null_rows(direction: FloatArray, k: int) -> list[FloatArray]:
