@@ -23,17 +23,15 @@ from elicitation.display import displayed
 
 from .algorithms import AlgorithmSpec
 
-__all__ = ["DISPLAYED_ALGORITHMS", "DISPLAY_MARK", "build_session_elicitor", "session_version"]
+__all__ = ["DISPLAY_MARK", "build_session_elicitor", "session_version"]
 
 #: Appended to an algorithm's version for sessions whose questions are the displayed ones.
 DISPLAY_MARK = "+shown-1"
-#: Algorithms that choose displayed queries themselves (their elicitors adopt the display grid).
-DISPLAYED_ALGORITHMS = frozenset({"active_linear", "active_quadratic", "active_fair"})
 
 
 def session_version(spec: AlgorithmSpec) -> str:
     """The version a new session of ``spec`` records."""
-    return spec.version + DISPLAY_MARK if spec.name in DISPLAYED_ALGORITHMS else spec.version
+    return spec.version + DISPLAY_MARK if spec.algorithm.displayed else spec.version
 
 
 def build_session_elicitor(

@@ -423,6 +423,7 @@ register(
         builder=_active_linear,
         seeded=True,
         needs_space=True,
+        displayed=True,
     )
 )
 register(
@@ -436,6 +437,7 @@ register(
         builder=_active_quadratic,
         seeded=True,
         needs_space=True,
+        displayed=True,
     )
 )
 register(
@@ -450,5 +452,6 @@ register(
         needs_groups=True,
         seeded=True,
         needs_space=True,
+        displayed=True,
     )
 )

@@ -94,6 +94,8 @@ class Algorithm:
     offered to study coordinators. ``sphere(n_classes, radius)`` gives the query sphere of algorithms whose
     rates are not the ``n_classes`` per-class rates (``None``: any sphere, by default around the uniform
     rate), and ``classes_from_rates`` maps such a sphere's dimension back to ``n_classes``.
+    ``displayed``: its elicitor adopts the display grid when wrapped by `elicitation.display.displayed`
+    (it then asks only pairs a person can be shown exactly, so the web app records a marked version).
     ``draw_metric`` replaces the family's random draw and ``check_metric`` rejects given metrics for
     algorithms that elicit a restricted form; ``reported_errors`` limits the simulation errors to what the
     algorithm elicits.
@@ -110,6 +112,7 @@ class Algorithm:
     seeded: bool = False
     needs_space: bool = False
     studies: bool = True
+    displayed: bool = False
     sphere: Callable[[int, float], Sphere] | None = None
     classes_from_rates: Callable[[int], int] | None = None
     draw_metric: MetricDraw | None = None
