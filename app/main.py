@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from prometheus_client import CollectorRegistry
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -19,8 +20,9 @@ from .admin import web as admin_web
 from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
 from .errors import NotFoundError, install_error_handlers
+from .metrics import RequestMetrics, StudyCollector
 from .resources import resource_dir
-from .routes import api, health, pages
+from .routes import api, operations, pages
 from .sessions import SessionCache
 from .settings import Settings
 
@@ -95,10 +97,12 @@ class SecurityHeadersMiddleware:
 
 class _StudioApp(FastAPI):
     """FastAPI with the security headers outermost: the 500 page (rendered by Starlette's outer
-    ``ServerErrorMiddleware``) and 413 answers are built outside ``add_middleware``'s stack."""
+    ``ServerErrorMiddleware``) and 413 answers are built outside ``add_middleware``'s stack. Request
+    metrics sit just inside them, so they time and count those answers too."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        return SecurityHeadersMiddleware(super().build_middleware_stack())
+        metrics = RequestMetrics(super().build_middleware_stack(), self.state.metrics_registry)
+        return SecurityHeadersMiddleware(metrics)
 
 
 @asynccontextmanager
@@ -133,6 +137,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.session_cache = SessionCache(settings.session_cache_size)
+    app.state.metrics_registry = CollectorRegistry(auto_describe=True)
+    app.state.study_collector = StudyCollector(app.state.sessionmaker)
     templates = Jinja2Templates(directory=str(resource_dir("templates")))
     templates.env.globals["app_name"] = "Elicitation Studio"
     templates.env.filters["figure_json"] = figure_json
@@ -149,7 +155,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=str(resource_dir("static")), check_dir=False), name="static")
     # Routes are matched in order, one by one: the JSON API (every answer of a participant's session) first.
     app.include_router(api.router, max_body_size=MAX_REQUEST_BODY_BYTES)
-    app.include_router(health.router, max_body_size=MAX_REQUEST_BODY_BYTES)
+    app.include_router(operations.router, max_body_size=MAX_REQUEST_BODY_BYTES)
     app.include_router(pages.router, max_body_size=MAX_REQUEST_BODY_BYTES)
     admin_web.install(app)
     install_error_handlers(app)

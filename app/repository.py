@@ -10,12 +10,13 @@ from typing import Any, NamedTuple
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from .models import Answer, ElicitationSession, Result, SessionLink, Study
+from .models import Answer, ElicitationSession, LogAction, Result, SessionLink, Study
 
 __all__ = [
     "LOG_COLUMNS",
     "LogEntry",
     "add",
+    "count_answers",
     "find_session_by_code",
     "find_study_by_name",
     "get_result",
@@ -60,6 +61,14 @@ def session_counts(db: Session) -> dict[tuple[uuid.UUID, str], int]:
 
 #: Built once: every participant request runs it, and building a statement costs more than its cached SQL.
 _SESSION_BY_TOKEN = select(ElicitationSession).where(ElicitationSession.token_hash == bindparam("token_hash"))
+
+
+def count_answers(db: Session) -> int:
+    """Answers stored so far, in every study (undo rows not counted; undone answers stay in the log)."""
+    return (
+        db.scalar(select(func.count()).select_from(Answer).where(Answer.action == LogAction.ANSWER.value))
+        or 0
+    )
 
 
 def get_session_by_token_hash(db: Session, token_hash: str) -> ElicitationSession | None:

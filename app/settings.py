@@ -28,6 +28,8 @@ class Settings(BaseSettings):
     session_cache_size: int = Field(default=512, ge=0)
     #: Log full tracebacks of unexpected errors (always on; the participant only ever sees a generic page).
     debug: bool = False
+    #: Bearer token Prometheus presents to scrape ``/metrics``; unset, ``/metrics`` does not exist (404).
+    metrics_token: str | None = None
     #: Secret for signing cookies of the back office (later issues); only ever taken from the environment.
     secret_key: str | None = None
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from app_support import make_study, new_session
 from fastapi.testclient import TestClient
 
 from app import __version__
@@ -68,3 +69,60 @@ def test_resources_are_found_beside_the_package_in_a_checkout(name: str) -> None
 def test_a_missing_resource_folder_is_named() -> None:
     with pytest.raises(FileNotFoundError, match="nothing-here"):
         resource_dir("nothing-here")
+
+
+@pytest.fixture
+def metrics_app(settings: Settings) -> Any:
+    application = create_app(settings.model_copy(update={"metrics_token": "scrape-secret"}))
+    yield application
+    application.state.engine.dispose()
+
+
+def _scrape(client: TestClient) -> str:
+    response = client.get("/metrics", headers={"Authorization": "Bearer scrape-secret"})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    text: str = response.text
+    return text
+
+
+def _sample(text: str, name: str, **labels: str) -> float:
+    """The value of one sample line of the exposition text (0 when absent)."""
+    wanted = ",".join(f'{key}="{value}"' for key, value in labels.items())
+    prefix = f"{name}{{{wanted}}} " if labels else f"{name} "
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return float(line[len(prefix) :])
+    return 0.0
+
+
+def test_metrics_count_requests_by_route_template_answers_and_sessions(metrics_app: Any) -> None:
+    study = make_study(metrics_app)
+    with TestClient(metrics_app) as client:
+        token = new_session(client, study)
+        state = client.get(f"/api/v1/sessions/{token}").json()
+        answered = client.post(
+            f"/api/v1/sessions/{token}/answers", json={"seq": state["query"]["seq"], "preferred": "first"}
+        )
+        assert answered.status_code == 200
+        client.get("/no/such/page")
+        text = _scrape(client)
+    route = "/api/v1/sessions/{token}/answers"
+    assert _sample(text, "elicit_http_requests_total", method="POST", route=route, status="200") == 1
+    assert _sample(text, "elicit_http_request_duration_seconds_count", method="POST", route=route) == 1
+    assert _sample(text, "elicit_http_requests_total", method="GET", route="<unmatched>", status="404") == 1
+    assert token not in text  # labels are route templates, never the secret path
+    assert _sample(text, "elicit_answers_stored_total") == 1
+    assert _sample(text, "elicit_sessions", status="active") == 1
+    assert _sample(text, "elicit_sessions", status="done") == 0
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic scrape-secret", "scrape-secret"])
+def test_metrics_need_the_bearer_token(metrics_app: Any, header: str | None) -> None:
+    headers = {"Authorization": header} if header is not None else {}
+    with TestClient(metrics_app) as client:
+        assert client.get("/metrics", headers=headers).status_code == 404
+
+
+def test_metrics_are_off_without_a_token(client: Any) -> None:
+    assert client.get("/metrics", headers={"Authorization": "Bearer "}).status_code == 404
