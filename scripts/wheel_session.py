@@ -20,7 +20,7 @@ def _call(method: str, url: str, body: dict[str, Any] | None = None) -> dict[str
     request = urllib.request.Request(
         url, data=data, method=method, headers={"Content-Type": "application/json"}
     )
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=120) as response:
         result: dict[str, Any] = json.load(response)
         return result
 
