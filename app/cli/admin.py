@@ -88,6 +88,10 @@ def _cmd_admin_password(args: argparse.Namespace) -> int:
 def _cmd_admin_list(args: argparse.Namespace) -> int:
     with database_session(Settings()) as db:
         users = list(db.scalars(select(User).order_by(User.id)))
+    if args.json:
+        accounts = [{"id": user.id, "email": user.email, "role": str(user.role)} for user in users]
+        print(json.dumps(accounts, indent=2))
+        return 0
     if not users:
         print("no accounts yet; create one with `elicit admin create --email ... --role admin`")
     for user in users:
@@ -295,6 +299,7 @@ def register(subparsers: Any) -> None:
     password.add_argument("--password-stdin", action="store_true")
     password.set_defaults(func=_cmd_admin_password)
     listing = admin_sub.add_parser("list", help="list accounts")
+    listing.add_argument("--json", action="store_true", help="print a JSON array instead of text")
     listing.set_defaults(func=_cmd_admin_list)
     token = admin_sub.add_parser("token", help="create or revoke API bearer tokens")
     token_sub = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -13,7 +14,7 @@ from ..admin.auth import find_user, first_admin
 from ..admin.models import User
 from ..admin.studies import give_study
 from ..db import make_engine, make_sessionmaker
-from ..models import StudyControl
+from ..models import SessionStatus, StudyControl
 from ..schema import alembic_config, upgrade_database
 from ..sessions import create_study
 from ..settings import Settings
@@ -97,11 +98,26 @@ def _cmd_study_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def _study_row(study: Any, counts: dict[tuple[Any, str], int]) -> dict[str, Any]:
+    """One study of `elicit study list --json`."""
+    return {
+        "id": str(study.id),
+        "name": study.name,
+        "algorithm": study.algorithm,
+        "open_enrolment": study.open_enrolment,
+        "created_at": study.created_at.isoformat(),
+        "sessions": {status.value: counts.get((study.id, status.value), 0) for status in SessionStatus},
+    }
+
+
 def _cmd_study_list(args: argparse.Namespace) -> int:
     settings = Settings()
     with database_session(settings) as db:
         studies = repository.list_studies(db)
         counts = repository.session_counts(db)
+        if args.json:
+            print(json.dumps([_study_row(study, counts) for study in studies], indent=2))
+            return 0
         if not studies:
             print("no studies yet; create one with `elicit study create FILE` or `elicit demo`")
             return 0
@@ -169,6 +185,7 @@ def register(subparsers: Any) -> None:
     create.add_argument("file", help="path to the study configuration (.json or .toml)")
     create.set_defaults(func=_cmd_study_create)
     listing = study_sub.add_parser("list", help="list studies with their session counts")
+    listing.add_argument("--json", action="store_true", help="print a JSON array instead of text")
     listing.set_defaults(func=_cmd_study_list)
 
     demo = subparsers.add_parser(

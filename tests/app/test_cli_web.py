@@ -122,3 +122,27 @@ def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as exc:
         main(["frobnicate"])
     assert exc.value.code == 2
+
+
+def test_list_commands_print_json_for_scripts(
+    database: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert main(["study", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    config = tmp_path / "study.toml"
+    config.write_text(TOML_STUDY)
+    assert main(["study", "create", str(config)]) == 0
+    capsys.readouterr()
+    assert main(["study", "list", "--json"]) == 0
+    (study,) = json.loads(capsys.readouterr().out)
+    assert study["name"] == "Loan screening"
+    assert study["algorithm"] == "lpme"
+    assert study["open_enrolment"] is True
+    assert study["sessions"] == {"invited": 0, "active": 0, "done": 0}
+    monkeypatch.setenv("ELICIT_ADMIN_PASSWORD", "a long enough password 123")
+    assert main(["admin", "create", "--email", "lead@example.org", "--role", "admin"]) == 0
+    capsys.readouterr()
+    assert main(["admin", "list", "--json"]) == 0
+    (account,) = json.loads(capsys.readouterr().out)
+    assert account["email"] == "lead@example.org"
+    assert account["role"] == "admin"
