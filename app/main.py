@@ -22,7 +22,7 @@ from .db import make_engine, make_sessionmaker
 from .errors import NotFoundError, install_error_handlers
 from .metrics import RequestMetrics, StudyCollector
 from .resources import resource_dir
-from .routes import api, operations, pages
+from .routes import api, docs, operations, pages
 from .sessions import SessionCache
 from .settings import Settings
 
@@ -35,15 +35,14 @@ CONTENT_SECURITY_POLICY = (
     "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
-#: The OpenAPI pages load Swagger UI / ReDoc from their CDN with a small inline bootstrap script.
+#: The OpenAPI pages (assets served from the installed fastapi-offline package, started by a local script):
+#: ReDoc injects its styles as <style> elements and renders in a worker made from a blob.
 DOCS_CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; "
-    "img-src 'self' data: https://fastapi.tiangolo.com https://cdn.redoc.ly; "
-    "font-src 'self' https://fonts.gstatic.com; "
-    "worker-src 'self' blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "font-src 'self'; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'"
 )
-_DOCS_PATHS = frozenset({"/docs", "/redoc", "/docs/oauth2-redirect"})
+_DOCS_PATHS = frozenset({"/docs", "/redoc"})
 #: The vendored plotly.js never changes for an installed version: cache it for a year.
 LONG_CACHE = "public, max-age=31536000, immutable"
 #: Largest body a participant route accepts (an answer is ~100 bytes); bigger ones get 413 unread.
@@ -125,6 +124,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = _StudioApp(
         lifespan=_lifespan,
         max_body_size=MAX_UPLOAD_BODY_BYTES,
+        docs_url=None,
+        redoc_url=None,
         title="Elicitation Studio",
         version=__version__,
         summary="Find out which classification metric a person wants, by pairwise comparisons (QPME).",
@@ -157,6 +158,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api.router, max_body_size=MAX_REQUEST_BODY_BYTES)
     app.include_router(operations.router, max_body_size=MAX_REQUEST_BODY_BYTES)
     app.include_router(pages.router, max_body_size=MAX_REQUEST_BODY_BYTES)
+    app.include_router(docs.router, max_body_size=MAX_REQUEST_BODY_BYTES)
     admin_web.install(app)
     install_error_handlers(app)
     return app
