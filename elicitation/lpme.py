@@ -186,15 +186,11 @@ def robust_ask(query: Query, robust: str) -> Generator[Query, bool, tuple[bool, 
     if robust == "none":
         return (yield from ask(query)), 1
     first = yield from ask(query)
-    mirrored = trusted_query(
-        query.second, query.first, query.search, query.kind, query.coordinate, query.step + 1
-    )
+    mirrored = Query(query.second, query.first, query.search, query.kind, query.coordinate, query.step + 1)
     second = not (yield from ask(mirrored))
     if first == second:
         return first, 2
-    third = trusted_query(
-        query.first, query.second, query.search, query.kind, query.coordinate, query.step + 2
-    )
+    third = Query(query.first, query.second, query.search, query.kind, query.coordinate, query.step + 2)
     return (yield from ask(third)), _REPEAT_ASKS
 
 
@@ -346,8 +342,46 @@ def lpme(
     )
 
 
+@functools.cache
+def _start_angles(n_classes: int) -> tuple[float, ...]:
+    """Angles of ``(1, .., 1) / sqrt(k)``, where every search starts; computed once per ``k``."""
+    return tuple(vector_angles(np.full(n_classes, 1.0 / math.sqrt(n_classes))).tolist())
+
+
+def boundary_point(center: FloatArray, scale: FloatArray, theta: FloatArray) -> FloatArray:
+    """Lemma 1's query point ``o + rho * signs * a(theta)`` on the sphere, with ``scale = rho * signs``."""
+    result: FloatArray = center + scale * angles_to_unit(theta)
+    return result
+
+
+def antipodal_points(
+    center: FloatArray, scale: FloatArray, theta: FloatArray, j: int, middle: float
+) -> tuple[FloatArray, FloatArray]:
+    """The antipodal probe ``o +- rho * signs * w`` of angle ``j`` at ``theta_j = middle``.
+
+    ``w`` is the direction of ``d a(theta) / d theta_j`` without the factor ``prod_{l<j} sin(theta_l) >= 0``:
+    zero before coordinate ``j``, ``-sin(theta_j)`` at it and ``cos(theta_j)`` times the unit vector of the
+    later angles after it.
+    """
+    k = center.shape[0]
+    w = np.zeros(k)
+    w[j] = -math.sin(middle)
+    w[j + 1 :] = math.cos(middle) * (angles_to_unit(theta[j + 1 :]) if j + 1 < k - 1 else 1.0)
+    return center + scale * w, center - scale * w
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Fast path. A session is rebuilt by replaying its log, which builds every query again, and the core's
+# replay of 2,000 fair QPME answers must stay under 50 ms (docs/benchmarks.md). For rate vectors of k <= ~10
+# entries numpy's per-call overhead costs about 3x the arithmetic, so the search loop builds its queries
+# with the functions below on plain floats: the operations of `boundary_point` and `antipodal_points`, in
+# the same order, hence bit-identical (tests/elicitation/test_lpme.py checks it), and hands them to
+# `trusted_query`, which freezes the fresh arrays instead of copying and re-validating them.
+# ----------------------------------------------------------------------------------------------------------
+
+
 def _unit_list(theta: list[float]) -> list[float]:
-    """`elicitation.geometry.angles_to_unit` on plain floats (bit-identical, no array round trip)."""
+    """`elicitation.geometry.angles_to_unit` on plain floats."""
     values: list[float] = []
     product = 1.0
     for angle in theta:
@@ -357,19 +391,22 @@ def _unit_list(theta: list[float]) -> list[float]:
     return values
 
 
-@functools.cache
-def _start_angles(n_classes: int) -> tuple[float, ...]:
-    """Angles of ``(1, .., 1) / sqrt(k)``, where every search starts; computed once per ``k``."""
-    return tuple(vector_angles(np.full(n_classes, 1.0 / math.sqrt(n_classes))).tolist())
+def _fast_boundary_point(center: list[float], scale: list[float], theta: list[float]) -> list[float]:
+    """`boundary_point` on plain floats: ``center_i + scale_i * a_i`` (``map``: no comprehension frame)."""
+    return list(map(add, center, map(mul, scale, _unit_list(theta))))
 
 
-def _tangent(theta: FloatArray, j: int) -> FloatArray:
-    """Unit direction of ``d a(theta) / d theta_j`` without the factor ``prod_{l<j} sin(theta_l) >= 0``."""
-    k = theta.shape[0] + 1
-    w = np.zeros(k)
-    w[j] = -math.sin(theta[j])
-    w[j + 1 :] = math.cos(theta[j]) * (angles_to_unit(theta[j + 1 :]) if j + 1 < k - 1 else 1.0)
-    return w
+def _fast_antipodal_points(
+    center: list[float], scale: list[float], tail: list[float], j: int, middle: float
+) -> tuple[list[float], list[float]]:
+    """`antipodal_points` on plain floats; ``tail`` is ``_unit_list`` of the angles after ``j`` (or [1.0])."""
+    tangent = [-math.sin(middle), *map(math.cos(middle).__mul__, tail)]
+    offsets = list(map(mul, scale[j:], tangent))
+    fixed, moving = center[:j], center[j:]
+    return fixed + list(map(add, moving, offsets)), fixed + list(map(sub, moving, offsets))
+
+
+# ----------------------------------------------------------------------------------------------------------
 
 
 def _noisy_bisection(
@@ -430,9 +467,7 @@ def _lpme_steps(
     robust: str = "none",
     embed: Embedding = plain_rates,
 ) -> Generator[Query, bool, Elicitation[LinearMetric]]:
-    # Every query is computed on plain Python floats: for k <= ~10 numpy's per-call overhead on such tiny
-    # vectors cost more than the arithmetic (about 3x per answer). The operations, and their order, are
-    # those of the vectorised form ``center + (rho * signs) * direction``, so the queries are bit-identical.
+    # The search's queries come from the fast path above (plain floats, bit-identical to the vector algebra).
     k = sphere.n_classes
     center, rho = sphere.center, sphere.radius
     c = center.tolist()
@@ -454,7 +489,7 @@ def _lpme_steps(
             reflected[i] = -reflected[i]
             first = [ci + rho * ui for ci, ui in zip(c, u, strict=True)]
             second = [ci + rho * ri for ci, ri in zip(c, reflected, strict=True)]
-        query = trusted_query(embed(first), embed(second), search, "orthant", i, asked)
+        query = Query(embed(first), embed(second), search, "orthant", i, asked)
         # Orthant decisions are single comparisons even under noisy bisection: majority of three there.
         positive, count = yield from robust_ask(query, robust)
         asked += count
@@ -463,8 +498,7 @@ def _lpme_steps(
     scaled = (rho * signs).tolist()  # rho * signs_i, the factor of every direction below
 
     def point(angles: list[float]) -> FloatArray:
-        # c_i + scaled_i * direction_i; map with operator functions skips a comprehension's frame.
-        return embed(list(map(add, c, map(mul, scaled, _unit_list(angles)))))
+        return embed(_fast_boundary_point(c, scaled, angles))
 
     def shrink(j: int, lo: float, hi: float, steps: int) -> Generator[Query, bool, tuple[float, float]]:
         """Halve the bracket ``[lo, hi]`` of angle ``j`` ``steps`` times (other angles fixed at theta)."""
@@ -474,14 +508,10 @@ def _lpme_steps(
             # d a / d theta_j vanishes before coordinate j; after it, it is cos(theta_j) times the unit
             # vector of the later angles, which stay fixed during this search.
             tail = _unit_list(angles[j + 1 :]) if j + 1 < k - 1 else [1.0]
-            fixed, moving, rest = c[:j], c[j:], scaled[j:]
 
             def antipodal_query(middle: float, step: int) -> Query:
                 """Compare the antipodal points ``o +- rho * signs * tangent`` at angle ``middle``."""
-                tangent = [-math.sin(middle), *map(math.cos(middle).__mul__, tail)]
-                offsets = list(map(mul, rest, tangent))
-                first = fixed + list(map(add, moving, offsets))
-                second = fixed + list(map(sub, moving, offsets))
+                first, second = _fast_antipodal_points(c, scaled, tail, j, middle)
                 return trusted_query(embed(first), embed(second), search, "bisect", j, step)
 
             if robust == "noisy_bisection":

@@ -129,7 +129,6 @@ from .types import (
     Query,
     Sphere,
     plain_rates,
-    trusted_query,
 )
 
 __all__ = [
@@ -504,7 +503,7 @@ def _shifted_steps(
         for i in range(k):
             moved = list(centre)
             moved[i] += sign * varrho
-            query = trusted_query(embed(moved), embed(centre), search, "pivot", i, asked)
+            query = Query(embed(moved), embed(centre), search, "pivot", i, asked)
             preferred, count = yield from robust_ask(query, robust)
             asked += count
             if preferred:

@@ -21,7 +21,19 @@ from elicitation import (
     replay,
     run,
 )
-from elicitation.lpme import DEFAULT_TOLERANCE, PROBES, Probe, lpme, lpme_max_queries, search_steps
+from elicitation.lpme import (
+    DEFAULT_TOLERANCE,
+    PROBES,
+    Probe,
+    _fast_antipodal_points,
+    _fast_boundary_point,
+    _unit_list,
+    antipodal_points,
+    boundary_point,
+    lpme,
+    lpme_max_queries,
+    search_steps,
+)
 
 #: LPME's guarantee is ||a - a_hat|| = O(sqrt(k) epsilon); the constant we hold it to.
 RECOVERY_CONSTANT = 1.0
@@ -245,3 +257,26 @@ def test_lpme_refinement_falls_back_to_a_full_search_when_the_optimum_moves() ->
     assert result.details["refined_searches"] < 2 * (result.details["cycles"] - 1)
     assert result.num_queries <= elicitor.max_queries
     assert np.linalg.norm(result.metric.a - after.a) < np.linalg.norm(result.metric.a - before.a)
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    k=st.integers(min_value=2, max_value=12),
+    seed=st.integers(min_value=0, max_value=2**32 - 1),
+)
+def test_fast_query_points_equal_the_vector_algebra_bit_for_bit(k: int, seed: int) -> None:
+    # The search loop builds its queries on plain floats (the marked fast path); they must be exactly the
+    # points of Lemma 1's vector algebra, or replaying a log recorded with one would not match the other.
+    rng = np.random.default_rng(seed)
+    center = rng.uniform(0.05, 0.95, k)
+    scale = rng.uniform(0.01, 0.3) * rng.choice([-1.0, 1.0], k)
+    theta = rng.uniform(0.0, math.pi / 2, k - 1)
+    fast = np.array(_fast_boundary_point(center.tolist(), scale.tolist(), theta.tolist()))
+    assert fast.tobytes() == boundary_point(center, scale, theta).tobytes()
+    for j in range(k - 1):
+        middle = float(rng.uniform(0.0, math.pi / 2))
+        tail = _unit_list(theta[j + 1 :].tolist()) if j + 1 < k - 1 else [1.0]
+        first, second = _fast_antipodal_points(center.tolist(), scale.tolist(), tail, j, middle)
+        readable_first, readable_second = antipodal_points(center, scale, theta, j, middle)
+        assert np.array(first).tobytes() == readable_first.tobytes()
+        assert np.array(second).tobytes() == readable_second.tobytes()
