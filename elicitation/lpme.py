@@ -67,9 +67,7 @@ paper                          code                meaning
 Query complexity: with ``n_steps = ceil(log2(pi / (2 epsilon)))`` (8 for ``epsilon = 0.01``) and
 ``q`` = 2 queries per halving at most (1 for antipodal probes), `lpme_max_queries` is
 ``k + cycles (k - 1) n_steps q`` for the paper's fixed cycles and ``k + (k - 1) n_steps q +
-(cycles - 1)(k - 1)(3 + n_steps) q`` with early stopping. Typically (exact oracle, early stopping) it
-asks ``k + (k - 1)(n_steps + 3) q_avg`` with ``q_avg`` about 1.5 (1 for antipodal), e.g. 84 (49
-antipodal) for ``k = 5`` against 176 (101) for three full cycles.
+(cycles - 1)(k - 1)(3 + n_steps) q`` with early stopping; typical counts are in docs/benchmarks.md.
 """
 
 from __future__ import annotations

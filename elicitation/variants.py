@@ -108,15 +108,14 @@ __all__ = [
 ]
 
 #: Default LPME tolerance of `cubic_qpme`. The cubic term moves slopes within the sphere by only
-#: ``O(rho^2 ||C||)``, so slopes must be measured finer than for QPME: at 1e-2 the mean error of C is
-#: ~0.5, at 1e-4 ~0.01 (k = 2, 3), for ~25% more queries (they grow with log(1/epsilon)).
+#: ``O(rho^2 ||C||)``, so slopes must be measured finer than for QPME (docs/benchmarks.md, "Measurements
+#: behind the defaults").
 DEFAULT_CUBIC_TOLERANCE: Final = 1e-4
 #: Default radius of cubic QPME's inner QPME spheres, as a fraction of the query sphere's radius.
 DEFAULT_QPME_RATIO: Final = 0.5
 #: Default radius of cubic QPME's LPME spheres, as a fraction of ``qpme_radius``. Smaller than QPME's own
-#: default: the cubic term biases a slope by ``O(varrho'^2 ||C||)`` (antipodal probes), and measured over
-#: 10 random cubics (k = 2) ratio 0.1 gave mean errors (a, B, C) = (0.004, 0.009, 0.034) against
-#: (0.011, 0.024, 0.091) at 0.25.
+#: default: the cubic term biases a slope by ``O(varrho'^2 ||C||)`` (antipodal probes; docs/benchmarks.md,
+#: "Measurements behind the defaults").
 DEFAULT_CUBIC_INNER_RATIO: Final = 0.1
 #: A singular-value gap below this (relative) leaves more than one solution direction.
 _RANK_TOL: Final = 1e-10

@@ -54,20 +54,17 @@ DEFAULT_BETA_GRID: tuple[float, ...] = (20.0, 50.0, 100.0, 200.0, 500.0, 1000.0,
 DEFAULT_MIN_CELL_GAP = 2.0
 #: Stop once the posterior's expected parameter error is at most this.
 DEFAULT_TOLERANCE = 0.05
-#: Default particle count: 600 for noisy answer models (the 100 ms per question budget at k = 5; a noisy
-#: step at k = 2 with 2,000 particles measured 172 ms CPU p99); for the noise-free model
-#: ``PARTICLE_BUDGET / d`` for ``d`` unknowns, clipped to ``[600, 2000]``: small problems can afford
-#: more particles there, and they need them: at k = 2 (26 exact answers, 20 metrics) 1,500 particles gave
-#: mean errors 0.008 / 0.029 (a / B) against 0.016 / 0.046 with 600; at k = 3 (66 answers, 12 metrics)
-#: 1,333 gave B 0.029 against 0.037.
+#: Default particle count: `DEFAULT_N_PARTICLES` for noisy answer models (what fits a web request's time
+#: budget at k = 5); for the noise-free model ``PARTICLE_BUDGET / d`` for ``d`` unknowns, clipped to
+#: ``[DEFAULT_N_PARTICLES, MAX_DEFAULT_PARTICLES]``: small problems can afford more particles there, and
+#: are more accurate with them. The measurements: docs/benchmarks.md, "Measurements behind the defaults".
 PARTICLE_BUDGET = 12_000
 DEFAULT_N_PARTICLES = 600
 MAX_DEFAULT_PARTICLES = 2000
 #: Query-selection criteria: expected drop of the posterior's total variance (targets parameter error,
 #: including weakly identified directions), expected information gain (halves posterior mass), or
-#: "auto": variance for the noise-free model, information gain for noisy answers. Measured: variance
-#: lowers an exact oracle's B error at a given budget; for noisy people it asks more near-ties, gets more
-#: wrong answers and ends with lower ranking agreement than information gain.
+#: "auto": variance for the noise-free model, information gain for noisy answers (docs/benchmarks.md,
+#: "Measurements behind the defaults").
 CRITERIA = ("auto", "variance", "information")
 #: Level of the reported per-coefficient credible intervals.
 DEFAULT_CREDIBLE_LEVEL = 0.95

@@ -26,8 +26,7 @@ _N_PERTURB = 16
 _PERTURB_SCALES = (0.3, 0.1)
 #: Quadratic family: posterior particles (plus the posterior mean) whose level sets seed exact-tie
 #: candidates, and the tie pairs tried per particle (those leaving the sphere or imperceptible are dropped).
-#: Measured at k = 2 (40 metrics, 26 exact answers), mean ||B - B_hat||_F: 0.032 / 0.022 / 0.030 with 16 /
-#: 32 / 64 particles (differences within run-to-run noise), against 0.062 without ties (24 metrics).
+#: Ties halve the error in B at k = 2 (docs/benchmarks.md, "Measurements behind the defaults").
 _N_TIE_PARTICLES = 32
 _TIES_PER_PARTICLE = 48
 #: Pairs ever tried to find perceptible candidates before the configuration is declared impossible.

@@ -14,9 +14,8 @@ by ordinary least squares to *all* slopes of all partitions with ``a`` fixed (`r
 ``"qpme"`` without its trivial queries) and solves ``(a, B~)`` jointly from all slopes
 (`reconstruct_fair_joint`); it never needs a gradient at ``o`` (``lam`` near 1 is fine) but has no redundant
 run. If QPME finds no gradient at ``o`` for a partition (``lam`` near 1), ``"anchored"`` falls back to the
-paired runs for it and to the joint solve. Measured on 100 random metrics (exact oracle and Definition-4
-noise ``eps_Omega = 1e-4``), ``"anchored"`` had the smallest mean ``B`` and ``lam`` errors for ``k, m <= 3``
-at about 20 % more queries than ``"qpme"``, still under half of the paper's Table 4. All runs use QPME's LPME
+paired runs for it and to the joint solve (how the designs compare: docs/benchmarks.md, "Measurements
+behind the defaults"). All runs use QPME's LPME
 probes (antipodal by default: the slope is then the gradient direction at the small sphere's centre, not at
 its boundary optimum; `SlopeRun.point` accounts for both).
 """

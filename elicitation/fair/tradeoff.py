@@ -41,8 +41,8 @@ __all__ = [
 ]
 
 #: Default ``varrho / rho`` of Algorithm 5's small sphere (``method="shrink"``). The first-order
-#: approximation it relies on is biased by O(varrho): on 200 random metrics (k = m = 3, exact oracle,
-#: epsilon = 1e-2) the mean |lam - lam_hat| was 0.031 at varrho / rho = 0.25, 0.010 at 0.1, 0.0025 at 0.025.
+#: approximation it relies on is biased by O(varrho), so the sphere is small (docs/benchmarks.md,
+#: "Measurements behind the defaults").
 DEFAULT_TRADEOFF_INNER_RADIUS = 0.025
 #: Bisection steps when placing a threshold query; 60 halvings of ``[0, pi/2]`` reach float resolution.
 _BISECTION_STEPS = 60
