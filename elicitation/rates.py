@@ -53,6 +53,7 @@ __all__ = [
     "PRIOR_SUM_ATOL",
     "RATE_ATOL",
     "QuerySpace",
+    "SpaceBase",
     "SyntheticSpace",
     "check_rates",
     "confusion_from_rates",
@@ -242,7 +243,56 @@ def rates_from_confusion(confusion: npt.ArrayLike) -> FloatArray:
     return result
 
 
-class SyntheticSpace:
+class SpaceBase:
+    """What every query space derives from its names, sphere and priors (the `QuerySpace` accessors).
+
+    A subclass sets ``_class_names``, ``_group_names``, ``_sphere`` and ``_priors`` (shape
+    ``(n_groups, n_classes)``, one row without groups) in its constructor.
+    """
+
+    _class_names: tuple[str, ...]
+    _group_names: tuple[str, ...]
+    _sphere: Sphere
+    _priors: FloatArray
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes ``k``."""
+        return len(self._class_names)
+
+    @property
+    def n_groups(self) -> int:
+        """Number of groups ``m`` (1 without groups)."""
+        return int(self._priors.shape[0])
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """Display names of the classes."""
+        return self._class_names
+
+    @property
+    def group_names(self) -> tuple[str, ...]:
+        """Display names of the groups; empty without groups."""
+        return self._group_names
+
+    @property
+    def sphere(self) -> Sphere:
+        """The query sphere."""
+        return self._sphere
+
+    @property
+    def priors(self) -> FloatArray:
+        """``P(Y = i)``, shape ``(n_classes,)``; per group ``P(Y = i | G = g)``, ``(n_groups, n_classes)``."""
+        result: FloatArray = self._priors[0] if self.n_groups == 1 else self._priors
+        return result
+
+    @property
+    def rate_shape(self) -> tuple[int, ...]:
+        """Shape of a query's rate array: ``(n_classes,)`` or ``(n_groups, n_classes)``."""
+        return (self.n_classes,) if self.n_groups == 1 else (self.n_groups, self.n_classes)
+
+
+class SyntheticSpace(SpaceBase):
     """Query space without data: any rate in ``[0, 1]^k`` is shown via the even off-diagonal convention.
 
     Parameters
@@ -309,42 +359,6 @@ class SyntheticSpace:
             self._group_names: tuple[str, ...] = ()
         else:
             self._group_names = _check_names(group_names, m, "Group", "group_names")
-
-    @property
-    def n_classes(self) -> int:
-        """Number of classes ``k``."""
-        return self._n_classes
-
-    @property
-    def n_groups(self) -> int:
-        """Number of groups ``m`` (1 without groups)."""
-        return self._n_groups
-
-    @property
-    def class_names(self) -> tuple[str, ...]:
-        """Display names of the classes."""
-        return self._class_names
-
-    @property
-    def group_names(self) -> tuple[str, ...]:
-        """Display names of the groups; empty without groups."""
-        return self._group_names
-
-    @property
-    def sphere(self) -> Sphere:
-        """The query sphere at ``o`` with the configured radius."""
-        return self._sphere
-
-    @property
-    def priors(self) -> FloatArray:
-        """``P(Y = i)``, shape ``(n_classes,)``; per group ``(n_groups, n_classes)``."""
-        result: FloatArray = self._priors[0] if self._n_groups == 1 else self._priors
-        return result
-
-    @property
-    def rate_shape(self) -> tuple[int, ...]:
-        """Shape of a query's rate array: ``(n_classes,)`` or ``(n_groups, n_classes)``."""
-        return (self._n_classes,) if self._n_groups == 1 else (self._n_groups, self._n_classes)
 
     def confusion(self, rates: npt.ArrayLike) -> FloatArray:
         """Confusion matrix (out of 100) of the classifier achieving ``rates``.

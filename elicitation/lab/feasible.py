@@ -50,7 +50,7 @@ from scipy.optimize import linprog  # type: ignore[import-untyped]
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from ..errors import InvalidConfigError, NumericalError
-from ..rates import CONFUSION_TOTAL, check_rates
+from ..rates import CONFUSION_TOTAL, SpaceBase, check_rates
 from ..region import display_min_radius, realistic_region
 from ..types import FloatArray, Sphere, as_rate_array
 from .datasets import DATASET_NAMES, Dataset, IntArray, load_dataset
@@ -325,12 +325,13 @@ def _caratheodory(a_eq: FloatArray, lam: FloatArray) -> tuple[IntArray, FloatArr
     return result, weights[keep]
 
 
-class DatasetSpace:
+class DatasetSpace(SpaceBase):
     """Query space of a real dataset: the sphere inside the plug-in classifiers' feasible set.
 
     Build one with `build_space` or `fit_feasible_model`; rebuild a stored one with `from_dict` (no
     retraining: the description carries every plug-in's weights and held-out confusion counts). Follows
-    the query-space contract, `elicitation.rates.QuerySpace`.
+    the query-space contract, `elicitation.rates.QuerySpace`: the sphere lies inside every group's feasible
+    set (``recipe["region"]`` says where it sits) and the priors are the held-out class priors.
     """
 
     kind = "dataset"
@@ -373,42 +374,6 @@ class DatasetSpace:
     def name(self) -> str:
         """Dataset name."""
         return self._name
-
-    @property
-    def n_classes(self) -> int:
-        """Number of classes ``k``."""
-        return len(self._class_names)
-
-    @property
-    def n_groups(self) -> int:
-        """Number of groups ``m`` (1 without groups)."""
-        return len(self._polytopes)
-
-    @property
-    def class_names(self) -> tuple[str, ...]:
-        """Display names of the classes."""
-        return self._class_names
-
-    @property
-    def group_names(self) -> tuple[str, ...]:
-        """Display names of the groups; empty without groups."""
-        return self._group_names
-
-    @property
-    def sphere(self) -> Sphere:
-        """The query sphere (inside every group's feasible set; `recipe["region"]` says where it sits)."""
-        return self._sphere
-
-    @property
-    def priors(self) -> FloatArray:
-        """Held-out class priors ``(n_classes,)``; with groups ``P(Y=i | G=g)``, ``(n_groups, n_classes)``."""
-        result: FloatArray = self._priors[0] if self.n_groups == 1 else self._priors
-        return result
-
-    @property
-    def rate_shape(self) -> tuple[int, ...]:
-        """Shape of a query's rates: ``(n_classes,)`` or ``(n_groups, n_classes)``."""
-        return (self.n_classes,) if self.n_groups == 1 else (self.n_groups, self.n_classes)
 
     # -- extras ------------------------------------------------------------------------------------
     @property
