@@ -723,7 +723,7 @@ def line_peak(
     for step in range(line_search_steps(epsilon)):
         upper = embed((o + hi * direction).tolist())
         lower = embed((o + lo * direction).tolist())
-        query = trusted_query(upper, lower, f"{search}/line", "line", None, step)
+        query = Query(upper, lower, f"{search}/line", "line", None, step)
         preferred, count = yield from robust_ask(query, robust)
         asked += count
         middle = (lo + hi) / 2.0
