@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import gzip
 import hashlib
 import io
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -43,9 +43,20 @@ def test_bundled_file_matches_its_published_checksum(filename: str) -> None:
     assert hashlib.sha256(content).hexdigest() == ORIGINAL_SHA256[filename]
 
 
+def _lab_package_data() -> list[str]:
+    """The package-data patterns setup.py declares for ``elicitation.lab``."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "package_data" and isinstance(node.value, ast.Dict):
+            for key, value in zip(node.value.keys, node.value.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "elicitation.lab":
+                    patterns: list[str] = ast.literal_eval(value)
+                    return patterns
+    raise AssertionError("setup.py declares no package data for elicitation.lab")
+
+
 def test_package_data_patterns_ship_every_bundled_file() -> None:
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = config["tool"]["setuptools"]["package-data"]["elicitation.lab"]
+    patterns = _lab_package_data()
     files = {p for p in DATA_DIR.rglob("*") if p.is_file()}
     shipped = {p for pattern in patterns for p in DATA_DIR.parent.glob(pattern) if p.is_file()}
     assert files
