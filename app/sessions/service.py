@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -72,34 +72,54 @@ def _cache_key(elicitation: list[Any]) -> tuple[int, int]:
     return len(elicitation), (elicitation[-1].seq if elicitation else -1)
 
 
+def _replay_state(
+    runtime: StudyRuntime, session: ElicitationSession, elicitation: list[Any]
+) -> ElicitorState:
+    """The elicitor state rebuilt from the standing elicitation rows (every stored query checked)."""
+    return replay_verified(lambda: runtime.elicitor(session.seed, session.algorithm_version), elicitation)
+
+
+def _resolve_state(
+    cache: SessionCache, runtime: StudyRuntime, session: ElicitationSession, elicitation: list[Any]
+) -> ElicitorState:
+    """The live elicitor if the cache holds it at exactly this point of the log, else a replay."""
+    n, last = _cache_key(elicitation)
+    state = cache.take(session.id, n, last)
+    if state is None:
+        state = _replay_state(runtime, session, elicitation)
+    cache.put(session.id, n, last, state)
+    return state
+
+
+@dataclass(eq=False)
 class _Context:
     """A session with its log loaded and its elicitor state resolved (within one request)."""
 
-    def __init__(
-        self,
-        db: Session,
-        cache: SessionCache,
-        session: ElicitationSession,
-        runtime: StudyRuntime,
-        rows: list[Any],
-    ) -> None:
-        self.db = db
-        self.cache = cache
-        self.session = session
-        self.runtime = runtime
-        self.plan: SessionPlan = runtime.plan(session.seed)
-        self.rows = rows
-        self.effective = effective_rows(rows)
-        self.elicitation = elicitor_rows(self.effective)
-        self.state: ElicitorState = self._resolve()
-        self._step: tuple[Step | None] | None = None
+    db: Session
+    cache: SessionCache
+    session: ElicitationSession
+    runtime: StudyRuntime
+    #: The whole log as light rows, the answers that stand, and those of them the elicitor received.
+    rows: list[Any]
+    effective: list[Any]
+    elicitation: list[Any]
+    state: ElicitorState
+    _step: tuple[Step | None] | None = field(default=None, init=False)
 
     @classmethod
     def of_token(cls, db: Session, cache: SessionCache, token: str) -> _Context:
         """The context of the session behind ``token`` (`NotFoundError` for an unknown token)."""
         session = load_session(db, token)
         runtime = cache.runtime_of(db, session.study_id)
-        return cls(db, cache, session, runtime, _load_log(db, cache, session.id))
+        rows = _load_log(db, cache, session.id)
+        effective = effective_rows(rows)
+        elicitation = elicitor_rows(effective)
+        state = _resolve_state(cache, runtime, session, elicitation)
+        return cls(db, cache, session, runtime, rows, effective, elicitation, state)
+
+    @property
+    def plan(self) -> SessionPlan:
+        return self.runtime.plan(self.session.seed)
 
     def append(self, row: repo.LogEntry) -> None:
         """Record a just-committed answer in this context (effective log and, if needed, the elicitor)."""
@@ -113,19 +133,6 @@ class _Context:
     @property
     def next_seq(self) -> int:
         return len(self.rows)
-
-    def _resolve(self) -> ElicitorState:
-        n, last = _cache_key(self.elicitation)
-        state = self.cache.take(self.session.id, n, last)
-        if state is None:
-            state = self._replay()
-        self.cache.put(self.session.id, n, last, state)
-        return state
-
-    def _replay(self) -> ElicitorState:
-        return replay_verified(
-            lambda: self.runtime.elicitor(self.session.seed, self.session.algorithm_version), self.elicitation
-        )
 
     def advance(self, row: repo.LogEntry) -> None:
         """Feed a just-committed elicitation answer to the live elicitor (or rebuild by replay)."""
@@ -142,7 +149,9 @@ class _Context:
                 state = None  # finished: replay once to get the driver's checked result with its log
             except NumericalError as exc:
                 state = Failed(str(exc))
-        self.state = state if state is not None else self._replay()
+        self.state = (
+            state if state is not None else _replay_state(self.runtime, self.session, self.elicitation)
+        )
         self.cache.put(self.session.id, n, last, self.state)
 
     def step(self) -> Step | None:
