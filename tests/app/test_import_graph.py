@@ -168,3 +168,27 @@ def test_app_has_no_import_cycle() -> None:
 def test_app_imports_its_own_modules_only_at_module_level() -> None:
     _graph, local = import_graph(ROOT / "app")
     assert local == []
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_the_session_room_never_loads_the_back_office() -> None:
+    graph, _local = import_graph(ROOT / "app")
+    sessions = [name for name in graph if name == "app.sessions" or name.startswith("app.sessions.")]
+    loaded = set().union(*(_reachable(graph, name) for name in sessions))
+    assert sorted(name for name in loaded if name.startswith("app.admin")) == []
+
+
+def test_charts_import_nothing_of_the_app_but_charts() -> None:
+    graph, _local = import_graph(ROOT / "app")
+    charts = [name for name in graph if name.startswith("app.charts")]
+    loaded = set().union(*(_reachable(graph, name) for name in charts))
+    assert sorted(name for name in loaded if not name.startswith("app.charts")) == []
