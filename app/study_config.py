@@ -34,6 +34,7 @@ __all__ = [
     "format_validation_error",
     "load_study_config",
     "parse_study_config",
+    "read_study_config_file",
 ]
 
 #: The elicitor for people unless a study says otherwise: the active one asks the fewest questions, only
@@ -189,8 +190,8 @@ def parse_study_config(data: Any) -> StudyConfig:
         raise StudyConfigError(format_validation_error(exc)) from None
 
 
-def load_study_config(path: str | Path) -> StudyConfig:
-    """Read and validate a ``.json`` or ``.toml`` study configuration file."""
+def read_study_config_file(path: str | Path) -> Any:
+    """The raw contents of a ``.json`` or ``.toml`` study configuration file (not yet validated)."""
     file = Path(path)
     suffix = file.suffix.lower()
     if suffix not in {".json", ".toml"}:
@@ -203,7 +204,13 @@ def load_study_config(path: str | Path) -> StudyConfig:
         data = json.loads(raw) if suffix == ".json" else tomllib.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise StudyConfigError(f"{file}: not valid {suffix[1:].upper()}: {exc}") from None
+    return data
+
+
+def load_study_config(path: str | Path) -> StudyConfig:
+    """Read and validate a ``.json`` or ``.toml`` study configuration file."""
+    data = read_study_config_file(path)
     try:
         return parse_study_config(data)
     except StudyConfigError as exc:
-        raise StudyConfigError(f"{file}: {exc}") from None
+        raise StudyConfigError(f"{path}: {exc}") from None

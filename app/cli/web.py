@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from .. import repository
 from ..admin.auth import find_user, first_admin
+from ..admin.export import iso_utc
 from ..admin.models import User
 from ..admin.studies import give_study
 from ..db import make_engine, make_sessionmaker
@@ -105,7 +106,7 @@ def _study_row(study: Any, counts: dict[tuple[Any, str], int]) -> dict[str, Any]
         "name": study.name,
         "algorithm": study.algorithm,
         "open_enrolment": study.open_enrolment,
-        "created_at": study.created_at.isoformat(),
+        "created_at": iso_utc(study.created_at),
         "sessions": {status.value: counts.get((study.id, status.value), 0) for status in SessionStatus},
     }
 
