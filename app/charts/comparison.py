@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from elicitation.display import DISPLAY_DECIMALS, apportion
+
 from .common import FONT, GRID, INK, MUTED, OKABE_ITO, Figure, check_names, class_color, fmt, rgba, set_title
 
 __all__ = [
@@ -33,18 +35,12 @@ __all__ = [
 
 #: Participants read counts "out of 100"; each (group's) confusion matrix is scaled to this total.
 COUNT_TOTAL = 100.0
-#: Decimal places tried, in order, for displayed counts (integers as in the user study when faithful).
-DISPLAY_DECIMALS: tuple[int, ...] = (0, 1, 2)
 #: Largest total deviation from ``COUNT_TOTAL`` accepted in an incoming confusion matrix (float noise).
 TOTAL_ATOL = 1e-6
 #: Differences between the two classifiers' exact counts below this are "the same" (out-of-100 units).
 SAME_COUNT_ATOL = 1e-9
 #: Side margin (px) of a flow chart, where its box labels go ("malignant", "54 in total").
 SANKEY_LABEL_MARGIN = 92
-
-#: Float noise allowed when flooring counts to display units, and digits kept when ranking remainders.
-_UNIT_SLACK = 1e-9
-_REMAINDER_DIGITS = 9
 
 _WRONG_PATTERN = "/"
 _LEGEND_GREY = "#7b8794"
@@ -72,23 +68,6 @@ def _as_matrix_stack(confusion: npt.ArrayLike, name: str) -> np.ndarray:
     return np.clip(array, 0.0, None)
 
 
-def _apportion(values: np.ndarray, total_units: int) -> np.ndarray:
-    """Largest-remainder rounding of non-negative ``values`` (in units) to integers summing to the total."""
-    floors = np.floor(values + _UNIT_SLACK)
-    # Remainders are compared after rounding away float noise, and ties go to the earlier cell (stable
-    # sort): equal inputs (e.g. the same class sizes on both sides) then always round the same way.
-    remainders = np.round(values - floors, _REMAINDER_DIGITS)
-    shortfall = round(total_units - float(floors.sum()))
-    if shortfall > 0:
-        order = np.argsort(-remainders, kind="stable")
-        floors[order[:shortfall]] += 1
-    elif shortfall < 0:
-        order = np.argsort(remainders, kind="stable")
-        positive = [index for index in order if floors[index] > 0]
-        floors[positive[:-shortfall]] -= 1
-    return floors
-
-
 def rounded_counts(confusion: npt.ArrayLike, decimals: int = 0) -> np.ndarray:
     """Round out-of-100 counts to ``decimals`` places so that the displayed numbers still add up.
 
@@ -104,9 +83,9 @@ def rounded_counts(confusion: npt.ArrayLike, decimals: int = 0) -> np.ndarray:
     result = np.empty_like(stack)
     for index, matrix in enumerate(stack):
         scaled = matrix * (COUNT_TOTAL * unit / matrix.sum())
-        row_units = _apportion(scaled.sum(axis=1), round(COUNT_TOTAL * unit))
+        row_units = apportion(scaled.sum(axis=1), round(COUNT_TOTAL * unit))
         for row in range(matrix.shape[0]):
-            result[index, row] = _apportion(scaled[row], int(row_units[row])) / unit
+            result[index, row] = apportion(scaled[row], int(row_units[row])) / unit
     return result.reshape(shape)
 
 

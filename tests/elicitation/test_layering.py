@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from import_cycles import cycles
+
 import elicitation
 
 PACKAGE_DIR = Path(elicitation.__file__).resolve().parent
@@ -110,47 +112,12 @@ def _imports(name: str, path: Path) -> tuple[set[str], list[str]]:
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module, or a module importing itself (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in sorted(graph[node]):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1 or node in graph[node]:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
-
-
 def test_no_module_of_the_package_is_in_an_import_cycle() -> None:
-    assert _cycles({name: targets for name, (targets, _) in GRAPH.items()}) == []
+    assert cycles({name: targets for name, (targets, _) in GRAPH.items()}) == []
 
 
 def test_cycle_detection_finds_a_cycle() -> None:
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 def test_no_function_local_import_of_the_package() -> None:
