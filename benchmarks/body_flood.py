@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing
 import select
 import socket
@@ -31,10 +30,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.admin.auth import create_api_token, create_user  # noqa: E402
-from app.cli.web import upgrade_database  # noqa: E402
-from app.db import make_engine, make_sessionmaker  # noqa: E402
-from app.settings import Settings  # noqa: E402
+from benchmarks.back_office import admin_token, save_result  # noqa: E402
 from benchmarks.load import Measured, load_study, participant, serve  # noqa: E402
 
 BAR = 1.5
@@ -90,15 +86,6 @@ async def participants(url: str, study_id: str, n: int, seconds: float) -> Measu
     return out
 
 
-def setup(database_url: str) -> str:
-    settings = Settings(database_url=database_url)
-    upgrade_database(settings)
-    with make_sessionmaker(make_engine(settings))() as db:
-        user = create_user(db, "bench@example.org", "benchmark-password-long", "admin")
-        _token, secret = create_api_token(db, user, "benchmark")
-    return secret
-
-
 def open_study(url: str, token: str) -> str:
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
@@ -112,7 +99,7 @@ def open_study(url: str, token: str) -> str:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="elicit-flood-") as directory:
         database_url = f"sqlite:///{Path(directory) / 'flood.db'}"
-        token = setup(database_url)
+        token = admin_token(database_url)
         env = {"DATABASE_URL": database_url, "SECRET_KEY": "benchmark-secret"}
         with serve("app.main:create_app", 1, env) as url:
             study_id = open_study(url, token)
@@ -163,11 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--attackers", type=int, default=4)
     args = parser.parse_args(argv)
     result = measure(args)
-    print(json.dumps(result, indent=2))
-    out = ROOT / "benchmarks" / "results" / "body_flood.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    return 0 if result["passed"] else 1
+    return save_result("body_flood", result)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import secrets
 import sys
 import tempfile
@@ -33,11 +32,8 @@ import sqlalchemy as sa
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.admin.auth import create_api_token, create_user  # noqa: E402
-from app.cli.web import upgrade_database  # noqa: E402
-from app.db import make_engine, make_sessionmaker  # noqa: E402
 from app.models import Answer, ElicitationSession, Result  # noqa: E402
-from app.settings import Settings  # noqa: E402
+from benchmarks.back_office import admin_token, save_result  # noqa: E402
 from benchmarks.load import Measured, load_study, participant  # noqa: E402
 from benchmarks.servers import APP_FACTORY, ServerProcess  # noqa: E402
 
@@ -147,15 +143,6 @@ def fill(database_url: str, study_id: str, sessions: int) -> int:
     return rows
 
 
-def setup(database_url: str) -> str:
-    settings = Settings(database_url=database_url)
-    upgrade_database(settings)
-    with make_sessionmaker(make_engine(settings))() as db:
-        user = create_user(db, "bench@example.org", "benchmark-password-long", "admin")
-        _token, secret = create_api_token(db, user, "benchmark")
-    return secret
-
-
 async def answer_while(url: str, study_id: str, n: int, stop: threading.Event) -> Measured:
     out = Measured()
     async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(60.0)) as client:
@@ -171,7 +158,7 @@ async def answer_while(url: str, study_id: str, n: int, stop: threading.Event) -
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="elicit-close-") as directory:
         database_url = f"sqlite:///{Path(directory) / 'close.db'}"
-        token = setup(database_url)
+        token = admin_token(database_url)
         env = {"DATABASE_URL": database_url, "SECRET_KEY": "benchmark-secret"}
         options = ["--no-access-log", "--timeout-keep-alive", "75"]
         with ServerProcess(APP_FACTORY, env=env, options=options) as server:
@@ -228,11 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--participants", type=int, default=4)
     args = parser.parse_args(argv)
     result = measure(args)
-    print(json.dumps(result, indent=2))
-    out = ROOT / "benchmarks" / "results" / "close_study.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    return 0 if result["passed"] else 1
+    return save_result("close_study", result)
 
 
 if __name__ == "__main__":
