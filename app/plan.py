@@ -226,20 +226,28 @@ class SessionPlan:
             return _ball_point(rng, self.sphere, radius)
         return np.stack([_ball_point(rng, self.sphere, radius) for _ in range(self.n_groups)])
 
-    def _random_pair(self, purpose: _Purpose, index: int, label: str) -> Query:
+    def _random_pair(self, purpose: _Purpose, index: int, label: str, avoid: Query | None) -> Query:
+        """A seeded random pair whose sides display differently and unlike ``avoid`` (the screen before)."""
         rng = _rng(self.seed, purpose, index)
         for _ in range(_PAIR_DRAWS):
             first = self.grid.snap(self._random_rates(rng), self.sphere)
             second = self.grid.snap(self._random_rates(rng), self.sphere)
-            if not self.grid.same(first, second):
+            if not self.grid.same(first, second) and not (
+                avoid is not None and self._displays_like(first, second, avoid)
+            ):
                 break
         return Query(first=first, second=second, search=label, kind=label, step=index)
 
-    def practice_query(self, index: int) -> Query:
-        return self._random_pair(_Purpose.PRACTICE, index, "practice")
+    def _displays_like(self, first: np.ndarray, second: np.ndarray, other: Query) -> bool:
+        """Whether the pair displays like ``other`` in either order."""
+        key = self.grid.key(first, second)
+        return key in (self.grid.key(other.first, other.second), self.grid.key(other.second, other.first))
 
-    def evaluation_query(self, index: int) -> Query:
-        return self._random_pair(_Purpose.EVALUATION, index, "evaluation")
+    def practice_query(self, index: int, avoid: Query | None = None) -> Query:
+        return self._random_pair(_Purpose.PRACTICE, index, "practice", avoid)
+
+    def evaluation_query(self, index: int, avoid: Query | None = None) -> Query:
+        return self._random_pair(_Purpose.EVALUATION, index, "evaluation", avoid)
 
     def dominance_query(self, index: int) -> Query:
         """A pair whose first option shows more people right in every class and group."""
@@ -286,9 +294,10 @@ class SessionPlan:
         # Counted on the phase strings in C (Phase is a StrEnum): this runs over the whole log per request.
         counts = Counter(map(_PHASE_OF, rows))
         position = len(rows)
+        previous = _logged_query(rows[-1]) if rows else None
         if counts[Phase.PRACTICE] < self.practice_queries:
             index = counts[Phase.PRACTICE]
-            return Step(Phase.PRACTICE, index, self.practice_query(index), self.swapped(position))
+            return Step(Phase.PRACTICE, index, self.practice_query(index, previous), self.swapped(position))
         checks_done = counts[Phase.CHECK]
         elicited = counts[Phase.ELICITATION]
         check_due = checks_done < self.n_checks and (
@@ -296,8 +305,11 @@ class SessionPlan:
         )
         if check_due and elicited > 0:
             elicitation_rows = [row for row in rows if row.phase == Phase.ELICITATION]
-            # A repeat never repeats the screen just before it (it would look like a lost click).
-            if rows and rows[-1].phase == Phase.ELICITATION and elicitor_query is not None:
+            # A repeat never repeats the screen just before it (it would look like a lost click); with
+            # nothing else to repeat it waits for the next question, unless the questions are over.
+            if rows[-1].phase == Phase.ELICITATION and (
+                len(elicitation_rows) > 1 or elicitor_query is not None
+            ):
                 elicitation_rows = elicitation_rows[:-1]
             if elicitation_rows or self.check_kinds[checks_done] == CHECK_DOMINANCE:
                 return self._check_step(checks_done, position, elicitation_rows)
@@ -305,7 +317,8 @@ class SessionPlan:
             return Step(Phase.ELICITATION, elicited, elicitor_query, self.swapped(position))
         if counts[Phase.EVALUATION] < self.evaluation_queries and not self._evaluation_settled(rows, metric):
             index = counts[Phase.EVALUATION]
-            return Step(Phase.EVALUATION, index, self.evaluation_query(index), self.swapped(position))
+            query = self.evaluation_query(index, previous)
+            return Step(Phase.EVALUATION, index, query, self.swapped(position))
         return None
 
     def _evaluation_settled(self, rows: Sequence[LoggedAnswer], metric: Metric | None) -> bool:
@@ -379,6 +392,13 @@ class SessionPlan:
         return [part for part in parts if part.total > 0]
 
 
+def _logged_query(row: LoggedAnswer) -> Query | None:
+    """The pair a log row showed (None for a row without one)."""
+    from .codec import decode_query
+
+    return None if row.query is None else decode_query(row.query)
+
+
 def evaluation_agreement(rows: Sequence[LoggedAnswer], metric: Metric) -> tuple[int, int]:
     """(agreed, decided) over the logged evaluation answers: how often ``metric`` picks what the person did.
 
@@ -386,12 +406,12 @@ def evaluation_agreement(rows: Sequence[LoggedAnswer], metric: Metric) -> tuple[
     """
     agreed = decided = 0
     for row in rows:
-        if row.phase != Phase.EVALUATION or row.query is None or row.preferred is None or row.swapped is None:
+        if row.phase != Phase.EVALUATION or row.preferred is None or row.swapped is None:
             continue
         choice = elicitor_choice(row.preferred, row.swapped)
-        if choice is Choice.TIE:
+        query = _logged_query(row)
+        if choice is Choice.TIE or query is None:
             continue
-        query = decode_query(row.query)
         decided += 1
         agreed += metric.prefers(query.first, query.second) == (choice is Choice.FIRST)
     return agreed, decided

@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.optimize import linprog  # type: ignore[import-untyped]
 
-from .display import DISPLAY_TOTAL
+from .display import DisplayGrid
 from .errors import InvalidConfigError, NumericalError
 from .types import FloatArray, Sphere
 
@@ -64,6 +64,8 @@ BASELINE_MARGIN = 0.01
 #: A useful region lets two classifiers differ by at least this many people in the largest class of every
 #: group (out of 100): smaller spheres show the same few pictures over and over.
 MIN_SPAN_PEOPLE = 4
+#: Relative slack on the display's reach, so a centre between grid points still snaps inside the sphere.
+_REACH_SLACK = 0.01
 #: The sphere is shrunk by this relative margin, so boundary queries stay strictly feasible.
 _MARGIN = 1e-6
 #: Weight of the centre's accuracy in the objective, small enough never to trade radius for it noticeably.
@@ -149,13 +151,17 @@ def _region_lp(
 
 
 def display_min_radius(class_sizes: npt.ArrayLike, span: float = MIN_SPAN_PEOPLE) -> float:
-    """Smallest radius across which the largest class of every group differs by ``span`` of 100 people.
+    """Smallest useful radius for the display: two classifiers can differ by ``span`` of 100 people in the
+    largest class of every group, and any centre has a displayable point of every group within reach
+    (half a person of each class in every direction).
 
     ``class_sizes`` holds people per class, ``(n_classes,)`` or ``(n_groups, n_classes)`` (any totals).
     """
     sizes = np.atleast_2d(np.asarray(class_sizes, dtype=np.float64))
-    largest = np.min(sizes.max(axis=1) / sizes.sum(axis=1)) * DISPLAY_TOTAL
-    return float(span / (2.0 * largest))
+    totals = DisplayGrid.from_priors(sizes / sizes.sum(axis=1, keepdims=True)).totals
+    spread = span / (2.0 * float(np.min(totals.max(axis=1))))
+    reach = float(np.max(np.linalg.norm(0.5 / totals, axis=1))) * (1.0 + _REACH_SLACK)
+    return max(spread, reach)
 
 
 def realistic_region(

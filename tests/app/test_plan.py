@@ -257,3 +257,32 @@ def test_sections_follow_the_session() -> None:
     step = script.next_step(rows, pending)
     assert step is not None and step.phase is Phase.ELICITATION
     assert [part.current for part in script.sections(rows, 10, False, step)] == [False, True, False]
+
+
+def test_no_plan_screen_displays_like_the_one_before_even_in_a_tiny_sphere() -> None:
+    space = SyntheticSpace(2, radius=0.05, priors=[0.89, 0.11])
+    script = SessionPlan(
+        space=space,
+        seed=3,
+        practice_queries=3,
+        dominance_checks=0,
+        repeat_checks=1,
+        evaluation_queries=30,
+        expected_queries=2,
+    )
+    asked = [Query(first=np.array([0.5, 0.5]), second=np.array([0.53, 0.5]), search="active")]
+    asked.append(Query(first=np.array([0.52, 0.5]), second=np.array([0.5, 0.5]), search="active"))
+    rows: list[SimpleNamespace] = []
+    while True:
+        pending = asked[0] if sum(r.phase == Phase.ELICITATION.value for r in rows) < 2 else None
+        if pending is not None and rows and rows[-1].phase == Phase.ELICITATION.value:
+            pending = asked[1]
+        step = script.next_step(rows, pending)
+        if step is None:
+            break
+        if rows:
+            before = decode_query(rows[-1].query)
+            assert not script._displays_like(step.query.first, step.query.second, before)
+        rows.append(row(len(rows), step.phase, step.query, step.swapped))
+    checks = [r for r in rows if r.phase == Phase.CHECK.value]
+    assert len(checks) == 1 and len(rows) == 3 + 2 + 1 + 30
