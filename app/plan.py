@@ -394,8 +394,6 @@ class SessionPlan:
 
 def _logged_query(row: LoggedAnswer) -> Query | None:
     """The pair a log row showed (None for a row without one)."""
-    from .codec import decode_query
-
     return None if row.query is None else decode_query(row.query)
 
 
