@@ -580,7 +580,7 @@ def _add_benchmark(subparsers: Any) -> None:
     parser.add_argument(
         "which",
         choices=(*BENCHMARKS, "all", "efficiency"),
-        help="which experiment (efficiency: issue 7's active elicitor versus QPME; not part of all)",
+        help="which experiment (efficiency: the active elicitor versus QPME; not part of all)",
     )
     parser.add_argument("--trials", type=_int_at_least(1), default=None, help="metrics per setting (100)")
     parser.add_argument("--quick", action="store_true", help="a small subset for CI: 3 trials, small k")
