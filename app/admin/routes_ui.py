@@ -18,6 +18,8 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 from starlette.datastructures import UploadFile
 
+from elicitation.region import region_summary
+
 from .. import repository as repo
 from ..algorithms import REGISTRY
 from ..deps import CacheDep, DbSessionDep, SettingsDep
@@ -303,7 +305,19 @@ def show_study(
         config_hash=config_hash(study.config),
         config_json=json.dumps(study.config, indent=2),
         snapshots=studies.snapshots(db, study.id),
+        region=_region(request, study),
     )
+
+
+def _region(request: Request, study: Any) -> dict[str, Any]:
+    """Where the study's questions sit: the query sphere and the accuracy of the classifiers in it."""
+    space = request.app.state.session_cache.runtime(study).space
+    summary = region_summary(space.sphere, space.priors)
+    names = list(space.group_names) or [""]
+    summary["groups"] = [
+        {**group, "name": name} for group, name in zip(summary["groups"], names, strict=True)
+    ]
+    return summary
 
 
 @router.get("/studies/{study_id}/edit")
