@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import (
     JSON,
@@ -41,6 +41,7 @@ __all__ = [
     "Study",
     "StudyControl",
     "StudyStatus",
+    "as_utc",
     "utcnow",
 ]
 
@@ -48,6 +49,17 @@ __all__ = [
 def utcnow() -> datetime:
     """The current time in UTC (timezone-aware)."""
     return datetime.now(UTC)
+
+
+@overload
+def as_utc(moment: datetime) -> datetime: ...
+@overload
+def as_utc(moment: None) -> None: ...
+def as_utc(moment: datetime | None) -> datetime | None:
+    """``moment`` with its UTC offset: SQLite hands back naive datetimes, which are UTC by convention here."""
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
 
 
 class SessionStatus(enum.StrEnum):

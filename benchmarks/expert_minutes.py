@@ -108,7 +108,9 @@ def _below_baseline(counts: np.ndarray) -> int:
     return int(np.sum(correct < baseline))
 
 
-def simulate(client: TestClient, study: Any, metric: Metric, n_groups: int, rng: np.random.Generator) -> Person:
+def simulate(
+    client: TestClient, study: Any, metric: Metric, n_groups: int, rng: np.random.Generator
+) -> Person:
     """One person's session over the JSON API, answering from the displayed numbers."""
     started = time.perf_counter()
     created = client.post(f"/api/v1/studies/{study.id}/sessions", json={"consent": True})

@@ -34,7 +34,17 @@ from elicitation.families import get_family
 from ..algorithms import get_algorithm
 from ..displayed import session_version
 from ..metric_views import VIEWS
-from ..models import Answer, ElicitationSession, LogAction, Phase, Result, Study, StudyControl, StudyStatus
+from ..models import (
+    Answer,
+    ElicitationSession,
+    LogAction,
+    Phase,
+    Result,
+    Study,
+    StudyControl,
+    StudyStatus,
+    as_utc,
+)
 from ..sessions import SessionCache
 from ..study_config import config_hash
 from .archive import ARCHIVE_FORMAT, ARCHIVE_VERSION, parse_archive
@@ -71,11 +81,8 @@ def neutralise(value: Any) -> Any:
 
 def iso_utc(moment: datetime | None) -> str | None:
     """ISO 8601 with the UTC offset; SQLite hands back naive datetimes, which are UTC by convention here."""
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.isoformat()
+    aware = as_utc(moment)
+    return None if aware is None else aware.isoformat()
 
 
 def result_columns(study: Study) -> list[str]:
@@ -150,7 +157,7 @@ def result_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
         started = session.consented_at or session.created_at
         duration = None
         if session.finished_at is not None and started is not None:
-            duration = round((_aware(session.finished_at) - _aware(started)).total_seconds(), 3)
+            duration = round((as_utc(session.finished_at) - as_utc(started)).total_seconds(), 3)
         row.update(
             study_id=str(study.id),
             session_id=str(session.id),
@@ -179,10 +186,6 @@ def result_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
             row["checks_shown"] = sum(int(item.get("shown", 0)) for item in kinds)
             row["checks_passed"] = sum(int(item.get("passed", 0)) for item in kinds)
         yield row
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def csv_lines(columns: list[str], rows: Iterator[dict[str, Any]]) -> Iterator[str]:
@@ -256,7 +259,7 @@ def answer_log_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
     already under way may finish, and their later answers are kept, marked, rather than refused.
     """
     control = db.get(StudyControl, study.id)
-    closed_at = _aware(control.closed_at) if control is not None and control.closed_at else None
+    closed_at = as_utc(control.closed_at) if control is not None and control.closed_at else None
     statement = (
         select(Answer, ElicitationSession.participant_code)
         .join(ElicitationSession, Answer.session_id == ElicitationSession.id)
@@ -290,7 +293,7 @@ def answer_log_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
             "hidden_ms": answer.hidden_ms,
             "server_elapsed_ms": answer.server_elapsed_ms,
             "created_at": iso_utc(answer.created_at),
-            "after_close": closed_at is not None and _aware(answer.created_at) > closed_at,
+            "after_close": closed_at is not None and as_utc(answer.created_at) > closed_at,
         }
 
 

@@ -11,7 +11,7 @@ import statistics
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -26,7 +26,17 @@ from ..charts.inert import inert_figure
 from ..codec import decode_metric, encode_metric
 from ..explain import MetricWords
 from ..metric_views import coordinator_figures, stored_metric_words
-from ..models import Answer, ElicitationSession, LogAction, Phase, Result, SessionStatus, Study, utcnow
+from ..models import (
+    Answer,
+    ElicitationSession,
+    LogAction,
+    Phase,
+    Result,
+    SessionStatus,
+    Study,
+    as_utc,
+    utcnow,
+)
 from ..outcome import accuracy_baseline
 from ..sessions import Failed, SessionCache, effective_rows, elicitor_rows, replay_verified
 from ..study_config import StudyConfig, build_space
@@ -60,12 +70,6 @@ _STAGES = {
 }
 #: Answers-per-minute chart window.
 RATE_WINDOW_MIN = 60
-
-
-def _aware(moment: datetime | None) -> datetime | None:
-    if moment is None:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _time_ms(row: Any) -> int | None:
@@ -115,7 +119,7 @@ class StudyDashboard:
 
     def live(self) -> dict[str, Any]:
         """What the dashboard page polls: `to_dict` plus the figures and when it was computed."""
-        moment = _aware(self.generated_at)
+        moment = as_utc(self.generated_at)
         return {
             **self.to_dict(),
             "generated_at": moment.isoformat() if moment else None,
@@ -194,7 +198,7 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
             value = _time_ms(row)
             if value is not None:
                 times.append(value)
-            created = _aware(row.created_at)
+            created = as_utc(row.created_at)
             if created is not None:
                 age_min = int((now - created).total_seconds() // 60)
                 if 0 <= age_min < RATE_WINDOW_MIN:
@@ -228,7 +232,7 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
                 }
             )
     median_s = statistics.median(times) / 1000.0 if times else None
-    latest = sorted(sessions, key=lambda item: _aware(item.created_at) or now, reverse=True)[:LIVE_SESSIONS]
+    latest = sorted(sessions, key=lambda item: as_utc(item.created_at) or now, reverse=True)[:LIVE_SESSIONS]
     planned = _planned_comparisons(study)
     # A participant code shared by several sessions: one person started twice (or a code was reused).
     codes = Counter(session.participant_code for session in sessions if session.participant_code)
@@ -276,12 +280,12 @@ def _session_progress(
     """
     answered = len(effective_rows(rows))
     status = session.status
-    moments = [_aware(row.created_at) for row in rows]
+    moments = [as_utc(row.created_at) for row in rows]
     last = max(
-        [moment for moment in [*moments, _aware(session.consented_at), _aware(session.created_at)] if moment]
+        [moment for moment in [*moments, as_utc(session.consented_at), as_utc(session.created_at)] if moment]
     )
     idle_min = max(0.0, (now - last).total_seconds() / 60.0)
-    finished = _aware(session.finished_at)
+    finished = as_utc(session.finished_at)
     if status == SessionStatus.DONE.value:
         total = answered
     elif status == SessionStatus.ACTIVE.value:
@@ -304,7 +308,7 @@ def _session_progress(
         "estimated_total": total,
         "percent": round(100.0 * answered / total) if total else 0,
         "stage": stage,
-        "created_at": (_aware(session.created_at) or now).isoformat(),
+        "created_at": (as_utc(session.created_at) or now).isoformat(),
         "last_activity_at": last.isoformat(),
         "last_activity": _ago(idle_min),
         "idle": status == SessionStatus.ACTIVE.value and idle_min >= IDLE_ALERT_MIN,

@@ -8,14 +8,13 @@ new people from starting.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from .. import repository as repo
 from ..errors import ConflictError, NotFoundError
-from ..models import ElicitationSession, Invitation, Study, StudyControl, StudyStatus, utcnow
+from ..models import ElicitationSession, Invitation, Study, StudyControl, StudyStatus, as_utc, utcnow
 
 __all__ = ["check_enrolment", "find_study", "open_study", "status_of"]
 
@@ -34,10 +33,6 @@ _MESSAGES = {
         "This study has closed and takes no new participants. Thank you for your interest.",
     ),
 }
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def status_of(control: StudyControl | None) -> StudyStatus:
@@ -76,7 +71,7 @@ def check_enrolment(db: Session, study: Study, session: ElicitationSession | Non
         return
     now = utcnow()
     if session is None:
-        if control.enrolment_expires_at is not None and _aware(control.enrolment_expires_at) <= now:
+        if control.enrolment_expires_at is not None and as_utc(control.enrolment_expires_at) <= now:
             raise ConflictError(
                 "This link has expired. Thank you for your interest.",
                 code="link_expired",
@@ -85,7 +80,7 @@ def check_enrolment(db: Session, study: Study, session: ElicitationSession | Non
             )
         return
     invitation = db.scalars(select(Invitation).where(Invitation.session_id == session.id)).first()
-    if invitation is not None and invitation.expires_at is not None and _aware(invitation.expires_at) <= now:
+    if invitation is not None and invitation.expires_at is not None and as_utc(invitation.expires_at) <= now:
         raise ConflictError(
             "This invitation has expired. Thank you for your interest.",
             code="link_expired",
