@@ -6,7 +6,6 @@ form carries the session's CSRF token; studies of other coordinators are 404 pag
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from dataclasses import dataclass
@@ -415,11 +414,13 @@ def create_invitations(
     )
     base = settings.public_base_url or str(request.base_url).rstrip("/")
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(["invitation_id", "url", "expires_at"])
-    for invitation, token in created:
-        expires = invitation.expires_at.isoformat() if invitation.expires_at else ""
-        writer.writerow([invitation.id, f"{base}/sessions/{token}", expires])
+    studies.write_invitations_csv(
+        buffer,
+        (
+            (invitation.id, f"{base}/sessions/{token}", export.iso_utc(invitation.expires_at))
+            for invitation, token in created
+        ),
+    )
     return Response(
         buffer.getvalue(),
         media_type="text/csv; charset=utf-8",

@@ -7,12 +7,14 @@ a coordinator cannot even learn that another coordinator's study exists.
 
 from __future__ import annotations
 
+import csv
 import io
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TextIO
 
 from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import Session
@@ -41,6 +43,7 @@ from .export import gzip_archive
 from .models import Exclusion, StudySnapshot, User
 
 __all__ = [
+    "INVITATION_COLUMNS",
     "MAX_CSV_BYTES",
     "MAX_INVITATIONS",
     "StudyEntry",
@@ -59,6 +62,7 @@ __all__ = [
     "status_of",
     "visible_session",
     "visible_study",
+    "write_invitations_csv",
 ]
 
 #: Personal links created in one request (a CSV of this many rows is still small).
@@ -545,3 +549,17 @@ def snapshot(db: Session, study_id: uuid.UUID, snapshot_id: int) -> StudySnapsho
     if item is None or item.study_id != study_id:
         raise NotFoundError("There is no snapshot at this address.")
     return item
+
+
+#: Columns of an invitation-links file (the back office's download and `elicit study invite`).
+INVITATION_COLUMNS = ("invitation_id", "url", "expires_at")
+
+
+def write_invitations_csv(
+    out: TextIO, links: Iterable[tuple[int, str, str | None]], *, lineterminator: str = "\r\n"
+) -> None:
+    """Write personal invitation links as CSV: id, absolute URL, ISO expiry (empty when none)."""
+    writer = csv.writer(out, lineterminator=lineterminator)
+    writer.writerow(INVITATION_COLUMNS)
+    for invitation_id, url, expires_at in links:
+        writer.writerow([invitation_id, url, expires_at or ""])

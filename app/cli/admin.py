@@ -7,7 +7,6 @@ come from ``ELICIT_ADMIN_PASSWORD``, from standard input with ``--password-stdin
 from __future__ import annotations
 
 import argparse
-import csv
 import getpass
 import json
 import os
@@ -195,11 +194,15 @@ def _cmd_study_invite(args: argparse.Namespace) -> int:
         return _fail(exc)
     out = open(args.output, "w", newline="", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["invitation_id", "url", "expires_at"])
-        for invitation, token in created:
-            expiry = invitation.expires_at.isoformat() if invitation.expires_at else ""
-            writer.writerow([invitation.id, public_link(settings, f"/sessions/{token}"), expiry])
+        links = (
+            (
+                invitation.id,
+                public_link(settings, f"/sessions/{token}"),
+                export.iso_utc(invitation.expires_at),
+            )
+            for invitation, token in created
+        )
+        studies.write_invitations_csv(out, links, lineterminator="\n")
     finally:
         if out is not sys.stdout:
             out.close()

@@ -9,7 +9,6 @@ variable. Only the standard library talks HTTP here, so a researcher's laptop ne
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import urllib.error
@@ -19,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..admin.studies import write_invitations_csv
 from ..study_config import StudyConfigError, parse_study_config, read_study_config_file
 
 __all__ = ["REMOTE_COMMANDS", "Remote", "RemoteError", "run_remote"]
@@ -144,10 +144,8 @@ def _study_invite(args: argparse.Namespace, remote: Remote) -> int:
     created = remote.json("POST", f"/studies/{_quote(args.study_id)}/invitations", body)["invitations"]
     out = open(args.output, "w", newline="", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["invitation_id", "url", "expires_at"])
-        for invitation in created:
-            writer.writerow([invitation["id"], invitation["url"], invitation["expires_at"] or ""])
+        links = ((invitation["id"], invitation["url"], invitation["expires_at"]) for invitation in created)
+        write_invitations_csv(out, links, lineterminator="\n")
     finally:
         if out is not sys.stdout:
             out.close()
