@@ -178,7 +178,7 @@ def test_invitations_csv_monitor_session_and_results_pages(
     page = client.get(f"/admin/studies/{sid}").text
     # the query region in words: the synthetic sphere's accuracy range next to the baseline
     assert 'data-testid="query-region"' in page and "Where the questions sit" in page
-    assert "of 100 right; \"everyone is the most common class\" gets" in page
+    assert 'of 100 right; "everyone is the most common class" gets' in page
     client.post(f"/admin/studies/{sid}/status", data={"status": "open", "csrf_token": csrf})
     response = client.post(f"/admin/studies/{sid}/invitations", data={"count": "2", "csrf_token": csrf})
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
