@@ -349,13 +349,13 @@ def _replace_config(db: Session, study: Study, config: StudyConfig) -> bool:
     and a session's first answer holds a share lock on that row until it commits (`sessions.service`).
     Either the change or the first answer wins; the loser is refused, never both stored.
     """
+    columns = _config_columns(config)  # before the lock: the row stays locked only for the UPDATE
     db.execute(select(Study.id).where(Study.id == study.id).with_for_update())
     answered = exists().where(
         Answer.session_id == ElicitationSession.id,
         ElicitationSession.study_id == study.id,
         Answer.action == LogAction.ANSWER.value,
     )
-    columns = _config_columns(config)
     changed = db.execute(
         update(Study)
         .where(Study.id == study.id, ~answered)
