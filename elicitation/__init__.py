@@ -1,5 +1,6 @@
 """Elicitation Studio's algorithm core: metric elicitation from pairwise preferences (QPME, UAI 2022)."""
 
+from .confusion import confusion_from_labels, rates_from_confusion, rates_from_labels
 from .driver import REPLAY_ATOL, Done, Pending, first_mismatch, replay, run
 from .errors import (
     DegenerateMetricError,
@@ -30,6 +31,7 @@ from .oracles import (
     satisfies_regularity,
 )
 from .qpme import ShiftedQuadratic, qpme, shifted_quadratic
+from .results import load_results
 from .types import (
     Elicitation,
     Elicitor,
@@ -38,7 +40,9 @@ from .types import (
     Metric,
     QuadraticMetric,
     Query,
+    RandomState,
     Sphere,
+    as_generator,
 )
 
 __all__ = [
@@ -62,21 +66,27 @@ __all__ = [
     "ProbitOracle",
     "QuadraticMetric",
     "Query",
+    "RandomState",
     "RankingQuality",
     "ReplayMismatchError",
     "ShiftedQuadratic",
     "Sphere",
     "ThresholdNoiseOracle",
     "agreement",
+    "as_generator",
+    "confusion_from_labels",
     "elicitation_errors",
     "fair_qpme",
     "first_mismatch",
+    "load_results",
     "lpme",
     "qpme",
     "random_fair_metric",
     "random_linear_metric",
     "random_quadratic_metric",
     "ranking_quality",
+    "rates_from_confusion",
+    "rates_from_labels",
     "replay",
     "run",
     "satisfies_regularity",

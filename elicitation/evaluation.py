@@ -46,7 +46,7 @@ from scipy import stats  # type: ignore[import-untyped]
 from .errors import InvalidConfigError, NumericalError
 from .families import family_of
 from .families.base import finite
-from .types import FloatArray, Metric, Sphere
+from .types import FloatArray, Metric, RandomState, Sphere, as_generator
 
 __all__ = [
     "DEFAULT_AGREEMENT_PAIRS",
@@ -128,12 +128,6 @@ def elicitation_errors(true: Metric, estimate: Metric) -> ElicitationErrors:
 # ----------------------------------------------------------------------------------------------------------
 
 
-def _check_rng(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidConfigError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    return rng
-
-
 def _uniform_in_ball(rng: np.random.Generator, sphere: Sphere, count: int) -> FloatArray:
     k = sphere.n_classes
     directions = rng.standard_normal((count, k))
@@ -146,7 +140,7 @@ def _uniform_in_ball(rng: np.random.Generator, sphere: Sphere, count: int) -> Fl
 
 
 def sample_query_pairs(
-    sphere: Sphere, n_pairs: int, rng: np.random.Generator, *, n_groups: int | None = None
+    sphere: Sphere, n_pairs: int, rng: RandomState, *, n_groups: int | None = None
 ) -> tuple[FloatArray, FloatArray]:
     """Draw ``n_pairs`` query pairs uniformly from the ball ``sphere``.
 
@@ -156,7 +150,7 @@ def sample_query_pairs(
         The ball of feasible rates.
     n_pairs : int
         Number of pairs ``>= 1``.
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
         Source of randomness.
     n_groups : int, optional
         For fairness queries: each side gets one independent rate vector per group.
@@ -168,7 +162,7 @@ def sample_query_pairs(
     """
     if not isinstance(sphere, Sphere):
         raise InvalidConfigError(f"sphere must be a Sphere, got {type(sphere).__name__}")
-    generator = _check_rng(rng)
+    generator = as_generator(rng)
     if isinstance(n_pairs, bool) or not isinstance(n_pairs, (int, np.integer)) or n_pairs < 1:
         raise InvalidConfigError(f"n_pairs must be an integer >= 1, got {n_pairs!r}")
     groups = 1 if n_groups is None else int(n_groups)
@@ -185,7 +179,7 @@ def agreement(
     true: Metric,
     other: Metric,
     sphere: Sphere,
-    rng: np.random.Generator,
+    rng: RandomState,
     *,
     n_pairs: int = DEFAULT_AGREEMENT_PAIRS,
 ) -> float:
@@ -201,7 +195,7 @@ def agreement(
         The oracle's metric and the elicited one (any families with the same rate shape).
     sphere : Sphere
         Where queries come from.
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
         Source of the random pairs.
     n_pairs : int
         Number of pairs.

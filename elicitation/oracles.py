@@ -51,7 +51,9 @@ from .types import (
     LinearMetric,
     Metric,
     QuadraticMetric,
+    RandomState,
     Sphere,
+    as_generator,
     check_tau,
     pair_index,
 )
@@ -139,7 +141,7 @@ class ThresholdNoiseOracle(_CountingOracle):
         The hidden metric.
     noise_threshold : float
         ``epsilon_Omega >= 0``; value gaps at or below it may be answered wrongly.
-    rng : numpy.random.Generator, optional
+    rng : numpy.random.Generator or int, optional
         Source of the fair coin used for close pairs; required unless ``adversarial``.
     adversarial : bool
         Answer every close pair wrongly instead of at random (the worst case Definition 4 permits).
@@ -155,17 +157,19 @@ class ThresholdNoiseOracle(_CountingOracle):
         metric: Metric,
         noise_threshold: float,
         *,
-        rng: np.random.Generator | None = None,
+        rng: RandomState | None = None,
         adversarial: bool = False,
     ) -> None:
         super().__init__(metric)
         threshold = float(noise_threshold)
         if not np.isfinite(threshold) or threshold < 0.0:
             raise InvalidConfigError(f"noise_threshold must be a finite number >= 0, got {noise_threshold!r}")
-        if not adversarial and not isinstance(rng, np.random.Generator):
-            raise InvalidConfigError("rng must be a seeded numpy.random.Generator unless adversarial=True")
+        if not adversarial and rng is None:
+            raise InvalidConfigError(
+                "rng (a numpy.random.Generator or an integer seed) is needed unless adversarial=True"
+            )
         self.noise_threshold = threshold
-        self.rng = rng
+        self.rng = None if rng is None else as_generator(rng)
         self.adversarial = adversarial
 
     def _answer(self, first: FloatArray, second: FloatArray, truth: bool) -> bool:
@@ -196,7 +200,7 @@ class LogisticOracle(_CountingOracle):
         Inverse temperature ``> 0``; larger means a more consistent person. Metric values of normalised
         metrics on rates differ by at most a few units, so ``beta`` in the hundreds to thousands makes the
         model err mainly on near-ties.
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
         Source of the answer randomness.
 
     Raises
@@ -208,7 +212,7 @@ class LogisticOracle(_CountingOracle):
     def __init__(self, metric: Metric, beta: float, *, rng: np.random.Generator) -> None:
         super().__init__(metric)
         self.beta = _noise_scale(beta, "beta")
-        self.rng = _check_rng(rng)
+        self.rng = as_generator(rng)
 
     def correct_probability(self, first: npt.ArrayLike, second: npt.ArrayLike) -> float:
         """``sigmoid(beta * |phi(first) - phi(second)|)``, in ``[0.5, 1]``."""
@@ -233,7 +237,7 @@ class ProbitOracle(_CountingOracle):
         The hidden metric.
     sigma : float
         Standard deviation ``> 0`` of the value noise, on the normalised metric's scale.
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
         Source of the answer randomness.
 
     Raises
@@ -245,7 +249,7 @@ class ProbitOracle(_CountingOracle):
     def __init__(self, metric: Metric, sigma: float, *, rng: np.random.Generator) -> None:
         super().__init__(metric)
         self.sigma = _noise_scale(sigma, "sigma")
-        self.rng = _check_rng(rng)
+        self.rng = as_generator(rng)
 
     def _answer(self, first: FloatArray, second: FloatArray, truth: bool) -> bool:
         correct = self.metric.value_gap(first, second) + self.sigma * self.rng.standard_normal() > 0.0
@@ -255,12 +259,6 @@ class ProbitOracle(_CountingOracle):
 # ----------------------------------------------------------------------------------------------------------
 # Random metrics
 # ----------------------------------------------------------------------------------------------------------
-
-
-def _check_rng(rng: object) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise InvalidConfigError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    return rng
 
 
 def _check_count(value: int, name: str, minimum: int) -> int:
@@ -289,12 +287,12 @@ def _random_definite(rng: np.random.Generator, k: int) -> FloatArray:
     return (matrix + matrix.T) / 2.0
 
 
-def random_linear_metric(rng: np.random.Generator, k: int, *, nonnegative: bool = False) -> LinearMetric:
+def random_linear_metric(rng: RandomState, k: int, *, nonnegative: bool = False) -> LinearMetric:
     """Draw ``phi(r) = <a, r>`` with ``a`` uniform on the unit sphere (or its non-negative orthant).
 
     Parameters
     ----------
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
         Source of randomness.
     k : int
         Number of rates ``>= 2``.
@@ -306,7 +304,7 @@ def random_linear_metric(rng: np.random.Generator, k: int, *, nonnegative: bool 
     -------
     LinearMetric
     """
-    generator = _check_rng(rng)
+    generator = as_generator(rng)
     n = _check_count(k, "k", 2)
     while True:
         a = generator.standard_normal(n)
@@ -421,7 +419,7 @@ def satisfies_regularity(
 
 
 def random_quadratic_metric(
-    rng: np.random.Generator,
+    rng: RandomState,
     k: int,
     *,
     sphere: Sphere | None = None,
@@ -442,7 +440,7 @@ def random_quadratic_metric(
 
     Parameters
     ----------
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
         Source of randomness.
     k : int
         Number of rates ``>= 2``.
@@ -468,7 +466,7 @@ def random_quadratic_metric(
     InvalidConfigError
         On bad arguments, or if ``max_attempts`` draws all violate the requested assumptions.
     """
-    generator = _check_rng(rng)
+    generator = as_generator(rng)
     n = _check_count(k, "k", 2)
     attempts = _check_count(max_attempts, "max_attempts", 1)
     lo, hi = _check_range(linear_share, "linear_share", 0.0, 1.0)
@@ -512,7 +510,7 @@ def _random_prevalences(rng: np.random.Generator, n_groups: int, n_classes: int)
 
 
 def random_fair_metric(
-    rng: np.random.Generator,
+    rng: RandomState,
     k: int,
     m: int,
     *,
@@ -528,7 +526,7 @@ def random_fair_metric(
 
     Parameters
     ----------
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
         Source of randomness.
     k : int
         Number of classes ``>= 2``.
@@ -543,7 +541,7 @@ def random_fair_metric(
     -------
     FairQuadraticMetric
     """
-    generator = _check_rng(rng)
+    generator = as_generator(rng)
     n = _check_count(k, "k", 2)
     groups = _check_count(m, "m", 2)
     lo, hi = _check_range(tradeoff_range, "tradeoff_range", 0.0, 1.0)

@@ -43,6 +43,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from .confusion import confusion_from_labels, rates_from_confusion, rates_from_labels
 from .errors import InvalidConfigError
 from .types import FloatArray, Sphere, as_rate_array
 
@@ -56,8 +57,10 @@ __all__ = [
     "SpaceBase",
     "SyntheticSpace",
     "check_rates",
+    "confusion_from_labels",
     "confusion_from_rates",
     "rates_from_confusion",
+    "rates_from_labels",
 ]
 
 #: Every confusion matrix shown to a person describes this many people (per group).
@@ -211,35 +214,6 @@ def confusion_from_rates(rates: npt.ArrayLike, priors: npt.ArrayLike) -> FloatAr
     matrix = np.repeat(off[:, None], k, axis=1)
     np.fill_diagonal(matrix, r)
     result: FloatArray = CONFUSION_TOTAL * p[:, None] * matrix
-    return result
-
-
-def rates_from_confusion(confusion: npt.ArrayLike) -> FloatArray:
-    """The rates ``r_i = C[i, i] / sum_j C[i, j]`` of a confusion matrix (or a stack, one per group).
-
-    Parameters
-    ----------
-    confusion : array_like, shape (n_classes, n_classes) or (n_groups, n_classes, n_classes)
-        Non-negative counts or proportions, rows = true class.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n_classes,) or (n_groups, n_classes)
-
-    Raises
-    ------
-    InvalidConfigError
-        If the matrix is not square, has negative entries or a row (class) with no people.
-    """
-    array = as_rate_array(confusion, "confusion")
-    if array.ndim not in (2, 3) or array.shape[-1] != array.shape[-2]:
-        raise InvalidConfigError(f"confusion must be square (k, k) or (m, k, k), got shape {array.shape}")
-    if np.any(array < 0.0):
-        raise InvalidConfigError("confusion must not have negative entries")
-    rows = array.sum(axis=-1)
-    if np.any(rows <= 0.0):
-        raise InvalidConfigError("confusion has a true class with no people; its rate is undefined")
-    result: FloatArray = np.diagonal(array, axis1=-2, axis2=-1) / rows
     return result
 
 

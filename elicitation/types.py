@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from .confusion import confusion_from_labels, rates_from_confusion
 from .errors import InvalidAnswerError, InvalidConfigError, NumericalError
 
 __all__ = [
@@ -34,7 +35,9 @@ __all__ = [
     "Oracle",
     "QuadraticMetric",
     "Query",
+    "RandomState",
     "Sphere",
+    "as_generator",
     "as_rate_array",
     "ask",
     "check_tau",
@@ -44,6 +47,8 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
+#: What the public API accepts wherever randomness is needed: a Generator, or an integer seed for one.
+RandomState = np.random.Generator | int
 #: Places a point of an elicitor's own rate space (a list of floats) into the space its queries compare,
 #: e.g. fair QPME's fairness profiles; the result must be a fresh float64 array nobody else writes to.
 Embedding = Callable[[list[float]], FloatArray]
@@ -77,6 +82,26 @@ def as_rate_array(values: npt.ArrayLike, name: str, *, ndim: int | None = None) 
         raise InvalidConfigError(f"{name} must contain only finite numbers")
     array.setflags(write=False)
     return array
+
+
+def as_generator(rng: object, name: str = "rng") -> np.random.Generator:
+    """``rng`` itself if it is a `numpy.random.Generator`, else a fresh generator seeded with the integer.
+
+    Like scikit-learn's ``random_state``, an integer seed gives reproducible draws; unlike it, ``None`` is
+    refused, because the core takes its randomness only from an explicit seed (no global or OS entropy).
+
+    Raises
+    ------
+    InvalidConfigError
+        If ``rng`` is neither a Generator nor a non-negative integer.
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, int | np.integer) and not isinstance(rng, bool) and rng >= 0:
+        return np.random.default_rng(int(rng))
+    raise InvalidConfigError(
+        f"{name} must be a numpy.random.Generator or a non-negative integer seed, got {rng!r}"
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -261,6 +286,156 @@ class Metric:
     def value_gap(self, first: npt.ArrayLike, second: npt.ArrayLike) -> float:
         """``|phi(first) - phi(second)|``, the quantity Definition 4's noise threshold acts on."""
         return abs(self(first) - self(second))
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes ``k`` whose rates the metric scores."""
+        raise NotImplementedError
+
+    def _n_groups(self) -> int | None:
+        """Number of groups whose rates the metric scores (``None``: one rate vector, no groups)."""
+        return None
+
+    def from_confusion(self, confusion: npt.ArrayLike) -> float:
+        """The metric's value on the rates of a confusion matrix (rows true class, columns prediction).
+
+        Parameters
+        ----------
+        confusion : array_like, shape (n_classes, n_classes), or (n_groups, n_classes, n_classes) for fair
+            metrics
+            Counts or proportions; only each row's share on the diagonal matters (Section 2).
+
+        Raises
+        ------
+        InvalidConfigError
+            If the shape does not fit the metric, an entry is negative or a class has no samples.
+        """
+        groups = self._n_groups()
+        k = self.n_classes
+        expected = (k, k) if groups is None else (groups, k, k)
+        if np.shape(confusion) != expected:
+            raise InvalidConfigError(
+                f"confusion must have shape {expected} for this metric, got {np.shape(confusion)}"
+            )
+        return self(rates_from_confusion(confusion))
+
+    def score(
+        self,
+        y_true: npt.ArrayLike,
+        y_pred: npt.ArrayLike,
+        *,
+        sensitive_features: npt.ArrayLike | None = None,
+        labels: npt.ArrayLike | None = None,
+        groups: npt.ArrayLike | None = None,
+        sample_weight: npt.ArrayLike | None = None,
+    ) -> float:
+        """The metric's value for predictions: rates ``r_i = P(h = i | Y = i)`` counted from labels.
+
+        Parameters
+        ----------
+        y_true, y_pred : array_like, shape (n_samples,)
+            True and predicted labels.
+        sensitive_features : array_like, shape (n_samples,), optional
+            The group of every sample, as in fairlearn; required by fair metrics (rates per group,
+            Definition 3) and refused by the others.
+        labels : array_like, shape (n_classes,), optional
+            The class order of the metric's coefficients; by default the sorted distinct values of
+            ``y_true`` and ``y_pred``, which must then number exactly ``n_classes``.
+        groups : array_like, shape (n_groups,), optional
+            The group order of a fair metric (rows of its ``tau``); by default the sorted distinct values
+            of ``sensitive_features``.
+        sample_weight : array_like, shape (n_samples,), optional
+            Non-negative weight of every sample.
+
+        Returns
+        -------
+        float
+            Higher is better unless ``higher_is_better`` is false (fair metrics are costs).
+
+        Raises
+        ------
+        InvalidConfigError
+            On length or shape mismatches, labels or groups that do not match the metric's classes and
+            groups, or a class (in some group) without samples.
+        """
+        k, m = self.n_classes, self._n_groups()
+        if m is None and (sensitive_features is not None or groups is not None):
+            raise InvalidConfigError(
+                f"sensitive_features are for fair metrics; a {type(self).__name__} scores one rate vector"
+            )
+        if m is not None and sensitive_features is None:
+            raise InvalidConfigError(
+                f"a fair metric scores rates per group: pass sensitive_features (the group of every "
+                f"sample, {m} distinct groups)"
+            )
+        if labels is not None and np.shape(labels) != (k,):
+            raise InvalidConfigError(
+                f"labels must list the metric's {k} classes in coefficient order, got {np.shape(labels)}"
+            )
+        if groups is not None and np.shape(groups) != (m,):
+            raise InvalidConfigError(
+                f"groups must list the metric's {m} groups in order, got shape {np.shape(groups)}"
+            )
+        confusion = confusion_from_labels(
+            y_true,
+            y_pred,
+            labels=labels,
+            sensitive_features=sensitive_features,
+            groups=groups,
+            sample_weight=sample_weight,
+        )
+        if confusion.shape[-1] != k:
+            found = "sorted distinct values of y_true and y_pred"
+            raise InvalidConfigError(
+                f"the metric scores {k} classes but the {found} are {confusion.shape[-1]}; pass labels= "
+                "(the classes in coefficient order)"
+            )
+        if m is not None and confusion.shape[0] != m:
+            raise InvalidConfigError(
+                f"the metric scores {m} groups but sensitive_features has {confusion.shape[0]} distinct "
+                "values; pass groups= (the groups in the order of the metric's tau)"
+            )
+        return self.from_confusion(confusion)
+
+    def as_scorer(self, *, labels: npt.ArrayLike | None = None) -> Any:
+        """A scikit-learn scorer (`sklearn.metrics.make_scorer`) scoring predictions with `score`.
+
+        Use it as ``scoring=`` of ``cross_val_score``, ``GridSearchCV`` and the like. scikit-learn is
+        imported only when this is called (the core itself needs only numpy and scipy). Pass ``labels``
+        (the classes in coefficient order) whenever a fold might lack a class.
+
+        A fair metric's scorer needs the group of every sample: it is requested through scikit-learn's
+        metadata routing, which must be on (``sklearn.set_config(enable_metadata_routing=True)``); then
+        pass ``params={"sensitive_features": groups}`` to ``cross_val_score`` (or
+        ``sensitive_features=groups`` to ``GridSearchCV.fit``) and scikit-learn hands each split its
+        share. Fair metrics are costs, so the scorer reports ``-cost`` (greater is better), as
+        scikit-learn's loss scorers do.
+
+        Raises
+        ------
+        InvalidConfigError
+            If scikit-learn is not installed, or for a fair metric when metadata routing is off.
+        """
+        try:
+            import sklearn  # type: ignore[import-untyped]
+            from sklearn.metrics import make_scorer  # type: ignore[import-untyped]
+        except ImportError as exc:
+            raise InvalidConfigError("as_scorer needs scikit-learn: pip install scikit-learn") from exc
+        fixed = None if labels is None else np.asarray(labels)
+
+        def score_predictions(y_true: Any, y_pred: Any, **metadata: Any) -> float:
+            return self.score(y_true, y_pred, labels=fixed, **metadata)
+
+        scorer = make_scorer(score_predictions, greater_is_better=self.higher_is_better)
+        if self._n_groups() is not None:
+            if not sklearn.get_config().get("enable_metadata_routing", False):
+                raise InvalidConfigError(
+                    "a fair metric's scorer needs each sample's group: turn on scikit-learn's metadata "
+                    "routing with sklearn.set_config(enable_metadata_routing=True), then pass "
+                    'params={"sensitive_features": groups} to cross_val_score'
+                )
+            scorer = scorer.set_score_request(sensitive_features=True)
+        return scorer
 
     def to_dict(self) -> dict[str, Any]:
         """The metric as a JSON-safe dict tagged with ``"type"`` (coefficients as nested float lists).
@@ -537,6 +712,9 @@ class FairQuadraticMetric(Metric):
     @property
     def n_groups(self) -> int:
         return int(self.tau.shape[0])
+
+    def _n_groups(self) -> int:
+        return self.n_groups
 
     def overall_rates(self, group_rates: npt.ArrayLike) -> FloatArray:
         """``r = sum_g tau^g * r^g``, shape ``(n_classes,)``."""

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from ..errors import InvalidConfigError, ReplayMismatchError
 from ..families import Draw, MetricFamily
-from ..types import Elicitation, Elicitor, FloatArray, Metric, Sphere
+from ..types import Elicitation, Elicitor, FloatArray, Metric, RandomState, Sphere, as_generator
 from .params import Param, validate_params
 
 __all__ = ["ALGORITHMS", "Algorithm", "Setting", "get_algorithm", "group_tau", "register"]
@@ -169,13 +169,15 @@ class Algorithm:
             builder = self.earlier[version]
         return builder(setting, self.validate(params, prefix=prefix), int(seed))
 
-    def random_metric(
-        self, rng: np.random.Generator, draw: Draw, params: Mapping[str, Any] | None = None
-    ) -> Metric:
-        """A hidden metric this algorithm can elicit, for simulations (``params``: a study's, if known)."""
+    def random_metric(self, rng: RandomState, draw: Draw, params: Mapping[str, Any] | None = None) -> Metric:
+        """A hidden metric this algorithm can elicit, for simulations (``params``: a study's, if known).
+
+        ``rng`` is a `numpy.random.Generator` or an integer seed for one.
+        """
+        generator = as_generator(rng)
         if self.draw_metric is not None:
-            return self.draw_metric(rng, draw, params)
-        return self.family.random(rng, draw)
+            return self.draw_metric(generator, draw, params)
+        return self.family.random(generator, draw)
 
     def errors(self, true: Metric, estimate: Metric) -> dict[str, float]:
         """The family's coefficient errors, limited to `reported_errors`."""
