@@ -57,7 +57,7 @@ import numpy.typing as npt
 from scipy import special  # type: ignore[import-untyped]
 
 from .errors import InvalidConfigError, NumericalError
-from .types import FloatArray
+from .types import FloatArray, RandomState, as_generator
 
 __all__ = [
     "BLOCK_KINDS",
@@ -243,7 +243,7 @@ class ParticlePosterior:
         ``None`` selects the noise-free model (answers are hard half-space constraints).
     n_particles : int
         Number of particles.
-    rng : numpy.random.Generator
+    rng : numpy.random.Generator or int
         The only source of randomness.
     moves : int
         Line moves per rejuvenation.
@@ -254,7 +254,7 @@ class ParticlePosterior:
         family: Family,
         betas: Sequence[float] | None,
         n_particles: int,
-        rng: np.random.Generator,
+        rng: RandomState,
         *,
         moves: int = DEFAULT_MOVES,
     ) -> None:
@@ -262,14 +262,14 @@ class ParticlePosterior:
         self.hard = betas is None
         self.betas: FloatArray = np.array([np.inf] if betas is None else list(betas), dtype=np.float64)
         self.n = int(n_particles)
-        self.rng = rng
+        self.rng = as_generator(rng)
         self.moves = int(moves)
         self.signed: FloatArray = np.zeros((0, family.dim))
         self.dropped: list[int] = []
         self.n_answers = 0
         self.particles = self._initial_particles()
         self.log_weights: FloatArray = np.zeros(self.n)
-        self.beta_index: IntArray = rng.integers(0, self.betas.shape[0], self.n).astype(np.int64)
+        self.beta_index: IntArray = self.rng.integers(0, self.betas.shape[0], self.n).astype(np.int64)
         for sweep in range(_BURN_IN_SWEEPS):
             self._radial_move()
             self._line_move(isotropic=sweep % 2 == 0)

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidConfigError, NumericalError
-from ..types import FloatArray, Metric, Sphere
+from ..types import FloatArray, Metric, RandomState, Sphere
 
 __all__ = ["Draw", "MetricFamily", "check_same_shape", "finite", "norm_error"]
 
@@ -70,8 +70,11 @@ class MetricFamily:
     #: Keys of `errors`, in report order.
     error_names: tuple[str, ...] = ()
 
-    def random(self, rng: np.random.Generator, draw: Draw) -> Metric:
-        """A random metric of this family following the paper's assumptions (Section 6)."""
+    def random(self, rng: RandomState, draw: Draw) -> Metric:
+        """A random metric of this family following the paper's assumptions (Section 6).
+
+        ``rng`` is a `numpy.random.Generator` or an integer seed for one.
+        """
         raise NotImplementedError
 
     def errors(self, true: Metric, estimate: Metric) -> dict[str, float]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import InvalidConfigError
 from ..oracles import random_fair_metric
-from ..types import FairQuadraticMetric, Metric
+from ..types import FairQuadraticMetric, Metric, RandomState
 from .base import Draw, MetricFamily, finite, norm_error
 from .linear import weight_cells, weight_columns
 from .quadratic import matrix_cells, matrix_columns
@@ -24,7 +24,7 @@ class FairQuadraticFamily(MetricFamily):
     metric_type = FairQuadraticMetric
     error_names = ("a", "B_pairs", "lam")
 
-    def random(self, rng: np.random.Generator, draw: Draw) -> Metric:
+    def random(self, rng: RandomState, draw: Draw) -> Metric:
         return random_fair_metric(rng, draw.n_classes, draw.n_groups, tau=draw.tau)
 
     def _coefficient_errors(

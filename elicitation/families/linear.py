@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from ..oracles import random_linear_metric
-from ..types import LinearMetric, Metric
+from ..types import LinearMetric, Metric, RandomState
 from .base import Draw, MetricFamily, norm_error
 
 __all__ = ["FAMILY", "LinearFamily", "weight_cells", "weight_columns"]
@@ -31,7 +29,7 @@ class LinearFamily(MetricFamily):
     metric_type = LinearMetric
     error_names = ("a",)
 
-    def random(self, rng: np.random.Generator, draw: Draw) -> Metric:
+    def random(self, rng: RandomState, draw: Draw) -> Metric:
         return random_linear_metric(rng, draw.n_classes, nonnegative=draw.nonnegative)
 
     def _coefficient_errors(self, true: LinearMetric, estimate: LinearMetric) -> dict[str, float]:

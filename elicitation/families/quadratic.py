@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from ..oracles import random_quadratic_metric
-from ..types import Metric, QuadraticMetric
+from ..types import Metric, QuadraticMetric, RandomState
 from .base import Draw, MetricFamily, norm_error
 from .linear import weight_cells, weight_columns
 
@@ -38,7 +36,7 @@ class QuadraticFamily(MetricFamily):
     metric_type = QuadraticMetric
     error_names = ("a", "B")
 
-    def random(self, rng: np.random.Generator, draw: Draw) -> Metric:
+    def random(self, rng: RandomState, draw: Draw) -> Metric:
         return random_quadratic_metric(rng, draw.n_classes, sphere=draw.sphere)
 
     def _coefficient_errors(self, true: QuadraticMetric, estimate: QuadraticMetric) -> dict[str, float]:

@@ -246,6 +246,9 @@ def test_integer_seeds_are_accepted_wherever_a_generator_is() -> None:
     assert np.array_equal(noisy.metric.a, again.metric.a)
     drawn = get_algorithm("qpme").random_metric(3, Draw(n_classes=3))
     assert isinstance(drawn, QuadraticMetric)
+    for name in ("linear", "quadratic", "cubic", "fair_quadratic"):
+        seeded = get_family(name).random(5, Draw(n_classes=3)).to_dict()
+        assert seeded == get_family(name).random(np.random.default_rng(5), Draw(n_classes=3)).to_dict()
     assert run(lpme(sphere), ExactOracle(metric)).num_queries > 0
     for bad in (None, -1, 1.5, True, "7"):
         with pytest.raises(InvalidConfigError, match="non-negative integer seed"):
