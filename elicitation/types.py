@@ -421,12 +421,8 @@ class Metric:
             from sklearn.metrics import make_scorer  # type: ignore[import-untyped]
         except ImportError as exc:
             raise InvalidConfigError("as_scorer needs scikit-learn: pip install scikit-learn") from exc
-        fixed = None if labels is None else np.asarray(labels)
-
-        def score_predictions(y_true: Any, y_pred: Any, **metadata: Any) -> float:
-            return self.score(y_true, y_pred, labels=fixed, **metadata)
-
-        scorer = make_scorer(score_predictions, greater_is_better=self.higher_is_better)
+        score = _ScoreWithLabels(self, None if labels is None else np.asarray(labels))
+        scorer = make_scorer(score, greater_is_better=self.higher_is_better)
         if self._n_groups() is not None:
             if not sklearn.get_config().get("enable_metadata_routing", False):
                 raise InvalidConfigError(
@@ -436,6 +432,11 @@ class Metric:
                 )
             scorer = scorer.set_score_request(sensitive_features=True)
         return scorer
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickle through the codec (exact floats): scorers cross process boundaries in parallel
+        # cross-validation, and the fair metric's read-only mapping cannot be pickled as it is.
+        return (Metric.from_dict, (self.to_dict(),))
 
     def to_dict(self) -> dict[str, Any]:
         """The metric as a JSON-safe dict tagged with ``"type"`` (coefficients as nested float lists).
@@ -485,6 +486,22 @@ class Metric:
                 kept = np.array(value, dtype=np.float64)
                 kept.setflags(write=False)
                 object.__setattr__(self, name, kept)
+
+
+@dataclass(frozen=True)
+class _ScoreWithLabels:
+    """`Metric.score` with the class order fixed: the score function of `Metric.as_scorer` (picklable)."""
+
+    metric: Metric
+    labels: npt.NDArray[Any] | None
+
+    @property
+    def __name__(self) -> str:
+        # scikit-learn names a scorer after its score function.
+        return f"{self.metric.kind or type(self.metric).__name__}_metric_score"
+
+    def __call__(self, y_true: Any, y_pred: Any, **metadata: Any) -> float:
+        return self.metric.score(y_true, y_pred, labels=self.labels, **metadata)
 
 
 @dataclass(frozen=True, eq=False)

@@ -3,12 +3,15 @@ the label-to-rates helpers and integer seeds."""
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import sklearn
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.naive_bayes import GaussianNB
 from sklearn.tree import DecisionTreeClassifier
 
 from elicitation import (
@@ -195,6 +198,19 @@ def test_as_scorer_ranks_models_in_cross_val_score_like_score_does() -> None:
         fitted = LogisticRegression(max_iter=500).fit(X[train], y[train])
         by_hand.append(metric.score(y[test], fitted.predict(X[test])))
     assert np.allclose(values, by_hand, atol=ATOL)
+
+
+def test_metrics_and_their_scorers_pickle_exactly_for_parallel_cross_validation() -> None:
+    rng = np.random.default_rng(12)
+    for metric in (random_quadratic_metric(rng, 3), random_fair_metric(rng, 3, 3), _cubic(rng, 3)):
+        again = pickle.loads(pickle.dumps(metric))
+        assert type(again) is type(metric)
+        assert again.to_dict() == metric.to_dict()
+    X, y = _dataset(3, 3)
+    scorer = random_linear_metric(rng, 3).as_scorer(labels=[0, 1, 2])
+    serial = cross_val_score(GaussianNB(), X, y, cv=3, scoring=scorer)
+    parallel = cross_val_score(GaussianNB(), X, y, cv=3, scoring=scorer, n_jobs=2)
+    assert np.array_equal(serial, parallel)
 
 
 def test_as_scorer_drives_grid_search() -> None:
