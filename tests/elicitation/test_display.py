@@ -31,7 +31,9 @@ def test_apportion_keeps_the_total_and_rounds_each_value_by_less_than_one() -> N
 def test_displayed_counts_show_grid_rates_exactly(k: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     priors = rng.dirichlet(np.full(k, 3.0))
-    priors = np.maximum(priors, 0.02) / np.maximum(priors, 0.02).sum()
+    # Every class has at least 8 people in 100: a class of 2 shows only the rates 0, 1/2 and 1, and a
+    # sphere of radius 0.2 around 1/k may then hold no rate the display can show (snap refuses that).
+    priors = np.maximum(priors, 0.08) / np.maximum(priors, 0.08).sum()
     space = SyntheticSpace(k, radius=min(0.2, 1.0 / k), priors=priors)
     grid = DisplayGrid.from_priors(space.priors)
     point = grid.snap(space.sphere.center + rng.normal(scale=0.1, size=k), space.sphere)
