@@ -33,7 +33,7 @@ from elicitation import (
     ReplayMismatchError,
 )
 from elicitation.catalogue import ALGORITHMS as CATALOGUE
-from elicitation.families import family_of
+from elicitation.families import GENERATORS, family_of
 from elicitation.lab.benchmarks import (
     DEFAULT_TRIALS,
     FAIR_SETTINGS,
@@ -290,6 +290,13 @@ def _add_simulate(subparsers: Any) -> None:
     parser.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the metric and oracle")
     parser.add_argument("--metric", type=Path, default=None, metavar="FILE.json", help="known metric")
     parser.add_argument(
+        "--family",
+        choices=GENERATORS,
+        default=None,
+        help="random metric generator: authors (the published code's, default) or wishart (generic "
+        "curvature, gradient entries over two orders of magnitude; quadratic and fair metrics)",
+    )
+    parser.add_argument(
         "--reconstruction", choices=("signed", "lstsq", "closed_form"), default="signed", help="QPME"
     )
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
@@ -387,11 +394,28 @@ def _flag_for(message: str, metric_given: bool) -> str:
     return "argument --metric" if metric_given else "invalid configuration"
 
 
+def _check_family(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, families: Sequence[Any], what: str
+) -> None:
+    """Exit with a usage error when ``--family`` names a generator one of ``families`` does not offer."""
+    if args.family is None:
+        return
+    for family in families:
+        if args.family not in family.generators:
+            parser.error(
+                f"argument --family: {what} draws {family.name} metrics, whose generators are "
+                f"{', '.join(family.generators)}; {args.family!r} is not one of them"
+            )
+
+
 def _run_simulate(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.parser
     level = _noise_level(args, parser)
     if args.inner_radius is not None and args.inner_radius >= args.radius:
         parser.error(f"argument --inner-radius: must be smaller than --radius ({args.radius:g})")
+    _check_family(args, parser, [CATALOGUE[args.algorithm].family], args.algorithm)
+    if args.family is not None and args.metric is not None:
+        parser.error("argument --family: draws a random metric; it cannot be combined with --metric")
     metric = None if args.metric is None else _load_metric(args.metric, parser)
     if metric is not None:
         groups = family_of(metric).n_groups(metric)
@@ -421,6 +445,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
             seed=args.seed,
             metric=metric,
             reconstruction=args.reconstruction,
+            generator=args.family or "authors",
         )
     except InvalidConfigError as exc:
         parser.error(f"{_flag_for(str(exc), metric is not None)}: {exc}")
@@ -605,6 +630,13 @@ def _add_benchmark(subparsers: Any) -> None:
         "--reconstruction", choices=("signed", "lstsq", "closed_form"), default="signed", help="QPME"
     )
     parser.add_argument(
+        "--family",
+        choices=GENERATORS,
+        default=None,
+        help="random metric generator for qpme, fair and noise: authors (the published code's, default) "
+        "or wishart (generic metrics: Wishart curvature, gradient entries over two orders of magnitude)",
+    )
+    parser.add_argument(
         "--inner-radii", type=_list_of(_open_interval(0.0, 0.5)), default=None, help="noise grid varrho"
     )
     parser.add_argument(
@@ -632,11 +664,24 @@ def _error_cells(summary: Mapping[str, Any], name: str) -> list[Any]:
     return [stats["mean"], stats["median"], stats["p90"]]
 
 
+def _behaviour_cells(summary: Mapping[str, Any]) -> list[Any]:
+    """Mean and minimum agreement on random pairs and Kendall tau on the classifier pool."""
+    cells: list[Any] = []
+    for measure in ("agreement", "kendall_tau"):
+        stats = summary.get(measure)
+        cells += [None, None] if stats is None else [stats["mean"], stats["min"]]
+    return cells
+
+
+#: Columns of `_behaviour_cells`.
+_BEHAVIOUR_HEADERS = ("agree mean", "agree min", "tau mean", "tau min")
+
+
 def qpme_table(report: Mapping[str, Any], *, markdown: bool = False) -> str:
-    """Table 4 / Figure 3a-b: queries, errors and regularity per k."""
+    """Table 4 / Figure 3a-b: queries, errors, agreement, Kendall tau and regularity per k."""
     headers = [
         "k", "trials", "queries", "Table 4", "ratio", "q/LB", "a mean", "a median", "a p90", "a paper",
-        "B mean", "B median", "B p90", "B paper", "irregular", "tiny d_i", "failed",
+        "B mean", "B median", "B p90", "B paper", *_BEHAVIOUR_HEADERS, "irregular", "tiny d_i", "failed",
     ]  # fmt: skip
     rows = []
     for setting in report["settings"]:
@@ -648,17 +693,18 @@ def qpme_table(report: Mapping[str, Any], *, markdown: bool = False) -> str:
                 setting["n_classes"], s["trials"], s["queries"]["mean"], paper,
                 s["queries"]["mean"] / paper if paper else None, s["queries_over_lower_bound"],
                 *_error_cells(s, "a"), published.get("a"), *_error_cells(s, "B"), published.get("B"),
-                s["regularity_violations"], s["near_zero_gradient"], s["failures"],
+                *_behaviour_cells(s), s["regularity_violations"], s["near_zero_gradient"], s["failures"],
             ]
         )  # fmt: skip
     return format_table(headers, rows, markdown=markdown)
 
 
 def fair_table(report: Mapping[str, Any], *, markdown: bool = False) -> str:
-    """Table 4 / Figure 3c-e: queries and the three errors per (k, m)."""
+    """Table 4 / Figure 3c-e: queries, the three errors, agreement and Kendall tau per (k, m)."""
     headers = [
         "k", "m", "trials", "queries", "Table 4", "ratio", "q/LB", "a mean", "a median", "a p90",
-        "Buv mean", "Buv median", "Buv p90", "lam mean", "lam median", "lam p90", "failed",
+        "Buv mean", "Buv median", "Buv p90", "lam mean", "lam median", "lam p90", *_BEHAVIOUR_HEADERS,
+        "failed",
     ]  # fmt: skip
     rows = []
     for setting in report["settings"]:
@@ -668,7 +714,8 @@ def fair_table(report: Mapping[str, Any], *, markdown: bool = False) -> str:
             [
                 setting["n_classes"], setting["n_groups"], s["trials"], s["queries"]["mean"], paper,
                 s["queries"]["mean"] / paper if paper else None, s["queries_over_lower_bound"],
-                *_error_cells(s, "a"), *_error_cells(s, "B_pairs"), *_error_cells(s, "lam"), s["failures"],
+                *_error_cells(s, "a"), *_error_cells(s, "B_pairs"), *_error_cells(s, "lam"),
+                *_behaviour_cells(s), s["failures"],
             ]
         )  # fmt: skip
     return format_table(headers, rows, markdown=markdown)
@@ -769,6 +816,13 @@ _TITLES = {
 }
 
 
+def _title(name: str, report: Mapping[str, Any]) -> str:
+    """The benchmark's title, naming the metric generator when it is not the published code's."""
+    family = report.get("config", {}).get("family", "authors")
+    title = _TITLES.get(name, name)
+    return title if family == "authors" else f"{title}, {family} metric generator"
+
+
 def _ranking_module() -> Any:
     if importlib.util.find_spec("elicitation.lab.ranking") is None:
         return None
@@ -786,19 +840,25 @@ def _run_one(which: str, args: argparse.Namespace, progress: Progress | None) ->
         "radius": args.radius,
         "progress": progress,
     }
+    family = args.family or "authors"
     if which == "qpme":
         classes = args.classes or (QUICK["classes"] if quick else QPME_CLASSES)
         return run_qpme_benchmark(
-            classes=classes, inner_radius=args.inner_radius, reconstruction=args.reconstruction, **common
+            classes=classes,
+            inner_radius=args.inner_radius,
+            reconstruction=args.reconstruction,
+            family=family,
+            **common,
         )
     if which == "fair":
         settings = args.settings or (QUICK["settings"] if quick else FAIR_SETTINGS)
-        return run_fair_benchmark(settings=settings, inner_radius=args.inner_radius, **common)
+        return run_fair_benchmark(settings=settings, inner_radius=args.inner_radius, family=family, **common)
     if which == "noise":
         return run_noise_benchmark(
             classes=args.classes or (QUICK["noise_classes"] if quick else (3,)),
             inner_radii=args.inner_radii or (QUICK["inner_radii"] if quick else NOISE_INNER_RADII),
             noise_levels=args.noise_levels or (QUICK["noise_levels"] if quick else NOISE_LEVELS),
+            family=family,
             **common,
         )
     if which == "timing":
@@ -839,7 +899,7 @@ def write_outputs(directory: Path, name: str, report: Mapping[str, Any], table_m
     directory.mkdir(parents=True, exist_ok=True)
     written = [directory / f"{name}.json", directory / f"{name}.md"]
     _write_json(written[0], report)
-    written[1].write_text(f"# {_TITLES.get(name, name)}\n\n{table_md}\n", encoding="utf-8")
+    written[1].write_text(f"# {_title(name, report)}\n\n{table_md}\n", encoding="utf-8")
     figures = benchmark_figures(report)
     if figures:
         _copy_plotly_js(directory)
@@ -893,6 +953,8 @@ def _run_efficiency(args: argparse.Namespace) -> int:
 def _run_benchmark(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.parser
     if args.which == "efficiency":
+        if args.family is not None:
+            parser.error("argument --family: only applies to the qpme, fair and noise benchmarks")
         return _run_efficiency(args)
     if args.sections is not None:
         parser.error("argument --sections: only applies to the efficiency benchmark")
@@ -908,6 +970,10 @@ def _run_benchmark(args: argparse.Namespace) -> int:
         )
     if args.settings and args.which not in ("fair", "all"):
         parser.error("argument --settings: only applies to the fair benchmark")
+    if args.family is not None and args.which not in ("qpme", "fair", "noise", "all"):
+        parser.error(
+            "argument --family: only applies to the qpme, fair and noise benchmarks (random metrics)"
+        )
     ranking = _ranking_module() is not None
     if args.which == "ranking" and not ranking:
         sys.stderr.write(
@@ -922,7 +988,8 @@ def _run_benchmark(args: argparse.Namespace) -> int:
         except InvalidConfigError as exc:
             parser.error(str(exc))
         markdown = _TABLES[name](report, markdown=True)
-        sys.stdout.write(f"\n{_TITLES[name]}\n\n{_TABLES[name](report, markdown=args.markdown)}\n")
+        title = _title(name, report)
+        sys.stdout.write(f"\n{title}\n\n{_TABLES[name](report, markdown=args.markdown)}\n")
         if name == "timing":
             _timing_verdict(report, sys.stdout)
         if args.output is not None:

@@ -14,9 +14,9 @@ from typing import Final
 from ..errors import InvalidConfigError
 from ..types import Metric
 from . import cubic, fair_quadratic, linear, quadratic
-from .base import Draw, MetricFamily
+from .base import GENERATORS, Draw, MetricFamily, check_generator
 
-__all__ = ["FAMILIES", "Draw", "MetricFamily", "family_of", "get_family"]
+__all__ = ["FAMILIES", "GENERATORS", "Draw", "MetricFamily", "check_generator", "family_of", "get_family"]
 
 FAMILIES: Final[Mapping[str, MetricFamily]] = MappingProxyType(
     {family.name: family for family in (linear.FAMILY, quadratic.FAMILY, cubic.FAMILY, fair_quadratic.FAMILY)}

@@ -11,15 +11,28 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidConfigError, NumericalError
-from ..types import FloatArray, Metric, RandomState, Sphere
+from ..types import FloatArray, Metric, RandomState, Sphere, as_generator
 
-__all__ = ["Draw", "MetricFamily", "check_same_shape", "finite", "norm_error"]
+__all__ = [
+    "GENERATORS",
+    "Draw",
+    "MetricFamily",
+    "check_generator",
+    "check_same_shape",
+    "finite",
+    "norm_error",
+]
+
+#: Random metric generators: ``"authors"`` follows the published experiments (Appendix H), ``"wishart"``
+#: draws generic metrics within the same assumptions (Wishart curvature, gradient or cost entries spread
+#: over two orders of magnitude); only the quadratic and fair quadratic families offer the second.
+GENERATORS: Final = ("authors", "wishart")
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +49,14 @@ class Draw:
     n_groups: int = 2
     tau: FloatArray | None = None
     nonnegative: bool = False
+    generator: str = "authors"
+
+
+def check_generator(generator: object, offered: Sequence[str] = GENERATORS) -> str:
+    """``generator`` if it is one of ``offered``, else `InvalidConfigError` listing them."""
+    if not isinstance(generator, str) or generator not in offered:
+        raise InvalidConfigError(f"metric generator must be one of {', '.join(offered)}; got {generator!r}")
+    return generator
 
 
 def finite(value: float, name: str) -> float:
@@ -70,11 +91,23 @@ class MetricFamily:
     #: Keys of `errors`, in report order.
     error_names: tuple[str, ...] = ()
 
+    #: The `GENERATORS` whose draws this family offers.
+    generators: tuple[str, ...] = ("authors",)
+
     def random(self, rng: RandomState, draw: Draw) -> Metric:
         """A random metric of this family following the paper's assumptions (Section 6).
 
         ``rng`` is a `numpy.random.Generator` or an integer seed for one.
+
+        Raises
+        ------
+        InvalidConfigError
+            If the family does not offer ``draw.generator``.
         """
+        check_generator(draw.generator, self.generators)
+        return self._random(as_generator(rng), draw)
+
+    def _random(self, rng: np.random.Generator, draw: Draw) -> Metric:
         raise NotImplementedError
 
     def errors(self, true: Metric, estimate: Metric) -> dict[str, float]:

@@ -10,7 +10,7 @@ from typing import Any, Final
 import numpy as np
 
 from ..oracles import random_quadratic_metric
-from ..types import Metric, RandomState, as_generator
+from ..types import Metric
 from ..variants import CubicMetric
 from .base import Draw, MetricFamily, check_same_shape, finite, norm_error
 from .linear import weight_cells, weight_columns
@@ -29,11 +29,10 @@ class CubicFamily(MetricFamily):
     metric_type = CubicMetric
     error_names = ("a", "B", "C")
 
-    def random(self, rng: RandomState, draw: Draw) -> Metric:
+    def _random(self, rng: np.random.Generator, draw: Draw) -> Metric:
         k = draw.n_classes
-        generator = as_generator(rng)
-        base = random_quadratic_metric(generator, k, sphere=draw.sphere)
-        tensor = generator.standard_normal((k, k, k))
+        base = random_quadratic_metric(rng, k, sphere=draw.sphere)
+        tensor = rng.standard_normal((k, k, k))
         C = np.mean([np.transpose(tensor, axes) for axes in itertools.permutations(range(3))], axis=0)
         C = C * math.sqrt(CUBIC_SHARE / (1.0 - CUBIC_SHARE)) / float(np.linalg.norm(C))
         return CubicMetric(base.a, base.B, C)

@@ -1,4 +1,9 @@
-"""The fair quadratic family of Definition 3 (a cost over group rates): fair QPME's result."""
+"""The fair quadratic family of Definition 3 (a cost over group rates): fair QPME's result.
+
+Two random generators: ``"authors"`` (`elicitation.oracles.random_fair_metric`, the published experiments'
+draw) and ``"wishart"`` (`random_wishart_fair_metric`: generic PSD violation weights and costs whose
+entries span two orders of magnitude).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +13,40 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidConfigError
-from ..oracles import random_fair_metric
-from ..types import FairQuadraticMetric, Metric, RandomState
+from ..oracles import DEFAULT_TRADEOFF_RANGE, random_fair_metric
+from ..types import FairQuadraticMetric, FloatArray, Metric, check_tau, pair_index
 from .base import Draw, MetricFamily, finite, norm_error
 from .linear import weight_cells, weight_columns
-from .quadratic import matrix_cells, matrix_columns
+from .quadratic import matrix_cells, matrix_columns, spread_magnitudes, wishart_matrix
 
-__all__ = ["FAMILY", "FairQuadraticFamily"]
+__all__ = ["FAMILY", "FairQuadraticFamily", "random_wishart_fair_metric"]
+
+
+def random_wishart_fair_metric(
+    rng: np.random.Generator,
+    k: int,
+    m: int,
+    *,
+    tau: FloatArray | None = None,
+    tradeoff_range: tuple[float, float] = DEFAULT_TRADEOFF_RANGE,
+) -> FairQuadraticMetric:
+    """A generic fair quadratic metric of Definition 3.
+
+    Costs ``a >= 0`` of unit norm whose entries span two orders of magnitude (`spread_magnitudes`), one
+    Wishart ``B^{uv}`` per group pair (`wishart_matrix`) with a random share of ``sum ||B^{uv}||_F = 2``,
+    ``lam`` and (unless given) ``tau`` drawn as the authors' generator draws them.
+    """
+    a = spread_magnitudes(rng, k)
+    a = a / float(np.linalg.norm(a))
+    pairs = pair_index(m)
+    shares = np.maximum(rng.random(len(pairs)), 1e-12)
+    shares = 2.0 * shares / shares.sum()
+    B_pairs = {key: wishart_matrix(rng, k) * float(share) for key, share in zip(pairs, shares, strict=True)}
+    lam = float(rng.uniform(*tradeoff_range))
+    if tau is None:
+        weights = np.maximum(rng.random((m, k)), 1e-12)
+        tau = weights / weights.sum(axis=0, keepdims=True)
+    return FairQuadraticMetric(a, B_pairs, lam, check_tau(tau, n_groups=m, n_classes=k))
 
 
 class FairQuadraticFamily(MetricFamily):
@@ -23,8 +55,11 @@ class FairQuadraticFamily(MetricFamily):
     name = "fair_quadratic"
     metric_type = FairQuadraticMetric
     error_names = ("a", "B_pairs", "lam")
+    generators = ("authors", "wishart")
 
-    def random(self, rng: RandomState, draw: Draw) -> Metric:
+    def _random(self, rng: np.random.Generator, draw: Draw) -> Metric:
+        if draw.generator == "wishart":
+            return random_wishart_fair_metric(rng, draw.n_classes, draw.n_groups, tau=draw.tau)
         return random_fair_metric(rng, draw.n_classes, draw.n_groups, tau=draw.tau)
 
     def _coefficient_errors(

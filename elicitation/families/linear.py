@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..oracles import random_linear_metric
-from ..types import LinearMetric, Metric, RandomState
+from ..types import LinearMetric, Metric
 from .base import Draw, MetricFamily, norm_error
 
 __all__ = ["FAMILY", "LinearFamily", "weight_cells", "weight_columns"]
@@ -29,7 +31,7 @@ class LinearFamily(MetricFamily):
     metric_type = LinearMetric
     error_names = ("a",)
 
-    def random(self, rng: RandomState, draw: Draw) -> Metric:
+    def _random(self, rng: np.random.Generator, draw: Draw) -> Metric:
         return random_linear_metric(rng, draw.n_classes, nonnegative=draw.nonnegative)
 
     def _coefficient_errors(self, true: LinearMetric, estimate: LinearMetric) -> dict[str, float]:

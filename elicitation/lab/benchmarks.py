@@ -8,13 +8,18 @@ from typing import Any, Final
 
 import numpy as np
 
+from ..catalogue import ALGORITHMS as CATALOGUE
 from ..errors import NumericalError
 from ..evaluation import (
+    agreement,
     fair_degrees_of_freedom,
     query_lower_bound,
+    ranking_quality,
+    sample_query_pairs,
     theorem2_lower_bound,
 )
-from .simulation import DEFAULT_EPSILON, DEFAULT_RADIUS, check_float, check_int, simulate
+from ..families import check_generator
+from .simulation import DEFAULT_EPSILON, DEFAULT_RADIUS, Simulation, check_float, check_int, simulate
 
 __all__ = [
     "DEFAULT_TRIALS",
@@ -24,6 +29,7 @@ __all__ = [
     "NOISE_LEVELS",
     "PAPER_FAIR_QUERIES",
     "PAPER_QPME_QUERIES",
+    "POOL_SIZE",
     "PUBLISHED_QPME_ERRORS",
     "QPME_CLASSES",
     "Progress",
@@ -31,6 +37,7 @@ __all__ = [
     "run_noise_benchmark",
     "run_qpme_benchmark",
     "summarize",
+    "summarize_low",
     "trial_seed",
 ]
 
@@ -58,6 +65,12 @@ PUBLISHED_QPME_ERRORS: Final[Mapping[int, Mapping[str, float]]] = {
     4: {"a": 0.042, "B": 0.18},
     5: {"a": 0.067, "B": 0.28},
 }
+
+#: Random classifiers (rate vectors uniform in the query ball) on which a trial's Kendall tau is measured.
+POOL_SIZE: Final = 100
+#: Streams of a trial seed beyond `simulate`'s metric (0) and oracle (1): agreement pairs and the pool.
+_PAIRS_STREAM: Final = 2
+_POOL_STREAM: Final = 3
 
 #: A metric "has a near-zero gradient entry" when ``min_i |d_i| / ||d|| < NEAR_ZERO_GRADIENT`` at ``o``.
 NEAR_ZERO_GRADIENT: Final = 0.05
@@ -89,12 +102,47 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+def summarize_low(values: Sequence[float]) -> dict[str, float]:
+    """Mean, median, 10th percentile and minimum of ``values``: the bad tail of a score where higher is
+    better (agreement, Kendall tau); empty gives NaNs."""
+    if len(values) == 0:
+        return {"mean": math.nan, "median": math.nan, "p10": math.nan, "min": math.nan}
+    array = np.asarray(values, dtype=np.float64)
+    return {
+        "mean": float(np.mean(array)),
+        "median": float(np.median(array)),
+        "p10": float(np.percentile(array, 10)),
+        "min": float(np.min(array)),
+    }
+
+
+def _behaviour(sim: Simulation) -> dict[str, float]:
+    """How the elicited metric behaves against the truth: agreement on random query pairs in the ball and
+    Kendall tau on a pool of random classifiers' rates (each from its own stream of the trial seed)."""
+    true, elicited = sim.metric, sim.result.metric
+    ball = CATALOGUE[sim.algorithm].synthetic_sphere(sim.params["n_classes"], sim.params["radius"])
+    groups = sim.params.get("n_groups")
+    score = agreement(true, elicited, ball, np.random.default_rng([sim.seed, _PAIRS_STREAM]))
+    pool, _ = sample_query_pairs(
+        ball, POOL_SIZE, np.random.default_rng([sim.seed, _POOL_STREAM]), n_groups=groups
+    )
+    return {"agreement": score, "kendall_tau": ranking_quality(true, elicited, pool).kendall_tau}
+
+
 def _trial(
-    algorithm: str, k: int, m: int, seed: int, trial: int, options: Mapping[str, Any]
+    algorithm: str,
+    k: int,
+    m: int,
+    seed: int,
+    trial: int,
+    options: Mapping[str, Any],
+    *,
+    behaviour: bool = False,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {"trial": trial, "seed": trial_seed(seed, k, m, trial)}
     try:
         sim = simulate(algorithm, n_classes=k, n_groups=m, seed=record["seed"], **options)
+        measured = _behaviour(sim) if behaviour else {}
     except NumericalError as exc:
         record.update(failure=f"{type(exc).__name__}: {exc}", num_queries=None, errors={}, regular=None)
         return record
@@ -105,6 +153,7 @@ def _trial(
         regular=sim.regular,
         wrong_answers=sim.wrong_answers,
         min_gradient_entry=sim.min_gradient_entry,
+        **measured,
     )
     return record
 
@@ -127,6 +176,11 @@ def _summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "errors_regular": {name: summarize([r["errors"][name] for r in regular]) for name in names},
         "queries": summarize([float(r["num_queries"]) for r in ok]),
         "wrong_answers": summarize([float(r.get("wrong_answers", 0)) for r in ok]),
+        **{
+            measure: summarize_low([r[measure] for r in ok])
+            for measure in ("agreement", "kendall_tau")
+            if ok and all(measure in r for r in ok)
+        },
     }
 
 
@@ -147,14 +201,25 @@ def _check_trials(trials: int) -> int:
 
 
 def _options(
-    epsilon: float, radius: float, inner_radius: float | None, reconstruction: str = "signed"
+    epsilon: float,
+    radius: float,
+    inner_radius: float | None,
+    reconstruction: str = "signed",
+    family: str = "authors",
 ) -> dict[str, Any]:
     return {
         "epsilon": epsilon,
         "radius": radius,
         "inner_radius": inner_radius,
         "reconstruction": reconstruction,
+        "generator": check_generator(family),
     }
+
+
+def _config(n: int, seed: int, oracle: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's ``config``: the run's settings, the metric generator under the key ``family``."""
+    settings = {key: value for key, value in options.items() if key != "generator"}
+    return {"trials": n, "seed": seed, "oracle": oracle, **settings, "family": options["generator"]}
 
 
 def run_qpme_benchmark(
@@ -166,39 +231,45 @@ def run_qpme_benchmark(
     radius: float = DEFAULT_RADIUS,
     inner_radius: float | None = None,
     reconstruction: str = "signed",
+    family: str = "authors",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Section 6, quadratic metrics: QPME on ``trials`` random metrics per ``k`` with an exact oracle.
+
+    ``family`` picks the metric generator (`elicitation.families.GENERATORS`): ``"authors"``, the one the
+    published code used, or ``"wishart"``, generic metrics within the same assumptions.
 
     Returns
     -------
     dict
         ``{"benchmark": "qpme", "config": {...}, "settings": [...]}``; each setting holds ``n_classes``,
-        ``records`` (one per trial: seed, num_queries, errors, regular, failure) and ``summary`` (`summarize`
-        of each error and of the queries, failures, regularity violations, the paper's Table 4 queries,
-        the published errors, Theorem 2's lower bound and the mean queries as a multiple of it).
+        ``records`` (one per trial: seed, num_queries, errors, agreement, kendall_tau, regular, failure) and
+        ``summary`` (`summarize` of each error and of the queries, `summarize_low` of the agreement on
+        random pairs in the sphere and of Kendall tau on `POOL_SIZE` random classifiers, failures,
+        regularity violations, the paper's Table 4 queries, the published errors (authors' generator
+        only), Theorem 2's lower bound and the mean queries as a multiple of it).
     """
     n = _check_trials(trials)
     ks = [check_int(k, "classes", 2) for k in classes]
-    options = _options(epsilon, radius, inner_radius, reconstruction)
+    options = _options(epsilon, radius, inner_radius, reconstruction, family)
     counter = _Counter(n * len(ks), progress)
     settings = []
     for k in ks:
         records = []
         for t in range(n):
-            records.append(_trial("qpme", k, 2, seed, t, options))
+            records.append(_trial("qpme", k, 2, seed, t, options, behaviour=True))
             counter.tick(f"qpme k={k}")
         summary = _summary(records)
         bound = theorem2_lower_bound(k, epsilon)
+        published = k in PUBLISHED_QPME_ERRORS and options["generator"] == "authors"
         summary.update(
             paper_queries=PAPER_QPME_QUERIES.get(k),
-            published_errors=dict(PUBLISHED_QPME_ERRORS[k]) if k in PUBLISHED_QPME_ERRORS else None,
+            published_errors=dict(PUBLISHED_QPME_ERRORS[k]) if published else None,
             lower_bound=bound,
             queries_over_lower_bound=summary["queries"]["mean"] / bound if bound > 0 else math.nan,
         )
         settings.append({"n_classes": k, "records": records, "summary": summary})
-    config = {"trials": n, "seed": seed, "oracle": "exact", **options}
-    return {"benchmark": "qpme", "config": config, "settings": settings}
+    return {"benchmark": "qpme", "config": _config(n, seed, "exact", options), "settings": settings}
 
 
 def run_fair_benchmark(
@@ -209,6 +280,7 @@ def run_fair_benchmark(
     epsilon: float = DEFAULT_EPSILON,
     radius: float = DEFAULT_RADIUS,
     inner_radius: float | None = None,
+    family: str = "authors",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Section 6, fairness metrics: fair QPME on ``trials`` random metrics per ``(k, m)``, exact oracle.
@@ -216,20 +288,20 @@ def run_fair_benchmark(
     Returns
     -------
     dict
-        ``{"benchmark": "fair", "config": {...}, "settings": [...]}`` as `run_qpme_benchmark`, with
-        ``n_groups`` per setting; the lower bound counts `fair_degrees_of_freedom` at Theorem 2's tolerance
-        ``k sqrt(k) epsilon``.
+        ``{"benchmark": "fair", "config": {...}, "settings": [...]}`` as `run_qpme_benchmark` (agreement
+        and Kendall tau on group rates, one point per group), with ``n_groups`` per setting; the lower
+        bound counts `fair_degrees_of_freedom` at Theorem 2's tolerance ``k sqrt(k) epsilon``.
     """
     n = _check_trials(trials)
     pairs = [(check_int(k, "k", 2), check_int(m, "m", 2)) for k, m in settings]
-    options = _options(epsilon, radius, inner_radius)
+    options = _options(epsilon, radius, inner_radius, family=family)
     del options["reconstruction"]
     counter = _Counter(n * len(pairs), progress)
     results = []
     for k, m in pairs:
         records = []
         for t in range(n):
-            records.append(_trial("fair_qpme", k, m, seed, t, options))
+            records.append(_trial("fair_qpme", k, m, seed, t, options, behaviour=True))
             counter.tick(f"fair k={k} m={m}")
         summary = _summary(records)
         bound = query_lower_bound(fair_degrees_of_freedom(k, m), k * math.sqrt(k) * epsilon)
@@ -240,8 +312,7 @@ def run_fair_benchmark(
             queries_over_lower_bound=summary["queries"]["mean"] / bound if bound > 0 else math.nan,
         )
         results.append({"n_classes": k, "n_groups": m, "records": records, "summary": summary})
-    config = {"trials": n, "seed": seed, "oracle": "exact", **options}
-    return {"benchmark": "fair", "config": config, "settings": results}
+    return {"benchmark": "fair", "config": _config(n, seed, "exact", options), "settings": results}
 
 
 def run_noise_benchmark(
@@ -253,12 +324,13 @@ def run_noise_benchmark(
     seed: int = 0,
     epsilon: float = DEFAULT_EPSILON,
     radius: float = DEFAULT_RADIUS,
+    family: str = "authors",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Theorem 1's trade-off: QPME errors over ``varrho x eps_Omega`` with Definition 4's noisy oracle.
 
     Every cell of the grid uses the same metrics and oracle coins (trial seeds do not depend on the cell).
-    ``eps_Omega = 0`` is the exact oracle.
+    ``eps_Omega = 0`` is the exact oracle; ``family`` picks the metric generator.
 
     Returns
     -------
@@ -270,12 +342,13 @@ def run_noise_benchmark(
     ks = [check_int(k, "classes", 2) for k in classes]
     radii = [check_float(r, "inner_radii", low=0.0, high=radius) for r in inner_radii]
     levels = [check_float(e, "noise_levels", low=0.0, high=1.0, open_low=False) for e in noise_levels]
+    generator = check_generator(family)
     counter = _Counter(n * len(ks) * len(radii) * len(levels), progress)
     results = []
     for k in ks:
         for varrho in radii:
             for level in levels:
-                options = _options(epsilon, radius, varrho)
+                options = _options(epsilon, radius, varrho, family=generator)
                 options.update(noise="threshold" if level > 0 else "exact", noise_level=level)
                 records = []
                 for t in range(n):
@@ -296,5 +369,6 @@ def run_noise_benchmark(
         "oracle": "threshold (fair coin)",
         "epsilon": epsilon,
         "radius": radius,
+        "family": generator,
     }
     return {"benchmark": "noise", "config": config, "settings": results}

@@ -33,7 +33,7 @@ from ..catalogue import ALGORITHMS as CATALOGUE
 from ..catalogue import Algorithm, Setting
 from ..driver import run
 from ..errors import InvalidConfigError
-from ..families import Draw
+from ..families import Draw, check_generator
 from ..families.cubic import CUBIC_SHARE
 from ..oracles import ExactOracle, LogisticOracle, ThresholdNoiseOracle, satisfies_regularity
 from ..qpme import default_inner_radius
@@ -269,6 +269,7 @@ def simulate(
     seed: int = 0,
     metric: Metric | None = None,
     reconstruction: str = "signed",
+    generator: str = "authors",
 ) -> Simulation:
     """Run one elicitation against a simulated oracle on Section 6's synthetic sphere.
 
@@ -301,6 +302,9 @@ def simulate(
         The hidden metric; drawn at random (following the paper's assumptions) when omitted.
     reconstruction : {"signed", "lstsq", "closed_form"}
         QPME's reconstruction of ``(a, B)``.
+    generator : {"authors", "wishart"}
+        Random metric generator (`elicitation.families.GENERATORS`): the published experiments' draw, or
+        generic metrics (Wishart curvature, badly scaled gradient) for the quadratic and fair families.
 
     Returns
     -------
@@ -334,10 +338,14 @@ def simulate(
     if noise == "logistic" and (not math.isfinite(level) or level <= 0.0):
         raise InvalidConfigError(f"noise_level (beta) must be a positive finite number, got {noise_level!r}")
     trial = check_int(seed, "seed", 0, MAX_SEED)
+    check_generator(generator)
+    if metric is not None and generator != "authors":
+        raise InvalidConfigError("generator applies to random metrics; a given metric is not drawn")
     sphere = spec.synthetic_sphere(k, rho)
     hidden = (
         spec.random_metric(
-            np.random.default_rng([trial, 0]), Draw(sphere.n_classes, sphere=sphere, n_groups=m)
+            np.random.default_rng([trial, 0]),
+            Draw(sphere.n_classes, sphere=sphere, n_groups=m, generator=generator),
         )
         if metric is None
         else _check_metric(spec, metric, sphere, m)

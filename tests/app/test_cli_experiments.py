@@ -47,6 +47,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
         (["benchmark", "qpme", "--settings", "2x2"], "--settings"),
         (["benchmark", "noise", "--inner-radii", "0.1,0.3"], "--inner-radii"),
         (["benchmark", "speed"], "which"),
+        (["benchmark", "qpme", "--family", "gaussian"], "--family"),
+        (["benchmark", "fair", "--family", ""], "--family"),
+        (["benchmark", "timing", "--family", "wishart"], "--family"),
+        (["simulate", "--family", "uniform"], "--family"),
+        (["simulate", "--algorithm", "lpme", "--family", "wishart"], "--family"),
         (["replay", "/nonexistent/log.json"], "FILE"),
     ],
 )
@@ -259,3 +264,42 @@ def test_benchmark_all_quick_is_the_ci_subset(tmp_path: Path, capsys: pytest.Cap
     assert "final metric, fair_qpme k=3 m=3" in out  # the last step, timed apart from the queries
     assert all(stats["finish"] > 0.0 for stats in timing["wall"]["next_query"].values())
     assert len(list(tmp_path.glob("*.html"))) >= 10
+
+
+@pytest.mark.parametrize(("which", "label"), [("qpme", "| 2 |"), ("fair", "| 2 | 2 |")])
+def test_benchmark_family_runs_both_generators_with_agreement_and_tau(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], which: str, label: str
+) -> None:
+    tables = {}
+    setting = ["--settings", "2x2"] if which == "fair" else ["--classes", "2"]
+    for family in ("authors", "wishart"):
+        out_dir = tmp_path / family
+        code, out, err = run(
+            capsys, "benchmark", which, "--quick", "--trials", "2", *setting, "--family", family,
+            "--no-progress", "--markdown", "--output", str(out_dir),
+        )  # fmt: skip
+        assert code == 0, err
+        assert "agree mean" in out and "tau min" in out
+        assert ("wishart metric generator" in out) == (family == "wishart")
+        report = json.loads((out_dir / f"{which}.json").read_text())
+        assert report["config"]["family"] == family
+        summary = report["settings"][0]["summary"]
+        assert summary["failures"] == 0
+        assert 0.9 < summary["agreement"]["min"] <= summary["agreement"]["mean"] <= 1.0
+        assert 0.8 < summary["kendall_tau"]["min"] <= 1.0
+        (row,) = [line for line in out.splitlines() if line.startswith(label)]
+        tables[family] = (row, [r["seed"] for r in report["settings"][0]["records"]])
+    # The same trial seeds draw different metrics under the two generators.
+    assert tables["authors"][1] == tables["wishart"][1]
+    assert tables["authors"][0] != tables["wishart"][0]
+
+
+def test_simulate_family_draws_a_wishart_metric(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "simulate", "--classes", "2", "--family", "wishart", "--seed", "3", "--json")
+    assert code == 0, err
+    wishart = json.loads(out)
+    code, out, _ = run(capsys, "simulate", "--classes", "2", "--seed", "3", "--json")
+    assert code == 0
+    assert wishart["true_metric"] != json.loads(out)["true_metric"]
+    code, _, err = run(capsys, "simulate", "--family", "wishart", "--metric", "/nonexistent/metric.json")
+    assert code == 2 and "--family" in err

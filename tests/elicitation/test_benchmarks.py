@@ -10,7 +10,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from elicitation import Done, InvalidConfigError, LinearMetric, Pending, QuadraticMetric, ReplayMismatchError
+from elicitation import (
+    Done,
+    FairQuadraticMetric,
+    InvalidConfigError,
+    LinearMetric,
+    Pending,
+    QuadraticMetric,
+    ReplayMismatchError,
+    Sphere,
+)
+from elicitation.families import FAMILIES, Draw
 from elicitation.lab.benchmarks import (
     NEAR_ZERO_GRADIENT,
     run_fair_benchmark,
@@ -23,7 +33,8 @@ from elicitation.lab.figures import benchmark_figures
 from elicitation.lab.log_replay import LOG_FORMAT, answer_log, replay_log
 from elicitation.lab.simulation import DEFAULT_EPSILON, Simulation, build_elicitor, simulate
 from elicitation.lab.timing import measure_timing
-from elicitation.oracles import random_fair_metric
+from elicitation.oracles import random_fair_metric, satisfies_regularity
+from elicitation.qpme import default_inner_radius
 
 # Exact oracle, epsilon = 1e-2, k = 2: QPME recovers a and B to a few hundredths (Section 6 / issue 2 bars).
 A_TOL = 0.05
@@ -305,3 +316,79 @@ def test_ranking_figures_group_methods_by_dataset() -> None:
     assert set(figures) == {"ranking_ndcg", "ranking_kendall_tau"}
     bars = {trace["name"]: trace["y"] for trace in figures["ranking_kendall_tau"]["data"]}
     assert bars == {"accuracy": [None, 0.1], "elicited": [0.9, 0.8]}
+
+
+@pytest.mark.parametrize("generator", ["gaussian", "", None, "Wishart"])
+def test_benchmarks_reject_an_unknown_metric_generator(generator: Any) -> None:
+    with pytest.raises(InvalidConfigError, match="metric generator must be one of authors, wishart"):
+        run_qpme_benchmark(classes=(2,), trials=1, family=generator)
+    with pytest.raises(InvalidConfigError, match="metric generator"):
+        run_fair_benchmark(settings=((2, 2),), trials=1, family=generator)
+    with pytest.raises(InvalidConfigError, match="metric generator"):
+        simulate("qpme", n_classes=2, generator=generator)
+
+
+def test_wishart_generator_is_offered_by_the_quadratic_families_only() -> None:
+    with pytest.raises(InvalidConfigError, match="generator must be one of authors; got"):
+        simulate("lpme", n_classes=2, generator="wishart")
+    with pytest.raises(InvalidConfigError, match="given metric"):
+        simulate("qpme", n_classes=2, generator="wishart", metric=QuadraticMetric(np.ones(2), -np.eye(2)))
+
+
+@pytest.mark.parametrize(
+    ("runner", "kwargs"),
+    [(run_qpme_benchmark, {"classes": (2, 3)}), (run_fair_benchmark, {"settings": ((2, 2),)})],
+)
+def test_benchmarks_with_either_generator_are_deterministic_and_report_behaviour(
+    runner: Any, kwargs: dict[str, Any]
+) -> None:
+    reports = {family: runner(trials=2, seed=4, family=family, **kwargs) for family in ("authors", "wishart")}
+    for family, report in reports.items():
+        assert report["config"]["family"] == family
+        assert runner(trials=2, seed=4, family=family, **kwargs) == report
+        for setting in report["settings"]:
+            summary = setting["summary"]
+            assert summary["failures"] == 0
+            for record in setting["records"]:
+                assert 0.95 <= record["agreement"] <= 1.0
+                assert 0.8 <= record["kendall_tau"] <= 1.0
+            taus = [r["kendall_tau"] for r in setting["records"]]
+            assert summary["kendall_tau"]["min"] == min(taus)
+            assert summary["kendall_tau"]["mean"] == pytest.approx(np.mean(taus))
+    authors, wishart = (reports[f]["settings"][0]["records"] for f in ("authors", "wishart"))
+    assert [r["seed"] for r in authors] == [r["seed"] for r in wishart]
+    assert [r["errors"] for r in authors] != [r["errors"] for r in wishart]
+
+
+def test_wishart_quadratic_metrics_are_generic_and_within_the_assumptions() -> None:
+    sphere = Sphere.around_uniform(4, 0.2)
+    spreads, conditions = [], []
+    for seed in range(40):
+        metric = FAMILIES["quadratic"].random(
+            np.random.default_rng(seed), Draw(4, sphere=sphere, generator="wishart")
+        )
+        assert isinstance(metric, QuadraticMetric)
+        eigenvalues = np.linalg.eigvalsh(metric.B)
+        assert np.all(eigenvalues <= 1e-12)  # negative semi-definite
+        assert satisfies_regularity(metric, sphere, default_inner_radius(sphere))
+        gradient = np.abs(metric.gradient(sphere.center))
+        spreads.append(gradient.max() / gradient.min())
+        conditions.append(eigenvalues.min() / eigenvalues.max())
+    # Gradient entries span up to two orders of magnitude; curvature is far from isotropic.
+    assert 10.0 < float(np.median(spreads)) <= 100.0 * 1.0001
+    assert float(np.median(conditions)) > 20.0
+
+
+def test_wishart_fair_metrics_keep_definition_3() -> None:
+    costs = []
+    for seed in range(20):
+        metric = FAMILIES["fair_quadratic"].random(
+            np.random.default_rng(seed), Draw(3, n_groups=3, generator="wishart")
+        )
+        assert isinstance(metric, FairQuadraticMetric)
+        assert np.all(metric.a > 0.0) and metric.a @ metric.a == pytest.approx(1.0)
+        assert sum(float(np.linalg.norm(B)) for B in metric.B_pairs.values()) == pytest.approx(2.0)
+        assert all(np.linalg.eigvalsh(B).min() >= -1e-12 for B in metric.B_pairs.values())
+        assert 0.25 <= metric.lam <= 0.75
+        costs.append(metric.a.max() / metric.a.min())
+    assert 5.0 < float(np.median(costs)) <= 100.0 * 1.0001
