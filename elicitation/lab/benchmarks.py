@@ -89,31 +89,27 @@ def trial_seed(seed: int, n_classes: int, n_groups: int, trial: int) -> int:
     return int(state[0]) << 31 | int(state[1]) >> 1
 
 
+def _describe(values: Sequence[float], percentile: int, extreme: str) -> dict[str, float]:
+    """Mean, median, the ``percentile``-th percentile (key ``p<percentile>``) and ``extreme`` (``"max"`` or
+    ``"min"``) of ``values``; empty gives NaNs."""
+    keys = ("mean", "median", f"p{percentile}", extreme)
+    if len(values) == 0:
+        return dict.fromkeys(keys, math.nan)
+    array = np.asarray(values, dtype=np.float64)
+    bound = np.max(array) if extreme == "max" else np.min(array)
+    numbers = (np.mean(array), np.median(array), np.percentile(array, percentile), bound)
+    return {key: float(number) for key, number in zip(keys, numbers, strict=True)}
+
+
 def summarize(values: Sequence[float]) -> dict[str, float]:
     """Mean, median, 90th percentile and maximum of ``values`` (NaN-free; empty gives NaNs)."""
-    if len(values) == 0:
-        return {"mean": math.nan, "median": math.nan, "p90": math.nan, "max": math.nan}
-    array = np.asarray(values, dtype=np.float64)
-    return {
-        "mean": float(np.mean(array)),
-        "median": float(np.median(array)),
-        "p90": float(np.percentile(array, 90)),
-        "max": float(np.max(array)),
-    }
+    return _describe(values, 90, "max")
 
 
 def summarize_low(values: Sequence[float]) -> dict[str, float]:
     """Mean, median, 10th percentile and minimum of ``values``: the bad tail of a score where higher is
     better (agreement, Kendall tau); empty gives NaNs."""
-    if len(values) == 0:
-        return {"mean": math.nan, "median": math.nan, "p10": math.nan, "min": math.nan}
-    array = np.asarray(values, dtype=np.float64)
-    return {
-        "mean": float(np.mean(array)),
-        "median": float(np.median(array)),
-        "p10": float(np.percentile(array, 10)),
-        "min": float(np.min(array)),
-    }
+    return _describe(values, 10, "min")
 
 
 def _behaviour(sim: Simulation) -> dict[str, float]:
