@@ -7,6 +7,7 @@ connection while the connections waited for a free thread to close their session
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio.to_thread
@@ -49,7 +50,10 @@ def test_requests_do_not_deadlock_on_a_small_pool(sqlite_file_settings: Settings
             return await asyncio.wait_for(asyncio.gather(*requests), timeout=120)
 
     try:
-        responses = asyncio.run(main())
+        # A thread of its own: a browser test earlier in this worker may leave Playwright's event loop
+        # running in the main thread, where asyncio.run refuses to start another.
+        with ThreadPoolExecutor(max_workers=1) as runner:
+            responses = runner.submit(asyncio.run, main()).result()
     finally:
         engine.dispose()
     assert [response.status_code for response in responses] == [200] * CONCURRENT_REQUESTS
