@@ -6,7 +6,7 @@ coefficient errors of the estimate. Practice, check and evaluation comparisons c
 session plan; minutes per participant use a per-comparison time the coordinator sets, or the median
 measured in the study's earlier sessions, or `DEFAULT_SECONDS_PER_QUERY`.
 
-Perceptibility (issue 7): a comparison is *imperceptible* when no cell of the two confusion matrices (out of
+Perceptibility: a comparison is *imperceptible* when no cell of the two confusion matrices (out of
 100 people, from the study's query space) differs by at least ``min_cell_gap`` (the algorithm's own
 ``min_cell_gap`` parameter, else `DEFAULT_MIN_CELL_GAP`). The planner reports the share of simulated
 elicitor queries that are imperceptible and warns above `IMPERCEPTIBLE_WARNING_SHARE` (QPME's inner

@@ -44,6 +44,21 @@ LAPTOP = {"width": 1366, "height": 900}
 #: A phone held upright (CSS pixels): touch screen, no hover, no keyboard.
 PHONE = {"width": 390, "height": 844}
 
+#: A two-group fairness study (fair QPME, k = 2, m = 2) that goes straight to its questions.
+FAIRNESS_STUDY: dict[str, Any] = {
+    "name": "Credit decisions",
+    "task": "A classifier decides whether a loan applicant will repay.",
+    "class_names": ["repays", "defaults"],
+    "group_names": ["women", "men"],
+    "population": "applicants",
+    "algorithm": "fair_qpme",
+    "algorithm_params": {"epsilon": 0.3},
+    "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [[0.75, 0.25], [0.65, 0.35]]},
+    "practice_queries": 0,
+    "checks": False,
+    "evaluation_queries": 0,
+}
+
 #: A small linear study (LPME, k = 2, coarse tolerance): 8 elicitation queries plus every other phase.
 LPME_STUDY: dict[str, Any] = {
     "name": "Breast cancer screening",
@@ -197,3 +212,9 @@ def phone(browser: Any) -> Iterator[Any]:
     yield page
     context.close()
     record.assert_clean()
+
+
+@pytest.fixture
+def fairness_study(live_server: LiveServer) -> Any:
+    """A new two-group fairness study (`FAIRNESS_STUDY`) on the live server."""
+    return live_server.create_study(**FAIRNESS_STUDY)

@@ -72,21 +72,11 @@ def test_participant_pages_have_no_serious_axe_violation(screen: Page, live_serv
     _assert_accessible(page, "thank-you and result")
 
 
-def test_fairness_question_has_no_serious_axe_violation(screen: Page, live_server: Any) -> None:
+def test_fairness_question_has_no_serious_axe_violation(
+    screen: Page, live_server: Any, fairness_study: Any
+) -> None:
     page = screen
-    fair = live_server.create_study(
-        name="Credit decisions",
-        task="A classifier decides whether a loan applicant will repay.",
-        class_names=["repays", "defaults"],
-        group_names=["women", "men"],
-        population="applicants",
-        algorithm="fair_qpme",
-        algorithm_params={"epsilon": 0.3},
-        query_space={"kind": "synthetic", "radius": 0.2, "priors": [[0.75, 0.25], [0.65, 0.35]]},
-        practice_queries=0,
-        checks=False,
-        evaluation_queries=0,
-    )
+    fair = fairness_study
     page.goto(f"{live_server.url}/studies/{fair.id}/join")
     page.get_by_test_id("consent-checkbox").check()
     _submit(page, "consent-submit")

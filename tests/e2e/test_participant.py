@@ -401,21 +401,9 @@ def test_question_page_draws_its_charts_under_a_csp_without_inline_styles(
 
 
 def test_fairness_question_shows_one_panel_per_group_on_each_side(
-    page: Page, live_server: Any, health: Any
+    page: Page, live_server: Any, health: Any, fairness_study: Any
 ) -> None:
-    fair = live_server.create_study(
-        name="Credit decisions",
-        task="A classifier decides whether a loan applicant will repay.",
-        class_names=["repays", "defaults"],
-        group_names=["women", "men"],
-        population="applicants",
-        algorithm="fair_qpme",
-        algorithm_params={"epsilon": 0.3},
-        query_space={"kind": "synthetic", "radius": 0.2, "priors": [[0.75, 0.25], [0.65, 0.35]]},
-        practice_queries=0,
-        checks=False,
-        evaluation_queries=0,
-    )
+    fair = fairness_study
     token = _start_consented(page, live_server, fair)
     _expect_charts_drawn(page)
     for side, label in (("left", "Classifier A"), ("right", "Classifier B")):

@@ -31,19 +31,6 @@ IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
 VIEWPORT = {"width": 1440, "height": 1000}
 #: The participant steps are shown as the issue's reviewers saw them: a laptop and a phone.
 LAPTOP_STEPS = {"width": 1366, "height": 900}
-FAIRNESS_STUDY: dict[str, Any] = {
-    "name": "Credit decisions",
-    "task": "A classifier decides whether a loan applicant will repay.",
-    "class_names": ["repays", "defaults"],
-    "group_names": ["women", "men"],
-    "population": "applicants",
-    "algorithm": "fair_qpme",
-    "algorithm_params": {"epsilon": 0.3},
-    "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [[0.75, 0.25], [0.65, 0.35]]},
-    "practice_queries": 0,
-    "checks": False,
-    "evaluation_queries": 0,
-}
 #: Only for the throw-away database of this test.
 ADMIN_PASSWORD = "screenshot password for a throw-away database"
 
@@ -80,7 +67,7 @@ def _click_through(page: Page, test_id: str) -> None:
         page.get_by_test_id(test_id).click()
 
 
-def _participant_steps(page: Page, live_server: Any, device: str) -> None:
+def _participant_steps(page: Page, live_server: Any, fair: Any, device: str) -> None:
     study = live_server.create_study(practice_queries=1)
     # Simulated once, as the coordinator's study page does, so the consent page states the study's length.
     live_server.app.state.plan_cache.plan(StudyConfig.model_validate(study.config))
@@ -97,7 +84,6 @@ def _participant_steps(page: Page, live_server: Any, device: str) -> None:
     while "/result" not in page.url:
         _click_through(page, "choose-left")
     _shoot(page, f"participant-6-thank-you-{device}")
-    fair = live_server.create_study(**FAIRNESS_STUDY)
     page.goto(f"{live_server.url}/studies/{fair.id}/join")
     page.get_by_test_id("consent-checkbox").check()
     _click_through(page, "consent-submit")
@@ -106,13 +92,15 @@ def _participant_steps(page: Page, live_server: Any, device: str) -> None:
     _shoot(page, f"participant-5-fairness-{device}")
 
 
-def test_screenshot_participant_steps_on_a_laptop(page: Page, live_server: Any, health: Any) -> None:
+def test_screenshot_participant_steps_on_a_laptop(
+    page: Page, live_server: Any, health: Any, fairness_study: Any
+) -> None:
     page.set_viewport_size(LAPTOP_STEPS)
-    _participant_steps(page, live_server, "laptop")
+    _participant_steps(page, live_server, fairness_study, "laptop")
 
 
-def test_screenshot_participant_steps_on_a_phone(phone: Page, live_server: Any) -> None:
-    _participant_steps(phone, live_server, "phone")
+def test_screenshot_participant_steps_on_a_phone(phone: Page, live_server: Any, fairness_study: Any) -> None:
+    _participant_steps(phone, live_server, fairness_study, "phone")
 
 
 def _finish_over_api(base_url: str, study_id: Any, metric: Any, answers: int | None = None) -> str:
