@@ -20,12 +20,18 @@ from .settings import Settings
 __all__ = ["SchemaStatus", "alembic_config", "head_revision", "schema_status", "upgrade_database"]
 
 
-def alembic_config(settings: Settings) -> Any:
-    """Alembic configuration for the project's migrations, bound to ``settings``' database."""
+def _migrations_config() -> Any:
+    """Alembic configuration that knows where this installation's migrations are (no database yet)."""
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(resource_dir("migrations")))
+    return config
+
+
+def alembic_config(settings: Settings) -> Any:
+    """Alembic configuration for the project's migrations, bound to ``settings``' database."""
+    config = _migrations_config()
     config.attributes["settings"] = settings
     return config
 
@@ -40,12 +46,9 @@ def upgrade_database(settings: Settings, revision: str = "head") -> None:
 @cache
 def head_revision() -> str:
     """The newest migration this installation ships (read once per process)."""
-    from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    config = Config()
-    config.set_main_option("script_location", str(resource_dir("migrations")))
-    head = ScriptDirectory.from_config(config).get_current_head()
+    head = ScriptDirectory.from_config(_migrations_config()).get_current_head()
     if head is None:
         raise RuntimeError("the migrations folder has no revision")
     return head
