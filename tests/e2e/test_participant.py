@@ -343,7 +343,9 @@ def test_classifiers_sit_side_by_side_on_a_laptop_and_on_a_portrait_tablet(
     expect(left.locator(".sankey-box-label").first).to_contain_text("benign")
     page.set_viewport_size({"width": 768, "height": 1024})
     page.wait_for_timeout(RESIZE_SETTLE_MS)
-    # Redrawn for the new width, the flows keep their counts (one set, not stale copies).
+    # Redrawn for the new width, the flows keep their counts (one set, not stale copies); the redraw may
+    # still be under way after the settle time on a busy machine, so wait for its labels first.
+    expect(flow_labels).to_have_count(len(labels))
     assert sorted(float(text) for text in flow_labels.all_text_contents()) == labels
     a, b = _boxes(page)
     assert a["right"] <= b["left"] and abs(a["top"] - b["top"]) < 1
