@@ -25,29 +25,14 @@ finding ``a`` means finding the best boundary point ``mu(theta)`` (see `elicitat
    ``theta_j +- epsilon`` (3 halvings, leaving ``epsilon / 4``) and fall back to the full range only if
    the optimum has left it. ``early_stop=False`` always runs ``cycles`` full cycles, as the paper does.
 
-4. **Antipodal probes** (``probe="antipodal"``, an alternative to ShrinkInterval). Near the peak,
-   ShrinkInterval compares boundary points whose values differ only to second order in the angle gap, so
-   an oracle that errs on close pairs (Definition 4, threshold ``eps_Omega``) leaves an angle error of
-   order ``sqrt(eps_Omega / rho)``. Instead, one query per halving compares the antipodal points
-   ``o +- rho w`` with ``w`` the unit tangent ``d a / d theta_j`` at the bracket midpoint. For a linear
-   metric, and exactly for a quadratic one (the curvature terms cancel), the answer is the sign of the
-   metric's derivative along ``theta_j`` at the centre, and the value gap is ``2 rho |derivative|``: the
-   angle error under noise drops to order ``eps_Omega / rho``. Orthant discovery then compares
-   ``o + rho e_i`` with ``o - rho e_i``. The slopes are gradient directions *at the centre* ``o``,
-   whereas ShrinkInterval's are gradient directions at the boundary maximum ``o + rho a_hat``.
-
-5. **Robust answering** (``robust``, opt-in; the default ``"none"`` asks exactly the paper's queries).
-   A binary search trusts every answer, so one wrong click sends the bracket to the wrong half for good.
-   ``"repeat"`` makes every decision the majority of up to three asks: the query, then its mirror image
-   (``first`` and ``second`` swapped, the answer inverted back, which also catches a person who always
-   clicks one side), and the query again only when those two disagree (2-3 asks per decision).
-   ``"noisy_bisection"`` (antipodal probes only, where each halving is a threshold test: the sign of the
-   derivative along the angle) replaces each angle's halvings by probabilistic bisection: a posterior over
-   a grid of the bracket, updated by Bayes' rule assuming every answer is right with probability
-   ``NOISY_ACCURACY`` (0.8), queried at the posterior median, stopping when the 90% credible interval is as
-   narrow as the exact search's final bracket or after ``NOISY_QUERIES_PER_STEP`` answers per halving.
-   A wrong answer there only moves posterior mass, which later answers move back. Orthant decisions use the
-   majority of three in both modes. Both modes stay deterministic (no randomness at all).
+4. **Antipodal probes** (``probe="antipodal"``): one query per halving compares ``o +- rho w``, ``w`` the
+   unit tangent ``d a / d theta_j`` at the bracket midpoint; the answer is the sign of the metric's
+   derivative along the angle *at the centre* (exactly, for linear and quadratic metrics), which a noisy
+   person misjudges far less than ShrinkInterval's nearly-equal boundary points.
+5. **Robust answering** (``robust``, opt-in; the default ``"none"`` asks exactly the paper's queries):
+   ``"repeat"`` takes each decision as a majority of the query, its mirror image and, on disagreement, the
+   query again; ``"noisy_bisection"`` (antipodal probes only) replaces each angle's halvings by
+   probabilistic bisection. Both are deterministic. Why and how: ``docs/robust-answering.md``.
 
 Every query compares two points of ``dS``, so queries never leave the sphere.
 

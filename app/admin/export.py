@@ -32,7 +32,6 @@ from sqlalchemy.orm import Session
 from elicitation.families import get_family
 
 from ..algorithms import get_algorithm
-from ..displayed import session_version
 from ..metric_views import VIEWS
 from ..models import (
     Answer,
@@ -46,6 +45,7 @@ from ..models import (
     as_utc,
 )
 from ..sessions import SessionCache
+from ..sessions.displayed import session_version
 from ..study_config import config_hash
 from .archive import ARCHIVE_FORMAT, ARCHIVE_VERSION, parse_archive
 from .auth import AdminError

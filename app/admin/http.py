@@ -9,9 +9,9 @@ from typing import Annotated, Any
 from fastapi import Path, Request
 from fastapi.responses import StreamingResponse
 
+from ..planning import PlanCache
 from . import export, studies
 from .auth import AdminError, Principal
-from .planner import PlanCache
 
 __all__ = [
     "MAX_ARCHIVE_BODY_BYTES",

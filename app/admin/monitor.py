@@ -38,6 +38,7 @@ from ..models import (
     utcnow,
 )
 from ..outcome import accuracy_baseline
+from ..planning import comparison_ms
 from ..sessions import Failed, SessionCache, effective_rows, elicitor_rows, replay_verified
 from ..study_config import StudyConfig, build_space
 from .models import Exclusion
@@ -48,7 +49,6 @@ __all__ = [
     "UNDO_ALERT",
     "SessionDetail",
     "StudyDashboard",
-    "measured_seconds_per_query",
     "session_detail",
     "study_dashboard",
     "verify_replay",
@@ -70,13 +70,6 @@ _STAGES = {
 }
 #: Answers-per-minute chart window.
 RATE_WINDOW_MIN = 60
-
-
-def _time_ms(row: Any) -> int | None:
-    """Time the participant spent on a comparison: the page timer, else the server-side gap."""
-    if row.time_on_page_ms is not None:
-        return int(row.time_on_page_ms)
-    return None if row.server_elapsed_ms is None else int(row.server_elapsed_ms)
 
 
 def _ago(minutes: float) -> str:
@@ -152,18 +145,6 @@ def _log_rows(db: Session, session_ids: list[uuid.UUID]) -> dict[uuid.UUID, list
     return rows
 
 
-def measured_seconds_per_query(db: Session, study_id: uuid.UUID) -> float | None:
-    """Median seconds per answered comparison over the study's sessions (None before any answer)."""
-    statement = (
-        select(Answer.time_on_page_ms, Answer.server_elapsed_ms)
-        .join(ElicitationSession, Answer.session_id == ElicitationSession.id)
-        .where(ElicitationSession.study_id == study_id, Answer.action == LogAction.ANSWER.value)
-    )
-    times = [_time_ms(row) for row in db.execute(statement)]
-    values = [value for value in times if value is not None]
-    return statistics.median(values) / 1000.0 if values else None
-
-
 def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -> StudyDashboard:
     """Participants by status, answer rate, median time per comparison, drop-off and warning signs."""
     now = now or utcnow()
@@ -195,7 +176,7 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
         rows = logs[session.id]
         answers = [row for row in rows if row.action == LogAction.ANSWER.value]
         for row in answers:
-            value = _time_ms(row)
+            value = comparison_ms(row)
             if value is not None:
                 times.append(value)
             created = as_utc(row.created_at)

@@ -30,7 +30,8 @@ from .. import repository as repo
 from ..api_errors import error_responses
 from ..deps import CacheDep, DbSessionDep, SettingsDep
 from ..models import StudyControl
-from ..study_config import StudyConfig, config_hash
+from ..planning import study_plan
+from ..study_config import config_hash
 from . import export, monitor, studies
 from .admission import AdmittedRoute
 from .auth import AdminError, ApiUserDep, create_api_token, list_api_tokens, revoke_api_token
@@ -291,13 +292,8 @@ def duplicate_study(
 @router.get("/studies/{study_id}/plan", response_model=PlanOut, responses=error_responses(404, 422))
 def plan(study_id: str, principal: ApiUserDep, db: DbSessionDep, request: Request) -> dict[str, Any]:
     """The planner: expected queries (mean, p90), minutes per participant and elicitation error."""
-    study, control = studies.visible_study(db, principal, study_id)
-    result = plan_cache(request).plan(
-        StudyConfig.model_validate(study.config),
-        seconds_per_query=control.seconds_per_query if control else None,
-        measured_seconds=monitor.measured_seconds_per_query(db, study.id),
-    )
-    return result.to_dict()
+    study, _control = studies.visible_study(db, principal, study_id)
+    return study_plan(db, plan_cache(request), study).to_dict()
 
 
 @router.post(

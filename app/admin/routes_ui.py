@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -22,12 +21,9 @@ from elicitation.region import region_summary
 from .. import repository as repo
 from ..algorithms import REGISTRY
 from ..deps import CacheDep, DbSessionDep, SettingsDep
-from ..errors import ConflictError
+from ..planning import study_plan
 from ..study_config import (
-    StudyConfig,
-    StudyConfigError,
     config_hash,
-    parse_study_config,
 )
 from . import export, monitor, studies, study_form
 from .admission import AdmittedRoute
@@ -187,28 +183,20 @@ def new_study(request: Request, principal: UiUserDep) -> Response:
     return _study_form(request, principal, study_form.blank_form(), errors=[], plan=None)
 
 
-async def _form_dict(request: Request) -> tuple[dict[str, Any], CsvUpload | None]:
+async def _form_dict(request: Request) -> tuple[dict[str, Any], study_form.CsvUpload | None]:
     """The form's text fields, and the dataset CSV if one was chosen (read up to one byte over the limit)."""
     length = request.headers.get("content-length", "")
     if length.isdigit() and int(length) > studies.MAX_CSV_BYTES + _FORM_SLACK_BYTES:
         # refuse before the multipart body is spooled; nothing is stored
-        return {}, CsvUpload(b"\0" * (studies.MAX_CSV_BYTES + 1), "")
+        return {}, study_form.CsvUpload(b"\0" * (studies.MAX_CSV_BYTES + 1), "")
     form = await request.form()
     fields = {key: value for key, value in form.items() if isinstance(value, str)}
     upload = form.get("dataset_csv")
     if isinstance(upload, UploadFile) and upload.filename:
         raw = await upload.read(studies.MAX_CSV_BYTES + 1)
         # the client's file name is a label at most (sanitised in studies.csv_dataset_space), never a path
-        return fields, CsvUpload(raw, upload.filename)
+        return fields, study_form.CsvUpload(raw, upload.filename)
     return fields, None
-
-
-@dataclass(frozen=True)
-class CsvUpload:
-    """An uploaded dataset CSV: its bytes (at most one over the limit) and the client's file name."""
-
-    raw: bytes
-    filename: str
 
 
 #: Room for the study form's text fields next to a CSV of the largest allowed size.
@@ -242,41 +230,29 @@ def _save_study_form(
     principal: Principal,
     form: dict[str, Any],
     study_id: str | None,
-    upload: CsvUpload | None = None,
+    upload: study_form.CsvUpload | None = None,
 ) -> Response:
-    """Plan (``action=plan``) or save the study form; invalid input re-renders it with messages.
-
-    With a dataset CSV the query space is built from it and stored whole in the configuration; after
-    planning, the form keeps that configuration in its JSON box so the file need not be chosen again.
-    """
+    """Plan or save the study form (`study_form.submit_study_form`); the study's page once saved, else the
+    form again with its messages or its plan."""
     with request.app.state.sessionmaker() as db:
         study = control = None
         if study_id is not None:
             study, control = studies.visible_study(db, principal, study_id)
-        try:
-            config_dict = study_form.config_from_form(form)
-            if upload is not None:
-                config_dict = study_form.with_csv_space(config_dict, form, upload.raw, upload.filename)
-            seconds = study_form.seconds_from_form(form)
-            config = parse_study_config(config_dict)
-        except (AdminError, StudyConfigError) as exc:
-            message = exc.message if isinstance(exc, AdminError) else str(exc)
-            return _study_form(request, principal, form, study=study, errors=message.split("; "), plan=None)
-        if form.get("action") == "plan":
-            plan = plan_cache(request).plan(config, seconds_per_query=seconds)
-            if upload is not None:
-                form = {**form, "config_json": json.dumps(config.model_dump(mode="json"), indent=2)}
-            return _study_form(request, principal, form, study=study, errors=[], plan=plan)
-        try:
-            if study is None:
-                study, control = studies.create_study_for(db, principal, config, seconds_per_query=seconds)
-            else:
-                studies.edit_study(
-                    db, request.app.state.session_cache, study, control, config, seconds_per_query=seconds
-                )
-        except (AdminError, ConflictError) as exc:
-            return _study_form(request, principal, form, study=study, errors=[exc.message], plan=None)
-        return _see_other(f"/admin/studies/{study.id}")
+        outcome = study_form.submit_study_form(
+            db,
+            principal,
+            form,
+            study=study,
+            control=control,
+            upload=upload,
+            plans=plan_cache(request),
+            sessions=request.app.state.session_cache,
+        )
+        if outcome.saved is not None:
+            return _see_other(f"/admin/studies/{outcome.saved.id}")
+        return _study_form(
+            request, principal, outcome.form, study=study, errors=list(outcome.errors), plan=outcome.plan
+        )
 
 
 @router.get("/studies/{study_id}")
@@ -284,12 +260,7 @@ def show_study(
     study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep, settings: SettingsDep
 ) -> Response:
     study, control = studies.visible_study(db, principal, study_id)
-    config = StudyConfig.model_validate(study.config)
-    plan = plan_cache(request).plan(
-        config,
-        seconds_per_query=control.seconds_per_query if control else None,
-        measured_seconds=monitor.measured_seconds_per_query(db, study.id),
-    )
+    plan = study_plan(db, plan_cache(request), study)
     base = settings.public_base_url or str(request.base_url).rstrip("/")
     return _page(
         request,

@@ -72,7 +72,7 @@ class StudyImportedOut(StudyOut):
 
 
 class PlanOut(_Out):
-    """The planner's forecast (`app.admin.planner.PlannerResult`)."""
+    """The planner's forecast (`app.planning.PlannerResult`)."""
 
     trials: int
     failed_trials: int

@@ -9,21 +9,31 @@ JSON box, when filled, replaces the whole form.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
+
+from sqlalchemy.orm import Session
 
 from elicitation.rates import DEFAULT_SYNTHETIC_RADIUS
 
 from ..algorithms import REGISTRY
-from ..study_config import StudyConfig
+from ..errors import ConflictError
+from ..models import Study, StudyControl
+from ..planning import PlanCache, PlannerResult
+from ..sessions import SessionCache
+from ..study_config import StudyConfig, StudyConfigError, parse_study_config
 from . import studies
-from .auth import AdminError
+from .auth import AdminError, Principal
 
 __all__ = [
     "TOLERANCE_PARAM",
+    "CsvUpload",
+    "FormOutcome",
     "blank_form",
     "config_from_form",
     "form_from_config",
     "seconds_from_form",
+    "submit_study_form",
     "with_csv_space",
 ]
 
@@ -183,3 +193,62 @@ def seconds_from_form(form: dict[str, Any]) -> float | None:
         return float(raw)
     except ValueError:
         raise AdminError("seconds per comparison: give a number", status_code=422) from None
+
+
+@dataclass(frozen=True)
+class CsvUpload:
+    """An uploaded dataset CSV: its bytes (at most one over the limit) and the client's file name."""
+
+    raw: bytes
+    filename: str
+
+
+@dataclass(frozen=True)
+class FormOutcome:
+    """What submitting the form did: the study it saved, or the form to show again with its messages and,
+    after planning, the plan."""
+
+    saved: Study | None
+    form: dict[str, Any]
+    errors: tuple[str, ...] = ()
+    plan: PlannerResult | None = None
+
+
+def submit_study_form(
+    db: Session,
+    principal: Principal,
+    form: dict[str, Any],
+    *,
+    study: Study | None,
+    control: StudyControl | None,
+    upload: CsvUpload | None,
+    plans: PlanCache,
+    sessions: SessionCache,
+) -> FormOutcome:
+    """Plan (``action=plan``) or save the form as a new study (``study`` None) or as ``study``'s new
+    configuration; invalid input comes back with messages and stores nothing.
+
+    With a dataset CSV the query space is built from it and stored whole in the configuration; after
+    planning, the form keeps that configuration in its JSON box so the file need not be chosen again.
+    """
+    try:
+        config_dict = config_from_form(form)
+        if upload is not None:
+            config_dict = with_csv_space(config_dict, form, upload.raw, upload.filename)
+        seconds = seconds_from_form(form)
+        config = parse_study_config(config_dict)
+    except (AdminError, StudyConfigError) as exc:
+        message = exc.message if isinstance(exc, AdminError) else str(exc)
+        return FormOutcome(saved=None, form=form, errors=tuple(message.split("; ")))
+    if form.get("action") == "plan":
+        if upload is not None:
+            form = {**form, "config_json": json.dumps(config.model_dump(mode="json"), indent=2)}
+        return FormOutcome(saved=None, form=form, plan=plans.plan(config, seconds_per_query=seconds))
+    try:
+        if study is None:
+            study, _control = studies.create_study_for(db, principal, config, seconds_per_query=seconds)
+        else:
+            studies.edit_study(db, sessions, study, control, config, seconds_per_query=seconds)
+    except (AdminError, ConflictError) as exc:
+        return FormOutcome(saved=None, form=form, errors=(exc.message,))
+    return FormOutcome(saved=study, form=form)

@@ -9,8 +9,8 @@ from urllib.parse import quote
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
+from ..planning import PlanCache
 from .auth import AuthError, LoginRequiredError
-from .planner import PlanCache
 from .routes_api import router as api_router
 from .routes_ui import router as ui_router
 

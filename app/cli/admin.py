@@ -28,8 +28,8 @@ from ..admin.auth import (
     set_password,
 )
 from ..admin.models import Role, User
-from ..admin.planner import plan_study
 from ..errors import AppError
+from ..planning import plan_study
 from ..sessions import SessionCache
 from ..settings import Settings
 from ..study_config import StudyConfigError, load_study_config

@@ -62,8 +62,8 @@ from elicitation.lab.timing import measure_timing
 
 from ..algorithms import UnknownAlgorithmError, get_algorithm
 from ..codec import CodecError, decode_metric, encode_metric, to_jsonable
-from ..displayed import build_session_elicitor
 from ..metric_views import rate_text, text_lines
+from ..sessions.displayed import build_session_elicitor
 
 __all__ = [
     "BENCHMARKS",

@@ -17,8 +17,8 @@ from ..errors import ConflictError
 from ..explain import MetricWords
 from ..metric_views import participant_figures, stored_metric_words
 from ..models import SessionStatus
+from ..planning import StudyEstimate, study_estimate
 from ..study_config import StudyConfig
-from ..study_estimate import StudyEstimate, study_estimate
 
 __all__ = ["router"]
 

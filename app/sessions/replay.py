@@ -1,13 +1,13 @@
 """The one replay-and-verify of a recorded session: rebuild its elicitor and check every stored query.
 
-Used by the participant service on every request that misses the cache and by the back office's replay
-check (also run on import); ``elicit replay`` builds a study export's elicitor the same way
-(`app.displayed.build_session_elicitor`) and checks it through the core's driver. The regenerated queries
-are compared with the stored ones after the replay, all at once (`elicitation.first_mismatch`), straight
-from their JSON: building `Query` objects for ``expected_queries`` would cost as much as the replay. If the
-elicitor fails numerically, the driver's per-query check (`elicitation.replay` with ``expected_queries``)
-decides whether the log diverged first, so a diverged log is always reported as a mismatch, never as a
-numerical failure.
+Used by the participant service on every request that misses the cache and by the back office's replay check
+(also run on import); ``elicit replay`` builds a study export's elicitor the same way
+(`app.sessions.displayed.build_session_elicitor`) and checks it through the core's driver. The regenerated
+queries are compared with the stored ones after the replay, all at once (`elicitation.first_mismatch`),
+straight from their JSON: building `Query` objects for ``expected_queries`` would cost as much as the replay.
+If the elicitor fails numerically, the driver's per-query check (`elicitation.replay` with
+``expected_queries``) decides whether the log diverged first, so a diverged log is always reported as a
+mismatch, never as a numerical failure.
 """
 
 from __future__ import annotations

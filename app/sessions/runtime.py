@@ -21,11 +21,11 @@ from elicitation import Done, Pending
 
 from .. import repository as repo
 from ..algorithms import AlgorithmSpec, get_algorithm
-from ..displayed import build_session_elicitor
 from ..errors import NotFoundError
 from ..models import Study
 from ..plan import SessionPlan
 from ..study_config import StudyConfig, build_space
+from .displayed import build_session_elicitor
 
 __all__ = ["CONFUSION_MEMO_SIZE", "ElicitorState", "Failed", "SessionCache", "StudyRuntime"]
 

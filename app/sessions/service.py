@@ -20,7 +20,6 @@ from elicitation import Done, NumericalError, Pending
 
 from .. import repository as repo
 from ..codec import decode_query, encode_metric, encode_query, to_jsonable
-from ..displayed import session_version
 from ..errors import ConflictError, NotFoundError
 from ..explain import reading_for
 from ..models import (
@@ -35,6 +34,7 @@ from ..models import (
 )
 from ..outcome import check_summary, evaluation_summary, plain_summary
 from ..plan import SessionPlan, Step, elicitor_choice
+from .displayed import session_version
 from .enrolment import check_enrolment, find_study, open_study
 from .log import effective_rows, elicitor_rows
 from .replay import replay_verified

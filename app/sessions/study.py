@@ -13,9 +13,9 @@ from elicitation import ElicitationError, run
 
 from .. import repository as repo
 from ..algorithms import AlgorithmSpec, get_algorithm
-from ..displayed import build_session_elicitor
 from ..models import Study
 from ..study_config import StudyConfig, build_space, parse_study_config
+from .displayed import build_session_elicitor
 
 __all__ = ["create_study", "typical_queries"]
 

@@ -9,9 +9,9 @@ import pytest
 from admin_support import STUDY_CONFIG, Participant, bearer, login
 from fastapi.testclient import TestClient
 
-from app.admin.planner import IMPERCEPTIBLE_WARNING_SHARE, imperceptible, plan_study
 from app.algorithms import REGISTRY, ActiveParams
-from app.displayed import DISPLAY_MARK, build_session_elicitor
+from app.planning.planner import IMPERCEPTIBLE_WARNING_SHARE, imperceptible, plan_study
+from app.sessions.displayed import DISPLAY_MARK, build_session_elicitor
 from app.study_config import StudyConfigError, build_space, parse_study_config
 from elicitation import Pending, QuadraticMetric, replay
 

@@ -8,8 +8,8 @@ import pytest
 from admin_support import STUDY_CONFIG, bearer, login
 from fastapi.testclient import TestClient
 
-from app.admin import planner
-from app.admin.planner import PlanCache, plan_study
+from app.planning import planner
+from app.planning.planner import PlanCache, plan_study
 from app.study_config import parse_study_config
 
 

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from app.algorithms import REGISTRY
-from app.displayed import build_session_elicitor
+from app.sessions.displayed import build_session_elicitor
 from elicitation import NumericalError, Pending, QuadraticMetric, ReplayMismatchError, Sphere, replay, run
 from elicitation.oracles import ExactOracle, random_quadratic_metric
 from elicitation.rates import SyntheticSpace

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from app.algorithms import REGISTRY, group_tau
-from app.displayed import DISPLAY_MARK, build_session_elicitor, session_version
+from app.sessions.displayed import DISPLAY_MARK, build_session_elicitor, session_version
 from elicitation import ReplayMismatchError, run
 from elicitation.display import DisplayGrid
 from elicitation.oracles import (

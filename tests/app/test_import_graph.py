@@ -147,10 +147,15 @@ def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-def test_the_session_room_never_loads_the_back_office() -> None:
+#: What a participant's requests run: the session room, its pages and API, and the study's time estimate.
+_PARTICIPANT_SIDE = ("app.sessions", "app.planning", "app.routes")
+
+
+def test_the_participant_side_never_loads_the_back_office() -> None:
     graph, _local = import_graph(ROOT / "app")
-    sessions = [name for name in graph if name == "app.sessions" or name.startswith("app.sessions.")]
-    loaded = set().union(*(_reachable(graph, name) for name in sessions))
+    participant = [name for name in graph if name.startswith(_PARTICIPANT_SIDE)]
+    assert {"app.sessions.displayed", "app.planning.estimate", "app.routes.pages"} <= set(participant)
+    loaded = set().union(*(_reachable(graph, name) for name in participant))
     assert sorted(name for name in loaded if name.startswith("app.admin")) == []
 
 

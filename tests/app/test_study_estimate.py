@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.admin.planner import plan_study
+from app.planning.planner import plan_study
 from app.study_config import StudyConfig
 
 #: Longest the background simulation may take here (the planner stops itself after 6 s of wall time).

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from elicitation import Elicitor, ReplayMismatchError
 from elicitation.display import displayed
 
-from .algorithms import AlgorithmSpec
+from ..algorithms import AlgorithmSpec
 
 __all__ = ["DISPLAY_MARK", "build_session_elicitor", "session_version"]
 

@@ -34,7 +34,7 @@ from elicitation.display import displayed_counts
 from elicitation.families import Draw
 
 from ..algorithms import get_algorithm
-from ..displayed import build_session_elicitor
+from ..sessions.displayed import build_session_elicitor
 from ..study_config import StudyConfig, build_space, config_hash
 
 __all__ = [

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from .admin.monitor import measured_seconds_per_query
-from .admin.planner import PlanCache
-from .models import Study, StudyControl
-from .study_config import StudyConfig
+from ..models import Study, StudyControl
+from ..study_config import StudyConfig
+from .pace import measured_seconds_per_query
+from .planner import PlanCache, PlannerResult
 
-__all__ = ["StudyEstimate", "study_estimate"]
+__all__ = ["StudyEstimate", "study_estimate", "study_plan"]
 
 
 @dataclass(frozen=True)
@@ -31,16 +31,25 @@ class StudyEstimate:
     minutes: int
 
 
+def _pricing(db: Session, study: Study) -> dict[str, float | None]:
+    """The per-comparison times ``study``'s plan is priced with: the coordinator's, and the measured."""
+    control = db.get(StudyControl, study.id)
+    return {
+        "seconds_per_query": control.seconds_per_query if control else None,
+        "measured_seconds": measured_seconds_per_query(db, study.id),
+    }
+
+
+def study_plan(db: Session, plans: PlanCache, study: Study) -> PlannerResult:
+    """The planner's forecast for ``study`` as configured (simulated now unless cached): the coordinator's
+    study page and the plan endpoint."""
+    return plans.plan(StudyConfig.model_validate(study.config), **_pricing(db, study))
+
+
 def study_estimate(db: Session, plans: PlanCache, study: Study) -> StudyEstimate | None:
     """The planner's average session for ``study`` as configured, in whole questions and minutes (>= 1);
     None while it is being simulated."""
-    config = StudyConfig.model_validate(study.config)
-    control = db.get(StudyControl, study.id)
-    plan = plans.cached_plan(
-        config,
-        seconds_per_query=control.seconds_per_query if control else None,
-        measured_seconds=measured_seconds_per_query(db, study.id),
-    )
+    plan = plans.cached_plan(StudyConfig.model_validate(study.config), **_pricing(db, study))
     if plan is None:
         return None
     return StudyEstimate(
