@@ -24,6 +24,7 @@ __all__ = [
     "fmt",
     "rgba",
     "set_title",
+    "stacked_bar_layout",
 ]
 
 
@@ -73,6 +74,23 @@ def set_title(layout: dict[str, Any], title: str | None) -> None:
     """Give ``layout`` the heading every figure shares (left-aligned, 14 px); no title, no heading."""
     if title:
         layout["title"] = {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 14}}
+
+
+def stacked_bar_layout(xaxis: dict[str, Any], title: str | None) -> dict[str, Any]:
+    """The layout of a one-bar horizontal stack (progress, trade-off): no y axis, no zoom, no legend."""
+    layout: dict[str, Any] = {
+        "barmode": "stack",
+        "font": {**FONT, "size": 13, "color": INK},
+        "margin": {"l": 8, "r": 8, "t": 36 if title else 8, "b": 36},
+        "height": 140 if title else 112,
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "xaxis": {"fixedrange": True, "gridcolor": GRID, **xaxis},
+        "yaxis": {"visible": False, "fixedrange": True},
+        "showlegend": False,
+    }
+    set_title(layout, title)
+    return layout
 
 
 def check_names(names: Sequence[str], count: int, what: str) -> list[str]:

@@ -17,7 +17,20 @@ import numpy.typing as npt
 
 from elicitation.display import DISPLAY_DECIMALS, apportion
 
-from .common import FONT, GRID, INK, MUTED, OKABE_ITO, Figure, check_names, class_color, fmt, rgba, set_title
+from .common import (
+    FONT,
+    GRID,
+    INK,
+    MUTED,
+    OKABE_ITO,
+    Figure,
+    check_names,
+    class_color,
+    fmt,
+    rgba,
+    set_title,
+    stacked_bar_layout,
+)
 
 __all__ = [
     "COUNT_TOTAL",
@@ -491,23 +504,7 @@ def progress_figure(answered: int, estimated_total: int, *, title: str | None = 
         raise ValueError("answered and estimated_total must be non-negative")
     total = max(estimated_total, answered, 1)
     remaining = total - answered
-    layout: dict[str, Any] = {
-        "barmode": "stack",
-        "font": {**FONT, "size": 13, "color": INK},
-        "margin": {"l": 8, "r": 8, "t": 36 if title else 8, "b": 36},
-        "height": 140 if title else 112,
-        "paper_bgcolor": "rgba(0,0,0,0)",
-        "plot_bgcolor": "rgba(0,0,0,0)",
-        "xaxis": {
-            "range": [0, total],
-            "fixedrange": True,
-            "gridcolor": GRID,
-            "title": {"text": "Questions"},
-        },
-        "yaxis": {"visible": False, "fixedrange": True},
-        "showlegend": False,
-    }
-    set_title(layout, title)
+    layout = stacked_bar_layout({"range": [0, total], "title": {"text": "Questions"}}, title)
     return {
         "data": [
             {

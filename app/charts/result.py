@@ -23,6 +23,7 @@ from .common import (
     check_names,
     class_color,
     set_title,
+    stacked_bar_layout,
 )
 
 __all__ = [
@@ -157,19 +158,7 @@ def tradeoff_figure(lam: float, *, title: str | None = None) -> Figure:
     lam = float(lam)
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lambda must lie in [0, 1], got {lam!r}")
-    layout: dict[str, Any] = {
-        "barmode": "stack",
-        "font": {**FONT, "size": 13, "color": INK},
-        "margin": {"l": 8, "r": 8, "t": 36 if title else 8, "b": 36},
-        "height": 140 if title else 112,
-        "paper_bgcolor": "rgba(0,0,0,0)",
-        "plot_bgcolor": "rgba(0,0,0,0)",
-        "xaxis": {"range": [0, 1], "tickformat": ".0%", "fixedrange": True, "gridcolor": GRID},
-        "yaxis": {"visible": False, "fixedrange": True},
-        "legend": {"orientation": "h", "x": 0.0, "y": -0.5, "yanchor": "top"},
-        "showlegend": False,
-    }
-    set_title(layout, title)
+    layout = stacked_bar_layout({"range": [0, 1], "tickformat": ".0%"}, title)
     parts = (
         ("Predictive performance", 1.0 - lam, OKABE_ITO["blue"], ""),
         ("Fairness", lam, OKABE_ITO["orange"], "/"),
