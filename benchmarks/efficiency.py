@@ -1,4 +1,4 @@
-"""Issue 7 bars: how many answers the active elicitor needs, how robust it is to noise, and how fast it is.
+"""The active elicitor's bars: how many answers it needs, how robust it is to noise, and how fast it is.
 
 Run from the repository root (single-threaded BLAS is set below, as in a web worker):
 
@@ -11,7 +11,7 @@ Sections
 --------
 exact   Exact oracle (Definition 1), k = 2..5, sphere radius 0.2 at o, random metrics from
         `elicitation.oracles.random_quadratic_metric` (30 per k by default). Targets: the mean errors
-        of the authors' published QPME implementation in this setting (issue 2: ||a - a_hat|| = 0.014,
+        of the authors' published QPME implementation in this setting (||a - a_hat|| = 0.014,
         0.042, 0.042, 0.067 and ||B - B_hat||_F = 0.044, 0.17, 0.18, 0.28 at Table 4's answer counts),
         and QPME (epsilon = 1e-2) run on the same metrics with this repository's defaults and with the
         paper's settings. The active elicitor (noise-free model) answers a little beyond a tenth of the
@@ -100,10 +100,10 @@ QPME_CONFIGS: dict[str, dict[str, Any]] = {
     "qpme (paper settings)": {"early_stop": False, "probe": "boundary", "reconstruction": "closed_form"},
 }
 #: Mean errors (||a - a_hat||, ||B - B_hat||_F) of the authors' published QPME implementation in this very
-#: setting (sphere radius 0.2 at o, epsilon 1e-2, its own random metrics), as quoted in issue 2; they go
-#: with Table 4's answer counts.
+#: setting (sphere radius 0.2 at o, epsilon 1e-2, its own random metrics), as quoted when this comparison
+#: was set up; they go with Table 4's answer counts.
 PUBLISHED_QPME_ERRORS = {2: (0.014, 0.044), 3: (0.042, 0.17), 4: (0.042, 0.18), 5: (0.067, 0.28)}
-PUBLISHED_TARGET = "authors' published QPME (issue 2)"
+PUBLISHED_TARGET = "authors' published QPME"
 #: Default metrics per k in the exact section: the k = 2 mean is driven by a few large-gradient metrics,
 #: so ten were too few to judge it.
 EXACT_TRIALS = 30

@@ -1,4 +1,4 @@
-"""Issue 4 bars: how long building a dataset's feasible space takes, and mapping one query to a classifier.
+"""Feasible-space bars: how long building a dataset's feasible space and mapping a query to a classifier take.
 
 Run from the repository root:
 

@@ -1,4 +1,4 @@
-"""HTTP benchmark of the participant app (issue 3): accuracy over HTTP, answer round trip, resume cost.
+"""HTTP benchmark of the participant app: accuracy over HTTP, answer round trip, resume cost.
 
 Run: ``.venv/bin/python benchmarks/http_roundtrip.py`` (``--quick`` for a smoke run). It starts real
 uvicorn processes on a temporary SQLite file and reports:

@@ -1,4 +1,4 @@
-"""Load benchmark (issue 6): N concurrent automated participants completing QPME sessions over HTTP.
+"""Load benchmark: N concurrent automated participants completing QPME sessions over HTTP.
 
 Run: ``nice -n 19 .venv/bin/python benchmarks/load.py`` (``--quick`` for a smoke run,
 ``--participants 10,50,200``, ``--backends sqlite:1,postgres:1,postgres:2``). For every backend
