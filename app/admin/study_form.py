@@ -90,6 +90,7 @@ def blank_form() -> dict[str, Any]:
         "instructions_text": _default("instructions_text"),
         "redirect_url": "",
         "open_enrolment": "on" if _default("open_enrolment") else "",
+        "resume_by_participant_code": "on" if _default("resume_by_participant_code") else "",
         "config_json": "",
         "seconds_per_query": "",
         "label_column": "",
@@ -115,6 +116,7 @@ def config_from_form(form: dict[str, Any]) -> dict[str, Any]:
         "group_names": _split(str(form.get("group_names", ""))),
         "checks": form.get("checks") == "on",
         "open_enrolment": form.get("open_enrolment") == "on",
+        "resume_by_participant_code": form.get("resume_by_participant_code") == "on",
     }
     for field in ("population", "algorithm", "consent_text", "instructions_text", "redirect_url"):
         if _text(form, field):
@@ -164,6 +166,9 @@ def form_from_config(config: dict[str, Any]) -> dict[str, Any]:
         "instructions_text": config.get("instructions_text", _default("instructions_text")),
         "redirect_url": config.get("redirect_url") or "",
         "open_enrolment": "on" if config.get("open_enrolment", _default("open_enrolment")) else "",
+        "resume_by_participant_code": "on"
+        if config.get("resume_by_participant_code", _default("resume_by_participant_code"))
+        else "",
         "config_json": "" if synthetic else json.dumps(config, indent=2),
     }
 

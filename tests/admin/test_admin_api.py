@@ -350,3 +350,24 @@ def test_a_failed_invitation_batch_stores_no_session(
     with client.app.state.sessionmaker() as db:  # type: ignore[attr-defined]
         count = db.scalar(select(func.count()).select_from(ElicitationSession))
     assert made == 3 and count == 0  # the two sessions made before the failure were never committed
+
+
+def test_api_create_and_edit_take_resume_by_participant_code(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    token = accounts["alice"]["token"]
+    assert create(client, token)["config"]["resume_by_participant_code"] is True  # the default
+    study = create(client, token, resume_by_participant_code=False)
+    assert study["config"]["resume_by_participant_code"] is False
+    edited = client.patch(
+        f"/api/v1/studies/{study['id']}",
+        json={"config": {**STUDY_CONFIG, "resume_by_participant_code": True}},
+        headers=bearer(token),
+    )
+    assert edited.status_code == 200 and edited.json()["config"]["resume_by_participant_code"] is True
+    bad = client.post(
+        "/api/v1/studies",
+        json={**STUDY_CONFIG, "resume_by_participant_code": "yes please"},
+        headers=bearer(token),
+    )
+    assert bad.status_code == 422 and "resume_by_participant_code" in bad.text

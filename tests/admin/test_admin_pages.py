@@ -165,6 +165,38 @@ def test_study_form_plans_then_creates_and_rejects_bad_fields(
     assert "Form study &lt;i&gt;x&lt;/i&gt;" in page.text
 
 
+def _resume_box(html: str) -> str:
+    """The study form's resume-by-participant-code checkbox element."""
+    match = re.search(r'<input type="checkbox" name="resume_by_participant_code"[^>]*>', html)
+    assert match is not None, "the study form has no resume-by-code checkbox"
+    return match.group(0)
+
+
+def test_study_form_round_trips_resume_by_participant_code(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    csrf = login(client, "alice@example.org")
+    assert " checked" in _resume_box(client.get("/admin/studies/new").text)  # on by default
+    # An unticked checkbox is simply absent from the posted form.
+    created = client.post(
+        "/admin/studies/new", data={**_form(), "action": "save", "csrf_token": csrf}, follow_redirects=False
+    )
+    assert created.status_code == 303
+    study_path = created.headers["location"]
+    study_id = study_path.rstrip("/").split("/")[-1]
+    stored = client.get(f"/api/v1/studies/{study_id}").json()["config"]
+    assert stored["resume_by_participant_code"] is False
+    assert " checked" not in _resume_box(client.get(f"{study_path}/edit").text)
+    saved = client.post(
+        f"{study_path}/edit",
+        data={**_form(resume_by_participant_code="on"), "action": "save", "csrf_token": csrf},
+        follow_redirects=False,
+    )
+    assert saved.status_code == 303
+    assert client.get(f"/api/v1/studies/{study_id}").json()["config"]["resume_by_participant_code"] is True
+    assert " checked" in _resume_box(client.get(f"{study_path}/edit").text)
+
+
 def test_invitations_csv_monitor_session_and_results_pages(
     client: TestClient, accounts: dict[str, Any]
 ) -> None:
