@@ -18,7 +18,11 @@ router = APIRouter(prefix="/api/v1", tags=["sessions"], responses=ERROR_RESPONSE
 
 
 class SessionCreateIn(BaseModel):
-    """Optional body of a new session; ``consent: true`` records consent at once (for scripts)."""
+    """Optional body of a new session; ``consent: true`` records consent at once (for scripts).
+
+    A ``participant_code`` that already started a session of a study that resumes by participant code
+    continues that session (under a further link) instead of starting another.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -29,6 +33,11 @@ class SessionCreateIn(BaseModel):
 class SessionCreatedOut(BaseModel):
     token: str = Field(description="secret token of the session; keep it private")
     url: str = Field(description="the participant's link (consent page first unless consent was given)")
+    resumed: bool = Field(
+        default=False,
+        description="true when the participant code continues the session it started earlier "
+        "(the study resumes by participant code); the token is a further link to that session",
+    )
 
 
 class AnswerIn(BaseModel):
@@ -90,7 +99,10 @@ def _state(view: sessions.SessionView) -> Response:
     "/studies/{study_id}/sessions",
     status_code=status.HTTP_201_CREATED,
     response_model=SessionCreatedOut,
-    responses={404: {"description": "no open-enrolment study with this id"}},
+    responses={
+        404: {"description": "no open-enrolment study with this id"},
+        409: {"description": "the study does not take new participants now (draft, paused, closed, expired)"},
+    },
 )
 def create_session(
     study_id: str,
@@ -99,14 +111,14 @@ def create_session(
     cache: CacheDep,
     settings: SettingsDep,
     body: Annotated[SessionCreateIn | None, Body()] = None,
-) -> dict[str, str]:
-    """Start a session in an open-enrolment study."""
+) -> dict[str, Any]:
+    """Start a session in an open-enrolment study (or continue the one a returning participant code began)."""
     body = body or SessionCreateIn()
-    _session, token = sessions.create_session(
+    joined = sessions.start_session(
         db, cache, study_id, participant_code=body.participant_code, consented=body.consent
     )
     base = settings.public_base_url or str(request.base_url).rstrip("/")
-    return {"token": token, "url": f"{base}/sessions/{token}"}
+    return {"token": joined.token, "url": f"{base}/sessions/{joined.token}", "resumed": joined.continued}
 
 
 @router.get("/sessions/{token}", response_model=SessionStateOut, responses={404: {"description": "unknown"}})

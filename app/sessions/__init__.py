@@ -20,6 +20,7 @@ from .service import (
     get_view,
     join_study,
     returning_view,
+    start_session,
     submit_answer,
     undo,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "open_study",
     "replay_verified",
     "returning_view",
+    "start_session",
     "status_of",
     "submit_answer",
     "typical_queries",

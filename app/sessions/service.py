@@ -48,6 +48,8 @@ __all__ = [
     "create_session",
     "get_instructions",
     "get_view",
+    "join_study",
+    "start_session",
     "submit_answer",
     "undo",
 ]
@@ -363,14 +365,29 @@ def join_study(
         if returning.status is SessionStatus.INVITED:
             consent(db, cache, known_token)
         return Joined(returning.session, known_token, continued=True)
-    study = repo.get_study(db, study_id)
-    if study is None or not study.open_enrolment:
-        raise NotFoundError()
+    return start_session(db, cache, study_id, participant_code=participant_code, consented=True)
+
+
+def start_session(
+    db: Session,
+    cache: SessionCache,
+    study_id: str | uuid.UUID,
+    *,
+    participant_code: str | None,
+    consented: bool,
+) -> Joined:
+    """A session through the study's open link (the join page, or the JSON API for scripts and panels).
+
+    When the study resumes by participant code and ``participant_code`` already started a session, that
+    session continues under a further personal link (consenting it, if ``consented`` and it was only
+    invited); otherwise a new session starts, consented or not.
+    """
+    study = open_study(db, study_id)
     config = cache.runtime(study).config
     if participant_code is not None and config.resume_by_participant_code:
-        session = repo.find_session_by_code(db, study_id, participant_code)
+        session = repo.find_session_by_code(db, study.id, participant_code)
         if session is not None:
-            if session.status == SessionStatus.INVITED.value:
+            if consented and session.status == SessionStatus.INVITED.value:
                 check_enrolment(db, study, session)
                 session.status = SessionStatus.ACTIVE.value
                 session.consented_at = utcnow()
@@ -380,7 +397,9 @@ def join_study(
             )
             db.commit()
             return Joined(session, token, continued=True)
-    session, token = create_session(db, cache, study_id, participant_code=participant_code, consented=True)
+    session, token = create_session(
+        db, cache, study.id, participant_code=participant_code, consented=consented
+    )
     return Joined(session, token, continued=False)
 
 

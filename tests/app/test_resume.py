@@ -150,3 +150,52 @@ def test_a_cookie_of_another_study_or_a_stale_one_is_ignored(
     assert 'data-testid="consent"' in client.get(f"/studies/{study.id}/join").text
     fresh, _ = _join(client, study)
     assert fresh != token and _count_sessions(app) == 2
+
+
+def _api_session(client: TestClient, study: Any, **body: Any) -> dict[str, Any]:
+    response = client.post(f"/api/v1/studies/{study.id}/sessions", json=body)
+    assert response.status_code == 201, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+def test_the_json_api_continues_a_returning_participant_code(
+    client: TestClient, app: Any, study: Any
+) -> None:
+    first = _api_session(client, study, participant_code="PANEL-9", consent=True)
+    assert first["resumed"] is False
+    _answer(client, first["token"])
+    again = _api_session(client, study, participant_code="PANEL-9", consent=True)
+    assert again["resumed"] is True and again["token"] != first["token"]
+    assert again["url"] == f"http://testserver/sessions/{again['token']}"
+    assert _count_sessions(app) == 1 and _answered(client, again["token"]) == 1
+    # The page flow and the JSON API share the codes: the join link continues the same session.
+    token, location = _join(client, study, code="PANEL-9")
+    assert location == f"/sessions/{token}" and _answered(client, token) == 1
+    assert _count_sessions(app) == 1
+    # Without a code, or with another one, the API starts a new session.
+    assert _api_session(client, study, consent=True)["resumed"] is False
+    assert _api_session(client, study, participant_code="PANEL-10")["resumed"] is False
+    assert _count_sessions(app) == 3
+
+
+def test_the_json_api_consents_a_returning_code_only_when_asked(client: TestClient, study: Any) -> None:
+    first = _api_session(client, study, participant_code="PANEL-3")
+    assert client.get(f"/api/v1/sessions/{first['token']}").json()["status"] == "invited"
+    looked = _api_session(client, study, participant_code="PANEL-3")
+    assert looked["resumed"] is True
+    assert client.get(f"/api/v1/sessions/{looked['token']}").json()["status"] == "invited"
+    consented = _api_session(client, study, participant_code="PANEL-3", consent=True)
+    assert consented["resumed"] is True
+    assert client.get(f"/api/v1/sessions/{first['token']}").json()["status"] == "active"
+
+
+def test_the_json_api_starts_anew_when_the_study_does_not_resume_by_code(
+    client: TestClient, app: Any
+) -> None:
+    study = make_study(app, resume_by_participant_code=False)
+    first = _api_session(client, study, participant_code="PANEL-17", consent=True)
+    again = _api_session(client, study, participant_code="PANEL-17", consent=True)
+    assert first["resumed"] is again["resumed"] is False
+    assert _count_sessions(app) == 2
+    assert _flagged_codes(app, study) == ["PANEL-17", "PANEL-17"]
