@@ -31,6 +31,7 @@ from .db import Base
 
 __all__ = [
     "Answer",
+    "AnswerChannel",
     "ElicitationSession",
     "Invitation",
     "LogAction",
@@ -84,6 +85,14 @@ class LogAction(enum.StrEnum):
 
     ANSWER = "answer"
     UNDO = "undo"
+
+
+class AnswerChannel(enum.StrEnum):
+    """How an answer arrived: the participant page a person clicks, or the JSON API (scripts, bots,
+    panels' own front ends). Only PAGE answers with a plausible page timer price a study's minutes."""
+
+    PAGE = "page"
+    API = "api"
 
 
 class Study(Base):
@@ -174,6 +183,8 @@ class Answer(Base):
     hidden_ms: Mapped[int | None] = mapped_column(Integer)
     #: Server-side time since the previous log row (or consent), a fallback when the page timer is missing.
     server_elapsed_ms: Mapped[int | None] = mapped_column(Integer)
+    #: Answer rows: the `AnswerChannel` it came through (null: recorded before channels were logged).
+    channel: Mapped[str | None] = mapped_column(String(10))
     #: Undo rows: the seq of the answer they undid. Answer rows: when they were undone (kept for audit).
     undoes_seq: Mapped[int | None] = mapped_column(Integer)
     undone_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -26,7 +26,8 @@ from pydantic import (
 )
 
 from ..codec import CodecError, decode_metric
-from ..models import LogAction, Phase, SessionStatus, StudyStatus
+from ..models import AnswerChannel, LogAction, Phase, SessionStatus, StudyStatus
+from ..planning import PLAUSIBLE_SECONDS
 from ..study_config import StudyConfig, StudyConfigError, parse_study_config
 from .auth import AdminError
 
@@ -74,6 +75,7 @@ class AnswerRowIn(_Strict):
     time_on_page_ms: Int32 | None = None
     hidden_ms: Int32 | None = None
     server_elapsed_ms: Int32 | None = None
+    channel: AnswerChannel | None = None
     undoes_seq: Int32 | None = None
     undone_at: AwareDatetime | None = None
     created_at: AwareDatetime
@@ -168,7 +170,13 @@ class StudyIn(_Strict):
     open_enrolment: StrictBool
     created_at: AwareDatetime
     status: StudyStatus = StudyStatus.OPEN
-    seconds_per_query: Annotated[float, Field(ge=0.5, le=600, allow_inf_nan=False, strict=True)] | None = None
+    seconds_per_query: (
+        Annotated[
+            float,
+            Field(ge=PLAUSIBLE_SECONDS[0], le=PLAUSIBLE_SECONDS[1], allow_inf_nan=False, strict=True),
+        ]
+        | None
+    ) = None
 
 
 class ArchiveIn(_Strict):

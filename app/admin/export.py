@@ -247,6 +247,7 @@ ANSWER_LOG_COLUMNS = [
     "time_on_page_ms",
     "hidden_ms",
     "server_elapsed_ms",
+    "channel",
     "created_at",
     "after_close",
 ]
@@ -292,6 +293,7 @@ def answer_log_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
             "time_on_page_ms": answer.time_on_page_ms,
             "hidden_ms": answer.hidden_ms,
             "server_elapsed_ms": answer.server_elapsed_ms,
+            "channel": answer.channel,
             "created_at": iso_utc(answer.created_at),
             "after_close": closed_at is not None and as_utc(answer.created_at) > closed_at,
         }
@@ -337,6 +339,7 @@ _ANSWER_FIELDS = (
     "time_on_page_ms",
     "hidden_ms",
     "server_elapsed_ms",
+    "channel",
     "undoes_seq",
 )
 _RESULT_FIELDS = ("metric", "num_queries", "details", "evaluation", "checks", "summary")

@@ -30,7 +30,7 @@ from .. import repository as repo
 from ..api_errors import error_responses
 from ..deps import CacheDep, DbSessionDep, SettingsDep
 from ..models import StudyControl
-from ..planning import study_plan
+from ..planning import PLAUSIBLE_SECONDS, study_plan
 from ..study_config import config_hash
 from . import export, monitor, studies
 from .admission import AdmittedRoute
@@ -108,7 +108,9 @@ class StudyPatchIn(BaseModel):
         default=None, description="open, paused or closed (closing is final and needs `confirm`)"
     )
     confirm: StrictBool = Field(default=False, description="required to close a study")
-    seconds_per_query: StrictFloat | None = Field(default=None, ge=0.5, le=600)
+    seconds_per_query: StrictFloat | None = Field(
+        default=None, ge=PLAUSIBLE_SECONDS[0], le=PLAUSIBLE_SECONDS[1]
+    )
     enrolment_expires_at: IsoDateTime | None = None
 
 

@@ -36,6 +36,7 @@ from ..models import (
     StudyStatus,
     utcnow,
 )
+from ..planning import PLAUSIBLE_SECONDS
 from ..sessions import SessionCache, status_of
 from ..study_config import StudyConfig, StudyConfigError, build_space, parse_study_config
 from .auth import AdminError, Principal
@@ -277,8 +278,11 @@ def create_study_for(
 
 
 def _check_seconds(seconds: float | None) -> None:
-    if seconds is not None and not 0.5 <= seconds <= 600:
-        raise AdminError("seconds_per_query must lie between 0.5 and 600", status_code=422, code="invalid")
+    low, high = PLAUSIBLE_SECONDS
+    if seconds is not None and not low <= seconds <= high:
+        raise AdminError(
+            f"seconds_per_query must lie between {low:g} and {high:g}", status_code=422, code="invalid"
+        )
 
 
 def _ensure_control(db: Session, study: Study, control: StudyControl | None) -> StudyControl:

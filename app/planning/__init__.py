@@ -7,7 +7,13 @@ nor the back office own this: both import it from here.
 """
 
 from .estimate import StudyEstimate, study_estimate, study_plan
-from .pace import comparison_ms, measured_seconds_per_query
+from .pace import (
+    HUMAN_ANSWERS_PER_SESSION,
+    PLAUSIBLE_SECONDS,
+    comparison_ms,
+    human_comparison_ms,
+    measured_seconds_per_query,
+)
 from .planner import (
     DEFAULT_MIN_CELL_GAP,
     DEFAULT_SECONDS_PER_QUERY,
@@ -21,11 +27,14 @@ from .planner import (
 __all__ = [
     "DEFAULT_MIN_CELL_GAP",
     "DEFAULT_SECONDS_PER_QUERY",
+    "HUMAN_ANSWERS_PER_SESSION",
     "IMPERCEPTIBLE_WARNING_SHARE",
+    "PLAUSIBLE_SECONDS",
     "PlanCache",
     "PlannerResult",
     "StudyEstimate",
     "comparison_ms",
+    "human_comparison_ms",
     "imperceptible",
     "measured_seconds_per_query",
     "plan_study",

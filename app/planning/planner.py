@@ -4,7 +4,8 @@ For each trial a random metric of the algorithm's family is drawn (Appendix H's 
 simulated participant answers the elicitor, and the planner records the number of elicitor queries and the
 coefficient errors of the estimate. Practice, check and evaluation comparisons come from the study's
 session plan; minutes per participant use a per-comparison time the coordinator sets, or the median
-measured in the study's earlier sessions, or `DEFAULT_SECONDS_PER_QUERY`.
+measured in people's earlier sessions of the study (`pace`: participant pages only, never the JSON API),
+or `DEFAULT_SECONDS_PER_QUERY`.
 
 Perceptibility: a comparison is *imperceptible* when no cell of the two confusion matrices (out of
 100 people, from the study's query space) differs by at least ``min_cell_gap`` (the algorithm's own
@@ -208,9 +209,9 @@ def _priced(
     if seconds_per_query is not None:
         seconds, source = float(seconds_per_query), "set for this study"
     elif measured_seconds is not None:
-        seconds, source = float(measured_seconds), "median measured in this study's sessions"
+        seconds, source = float(measured_seconds), "median measured in people's sessions of this study"
     else:
-        seconds, source = DEFAULT_SECONDS_PER_QUERY, "the default; nothing measured yet"
+        seconds, source = DEFAULT_SECONDS_PER_QUERY, "the default; no session of people measured yet"
     comparisons_mean = simulation.queries_mean + simulation.other_comparisons
     comparisons_p90 = simulation.queries_p90 + simulation.other_comparisons
     return PlannerResult(

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import sessions
 from ..api_errors import ERROR_RESPONSES
 from ..deps import CacheDep, DbSessionDep, SettingsDep
+from ..models import AnswerChannel
 
 __all__ = ["router"]
 
@@ -148,6 +149,7 @@ def submit_answer(token: str, answer: AnswerIn, db: DbSessionDep, cache: CacheDe
         token,
         seq=answer.seq,
         preferred=answer.preferred,
+        channel=AnswerChannel.API,
         time_on_page_ms=answer.time_on_page_ms,
         hidden_ms=answer.hidden_ms,
     )

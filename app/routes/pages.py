@@ -16,7 +16,7 @@ from ..deps import CacheDep, DbSessionDep
 from ..errors import ConflictError
 from ..explain import MetricWords
 from ..metric_views import participant_figures, stored_metric_words
-from ..models import SessionStatus
+from ..models import AnswerChannel, SessionStatus
 from ..planning import StudyEstimate, study_estimate
 from ..study_config import StudyConfig
 
@@ -239,6 +239,7 @@ def submit_answer(
             token,
             seq=form.seq,
             preferred=form.preferred,
+            channel=AnswerChannel.PAGE,
             time_on_page_ms=form.time_on_page_ms,
             hidden_ms=form.hidden_ms,
         )

@@ -24,6 +24,7 @@ from ..errors import ConflictError, NotFoundError
 from ..explain import reading_for
 from ..models import (
     Answer,
+    AnswerChannel,
     ElicitationSession,
     LogAction,
     Phase,
@@ -439,10 +440,14 @@ def submit_answer(
     *,
     seq: int,
     preferred: str,
+    channel: AnswerChannel,
     time_on_page_ms: int | None = None,
     hidden_ms: int | None = None,
 ) -> SessionView:
     """Record the answer to the query shown at ``seq`` and return the state with the next query.
+
+    ``channel`` says whether a person answered on the participant page or a client through the JSON API;
+    only page answers count towards the study's measured time per comparison (`planning.pace`).
 
     A repeat of an already recorded answer (double click, retry, second tab) changes nothing; a different
     answer to an answered ``seq``, or a ``seq`` that was never shown, raises `ConflictError` with the
@@ -472,6 +477,7 @@ def submit_answer(
             context.finalize_if_complete()
             raise ConflictError("this session is finished", context.view(), code="session_finished")
         values = _answer_values(context, step, preferred, time_on_page_ms, hidden_ms)
+        values["channel"] = AnswerChannel(channel).value
         if not any(row.action == LogAction.ANSWER.value for row in context.rows):
             _check_config_unchanged(db, cache, context)
         try:

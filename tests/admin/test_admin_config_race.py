@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from app.admin import studies
 from app.admin.auth import Principal
 from app.admin.models import User
+from app.models import AnswerChannel
 from app.sessions import SessionCache, service, submit_answer
 
 CHANGED = {**STUDY_CONFIG, "algorithm_params": {"epsilon": 0.1, "cycles": 1}, "name": "changed"}
@@ -65,7 +66,14 @@ def test_first_answer_committed_during_the_change_refuses_the_change(
     def answer_meanwhile(config: Any) -> Any:
         monkeypatch.setattr(studies, "_config_columns", columns)
         with app.state.sessionmaker() as db:
-            submit_answer(db, app.state.session_cache, session, seq=state["query"]["seq"], preferred="first")
+            submit_answer(
+                db,
+                app.state.session_cache,
+                session,
+                seq=state["query"]["seq"],
+                preferred="first",
+                channel=AnswerChannel.API,
+            )
         return columns(config)
 
     monkeypatch.setattr(studies, "_config_columns", answer_meanwhile)

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from app import sessions
 from app.errors import ConflictError
-from app.models import Answer
+from app.models import Answer, AnswerChannel
 from app.sessions import service
 
 
@@ -41,17 +41,23 @@ def test_a_concurrent_answer_to_the_same_seq_is_settled_by_the_unique_constraint
         if not raced:
             raced = True  # another tab commits the same seq between our read and our insert
             with app.state.sessionmaker() as other:
-                sessions.submit_answer(other, sessions.SessionCache(), token, seq=0, preferred=theirs)
+                sessions.submit_answer(
+                    other, sessions.SessionCache(), token, seq=0, preferred=theirs, channel=AnswerChannel.API
+                )
         return original(*args, **kwargs)
 
     monkeypatch.setattr(service, "_answer_values", racing_answer_values)
     with app.state.sessionmaker() as db:
         if conflict:
             with pytest.raises(ConflictError) as exc:
-                sessions.submit_answer(db, app.state.session_cache, token, seq=0, preferred=mine)
+                sessions.submit_answer(
+                    db, app.state.session_cache, token, seq=0, preferred=mine, channel=AnswerChannel.API
+                )
             assert exc.value.code == "already_answered"
         else:
-            view = sessions.submit_answer(db, app.state.session_cache, token, seq=0, preferred=mine)
+            view = sessions.submit_answer(
+                db, app.state.session_cache, token, seq=0, preferred=mine, channel=AnswerChannel.API
+            )
             assert view.answered == 1
     assert [(row.seq, row.preferred) for row in rows(app)] == [(0, theirs)]
 
@@ -64,7 +70,12 @@ def test_rows_written_by_another_worker_are_seen_despite_the_cache(
     # another worker (its own cache) answers the next question
     with app.state.sessionmaker() as other:
         elsewhere = sessions.submit_answer(
-            other, sessions.SessionCache(), token, seq=first["query"]["seq"], preferred="second"
+            other,
+            sessions.SessionCache(),
+            token,
+            seq=first["query"]["seq"],
+            preferred="second",
+            channel=AnswerChannel.API,
         )
     here = client.get(f"/api/v1/sessions/{token}").json()
     assert here["progress"]["answered"] == 2

@@ -27,7 +27,7 @@ from app import sessions
 from app.codec import decode_metric
 from app.db import make_engine, make_sessionmaker
 from app.main import create_app
-from app.models import Answer, ElicitationSession, Result, SessionStatus
+from app.models import Answer, AnswerChannel, ElicitationSession, Result, SessionStatus
 from app.settings import Settings
 from elicitation import run
 
@@ -91,7 +91,12 @@ def test_each_answer_is_one_transaction(sqlite_file_settings: Settings) -> None:
                     done = True
                     continue
                 after = sessions.submit_answer(
-                    db, app.state.session_cache, token, seq=view.next_seq, preferred="first"
+                    db,
+                    app.state.session_cache,
+                    token,
+                    seq=view.next_seq,
+                    preferred="first",
+                    channel=AnswerChannel.API,
                 )
                 answers += 1
                 # The answer row alone, or the last answer's row and then the result in a second commit.
