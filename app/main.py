@@ -19,6 +19,7 @@ from . import __version__, access_log
 from .admin import web as admin_web
 from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
+from .embedding import CONTENT_SECURITY_POLICY
 from .errors import NotFoundError, install_error_handlers
 from .metrics import RequestMetrics, StudyCollector
 from .resources import resource_dir
@@ -28,13 +29,6 @@ from .settings import Settings
 
 __all__ = ["CONTENT_SECURITY_POLICY", "create_app"]
 
-#: No inline script and no injected styles: plotly.js's own rules come from /static/css/plotly.css (see
-#: templates/sessions/_comparison.html); it styles elements through the DOM, which CSP does not restrict.
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
-    "frame-ancestors 'none'"
-)
 #: The OpenAPI pages (assets served from the installed fastapi-offline package, started by a local script):
 #: ReDoc injects its styles as <style> elements and renders in a worker made from a blob.
 DOCS_CONTENT_SECURITY_POLICY = (
@@ -61,6 +55,8 @@ class SecurityHeadersMiddleware:
     """CSP without inline script, no framing, no MIME sniffing, no referrer (links carry secret tokens).
 
     A plain ASGI middleware: it only adds headers, so it avoids ``BaseHTTPMiddleware``'s per-request cost.
+    A response that brings its own policy (a study's pages that it allows to be framed, `app.embedding`)
+    keeps it and gets no ``X-Frame-Options``.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -86,8 +82,9 @@ class SecurityHeadersMiddleware:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
+                own_policy = "content-security-policy" in headers
                 for name, value in extra:
-                    if name not in headers:
+                    if name not in headers and not (own_policy and name == "x-frame-options"):
                         headers[name] = value
             await send(message)
 

@@ -131,6 +131,8 @@ class ElicitationSession(Base):
     algorithm_version: Mapped[str] = mapped_column(String(50))
     status: Mapped[str] = mapped_column(String(20), default=SessionStatus.INVITED.value)
     completion_code: Mapped[str | None] = mapped_column(String(32))
+    #: The study's panel parameters as the participant's link carried them (read-only; exported).
+    panel: Mapped[dict[str, str] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     consented_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

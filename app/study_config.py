@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from elicitation import ElicitationError
 from elicitation.lab.spaces import space_from_dict
 
 from .algorithms import REGISTRY, UnknownAlgorithmError, get_algorithm
+from .embedding import MAX_FRAME_ANCESTORS, normalise_origin
+from .panels import PANEL_PRESETS, PanelConfig, check_redirect_template, redirect_placeholders
 
 __all__ = [
     "DEFAULT_ALGORITHM",
@@ -51,6 +54,9 @@ DEFAULT_INSTRUCTIONS_TEXT = (
     "each group they get right and wrong, and pick the one you would rather use. There are no right or "
     "wrong answers: we want to learn which mistakes matter most to you."
 )
+
+#: A study-wide completion code: what panels accept, and nothing that needs escaping in a link.
+_COMPLETION_CODE = re.compile(r"^[A-Za-z0-9_-]{0,32}$")
 
 
 class StudyConfigError(ValueError):
@@ -85,7 +91,28 @@ class StudyConfig(BaseModel):
     )
     consent_text: str = Field(default=DEFAULT_CONSENT_TEXT, min_length=1, max_length=10000)
     instructions_text: str = Field(default=DEFAULT_INSTRUCTIONS_TEXT, min_length=1, max_length=10000)
-    redirect_url: AnyHttpUrl | None = None
+    panel: PanelConfig | None = Field(
+        default=None,
+        description='link parameters kept with each session, or a preset name: "prolific", "mturk"',
+    )
+    completion_code: str | None = Field(
+        default=None,
+        description="one code for everyone who finishes (Prolific's model); none: a code per session",
+    )
+    redirect_url: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="where a finished participant is sent; {completion_code}, {participant_code} and the "
+        "panel's parameters are filled in (URL-encoded) after the ?",
+    )
+    redirect_delay_seconds: int = Field(
+        default=10, ge=0, le=600, description="seconds the thank-you page shows before it forwards"
+    )
+    frame_ancestors: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_FRAME_ANCESTORS,
+        description="origins allowed to show the participant pages in a frame (none: nobody)",
+    )
     open_enrolment: bool = True
     resume_by_participant_code: bool = Field(
         default=True,
@@ -103,6 +130,35 @@ class StudyConfig(BaseModel):
             raise ValueError(f"names must be distinct, got {cleaned}")
         return cleaned
 
+    @field_validator("panel", mode="before")
+    @classmethod
+    def _panel_preset(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value not in PANEL_PRESETS:
+                raise ValueError(f"unknown panel {value!r}; presets: {', '.join(PANEL_PRESETS)}")
+            return PANEL_PRESETS[value].model_copy()
+        return value
+
+    @field_validator("completion_code")
+    @classmethod
+    def _code(cls, value: str | None) -> str | None:
+        if value is not None and not _COMPLETION_CODE.match(value):
+            raise ValueError("use 1 to 32 letters, digits, _ or - (the code the panel expects)")
+        return value or None
+
+    @field_validator("frame_ancestors")
+    @classmethod
+    def _origins(cls, origins: list[str]) -> list[str]:
+        normalised = [normalise_origin(origin) for origin in origins]
+        return list(dict.fromkeys(normalised))
+
+    @field_validator("redirect_url", mode="before")
+    @classmethod
+    def _blank_redirect(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return str(value) if value is not None and not isinstance(value, str) else value
+
     @field_validator("algorithm")
     @classmethod
     def _known_algorithm(cls, name: str) -> str:
@@ -114,6 +170,15 @@ class StudyConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> StudyConfig:
+        if self.redirect_url is not None:
+            try:
+                check_redirect_template(self.redirect_url, redirect_placeholders(self.panel))
+            except ValueError as exc:
+                raise ValueError(f"redirect_url: {exc}") from None
+            try:
+                AnyHttpUrl(self.redirect_url.replace("{", "").replace("}", ""))
+            except ValidationError:
+                raise ValueError(f"redirect_url: {self.redirect_url!r} is not a valid address") from None
         spec = REGISTRY[self.algorithm]
         if len(self.group_names) == 1:
             raise ValueError("group_names: give at least 2 groups, or none for a study without groups")

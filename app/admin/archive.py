@@ -42,6 +42,7 @@ INT64 = 2**63 - 1
 Int32 = Annotated[StrictInt, Field(ge=0, le=INT32)]
 Text200 = Annotated[StrictStr, Field(max_length=200)]
 Text50 = Annotated[StrictStr, Field(min_length=1, max_length=50)]
+ParameterName = Annotated[StrictStr, Field(min_length=1, max_length=64)]
 
 
 class _Strict(BaseModel):
@@ -145,6 +146,7 @@ class SessionIn(_Strict):
     algorithm_version: Text50
     status: SessionStatus
     completion_code: Annotated[StrictStr, Field(max_length=32)] | None = None
+    panel: Annotated[dict[ParameterName, Text200], Field(max_length=10)] | None = None
     created_at: AwareDatetime
     consented_at: AwareDatetime | None = None
     finished_at: AwareDatetime | None = None

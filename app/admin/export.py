@@ -60,6 +60,7 @@ __all__ = [
     "import_archive",
     "iso_utc",
     "neutralise",
+    "panel_columns",
     "replay_log",
     "result_columns",
     "result_rows",
@@ -85,8 +86,14 @@ def iso_utc(moment: datetime | None) -> str | None:
     return None if aware is None else aware.isoformat()
 
 
+def panel_columns(study: Study) -> list[str]:
+    """One ``panel_<parameter>`` column per link parameter the study keeps (none without a panel)."""
+    panel = study.config.get("panel") or {}
+    return [f"panel_{name}" for name in panel.get("parameters", [])]
+
+
 def result_columns(study: Study) -> list[str]:
-    """The named columns of the study's result rows (they depend on classes, groups and algorithm)."""
+    """The named columns of the study's result rows (they depend on classes, groups, panel and algorithm)."""
     config = study.config
     classes = list(config["class_names"])
     groups = list(config.get("group_names") or [])
@@ -94,6 +101,7 @@ def result_columns(study: Study) -> list[str]:
         "study_id",
         "session_id",
         "participant_code",
+        *panel_columns(study),
         "status",
         "excluded",
         "exclusion_reason",
@@ -173,6 +181,9 @@ def result_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
             finished_at=iso_utc(session.finished_at),
             duration_s=duration,
         )
+        for name, value in (session.panel or {}).items():
+            if f"panel_{name}" in row:
+                row[f"panel_{name}"] = value
         if result is not None:
             row["num_queries"] = result.num_queries
             row.update(_metric_cells(study, result.metric))
@@ -419,6 +430,7 @@ def _archive_session(
         "algorithm_version": session.algorithm_version,
         "status": session.status,
         "completion_code": session.completion_code,
+        "panel": session.panel,
         "created_at": iso_utc(session.created_at),
         "consented_at": iso_utc(session.consented_at),
         "finished_at": iso_utc(session.finished_at),
@@ -537,6 +549,7 @@ def import_archive(
                 algorithm_version=item.algorithm_version,
                 status=item.status.value,
                 completion_code=item.completion_code,
+                panel=item.panel,
                 created_at=item.created_at,
                 consented_at=item.consented_at,
                 finished_at=item.finished_at,

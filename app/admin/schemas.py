@@ -224,6 +224,7 @@ class ArchiveSessionOut(_Out):
     algorithm_version: str
     status: str
     completion_code: str | None
+    panel: dict[str, str] | None = Field(default=None, description="the panel parameters the link carried")
     created_at: Timestamp | None
     consented_at: Timestamp | None
     finished_at: Timestamp | None

@@ -19,6 +19,7 @@ from elicitation.rates import DEFAULT_SYNTHETIC_RADIUS
 from ..algorithms import REGISTRY
 from ..errors import ConflictError
 from ..models import Study, StudyControl
+from ..panels import PANEL_PRESETS
 from ..planning import PlanCache, PlannerResult
 from ..sessions import SessionCache
 from ..study_config import StudyConfig, StudyConfigError, parse_study_config
@@ -26,6 +27,7 @@ from . import studies
 from .auth import AdminError, Principal
 
 __all__ = [
+    "CUSTOM_PANEL",
     "TOLERANCE_PARAM",
     "CsvUpload",
     "FormOutcome",
@@ -39,6 +41,8 @@ __all__ = [
 
 #: The parameter the form's "Tolerance" field fills, for the algorithms that have it.
 TOLERANCE_PARAM = "epsilon"
+#: The panel choice whose parameters the form spells out (the others are `PANEL_PRESETS`' names).
+CUSTOM_PANEL = "custom"
 #: What the empty form suggests for the fields a study must fill in (examples, not defaults).
 _EXAMPLES = {"class_names": "benign, malignant", "population": "patients"}
 
@@ -88,7 +92,15 @@ def blank_form() -> dict[str, Any]:
         "evaluation_queries": _default("evaluation_queries"),
         "consent_text": _default("consent_text"),
         "instructions_text": _default("instructions_text"),
+        "panel": "",
+        "panel_name": "",
+        "panel_parameters": "",
+        "panel_id_parameter": "",
+        "panel_require_id": "",
+        "completion_code": "",
         "redirect_url": "",
+        "redirect_delay_seconds": _default("redirect_delay_seconds"),
+        "frame_ancestors": "",
         "open_enrolment": "on" if _default("open_enrolment") else "",
         "resume_by_participant_code": "on" if _default("resume_by_participant_code") else "",
         "config_json": "",
@@ -117,21 +129,29 @@ def config_from_form(form: dict[str, Any]) -> dict[str, Any]:
         "checks": form.get("checks") == "on",
         "open_enrolment": form.get("open_enrolment") == "on",
         "resume_by_participant_code": form.get("resume_by_participant_code") == "on",
+        "frame_ancestors": _split(str(form.get("frame_ancestors", "")).replace("\n", ",")),
     }
     for field in ("population", "algorithm", "consent_text", "instructions_text", "redirect_url"):
         if _text(form, field):
             config[field] = form[field]
+    if _text(form, "completion_code"):
+        config["completion_code"] = _text(form, "completion_code")
+    panel = _panel_from_form(form)
+    if panel is not None:
+        config["panel"] = panel
     space: dict[str, Any] = {"kind": "synthetic"}
     params: dict[str, Any] = {}
     try:
         if _text(form, "radius"):
             space["radius"] = float(_text(form, "radius"))
         tolerance = float(_text(form, "epsilon")) if _text(form, "epsilon") else None
-        for field in ("practice_queries", "evaluation_queries"):
+        for field in ("practice_queries", "evaluation_queries", "redirect_delay_seconds"):
             if _text(form, field):
                 config[field] = int(_text(form, field))
     except ValueError:
-        raise AdminError("radius, tolerance and the query counts must be numbers", status_code=422) from None
+        raise AdminError(
+            "radius, tolerance, the query counts and the redirect delay must be numbers", status_code=422
+        ) from None
     priors = _floats(str(form.get("priors", "")), "class shares")
     if priors is not None:
         space["priors"] = priors
@@ -140,6 +160,41 @@ def config_from_form(form: dict[str, Any]) -> dict[str, Any]:
     config["algorithm_params"] = params
     config["query_space"] = space
     return config
+
+
+def _panel_from_form(form: dict[str, Any]) -> str | dict[str, Any] | None:
+    """The configuration's ``panel``: a preset's name, the spelled-out custom one, or None."""
+    choice = _text(form, "panel")
+    if not choice:
+        return None
+    if choice != CUSTOM_PANEL:
+        if choice not in PANEL_PRESETS:
+            raise AdminError(f"panel: unknown choice {choice!r}", status_code=422)
+        return choice
+    panel: dict[str, Any] = {
+        "parameters": _split(str(form.get("panel_parameters", ""))),
+        "id_parameter": _text(form, "panel_id_parameter") or None,
+        "require_id": form.get("panel_require_id") == "on",
+    }
+    if _text(form, "panel_name"):
+        panel["name"] = _text(form, "panel_name")
+    return panel
+
+
+def _panel_fields(panel: dict[str, Any] | None) -> dict[str, Any]:
+    """The form's panel fields for a stored ``panel`` (a preset shows as its name)."""
+    if not panel:
+        return {}
+    for name, preset in PANEL_PRESETS.items():
+        if preset.model_dump() == panel:
+            return {"panel": name}
+    return {
+        "panel": CUSTOM_PANEL,
+        "panel_name": panel.get("name", ""),
+        "panel_parameters": ", ".join(panel.get("parameters", [])),
+        "panel_id_parameter": panel.get("id_parameter") or "",
+        "panel_require_id": "on" if panel.get("require_id") else "",
+    }
 
 
 def form_from_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -164,7 +219,11 @@ def form_from_config(config: dict[str, Any]) -> dict[str, Any]:
         "evaluation_queries": config.get("evaluation_queries", _default("evaluation_queries")),
         "consent_text": config.get("consent_text", _default("consent_text")),
         "instructions_text": config.get("instructions_text", _default("instructions_text")),
+        **_panel_fields(config.get("panel")),
+        "completion_code": config.get("completion_code") or "",
         "redirect_url": config.get("redirect_url") or "",
+        "redirect_delay_seconds": config.get("redirect_delay_seconds", _default("redirect_delay_seconds")),
+        "frame_ancestors": "\n".join(config.get("frame_ancestors") or []),
         "open_enrolment": "on" if config.get("open_enrolment", _default("open_enrolment")) else "",
         "resume_by_participant_code": "on"
         if config.get("resume_by_participant_code", _default("resume_by_participant_code"))

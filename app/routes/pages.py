@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
@@ -13,10 +14,12 @@ from sqlalchemy.orm import Session
 from .. import sessions
 from ..charts.comparison import comparison_view
 from ..deps import CacheDep, DbSessionDep
+from ..embedding import allow_framing, cookie_in_frames, set_partitioned_cookie
 from ..errors import ConflictError
 from ..explain import MetricWords
 from ..metric_views import participant_figures, stored_metric_words
 from ..models import AnswerChannel, SessionStatus
+from ..panels import PanelValues, panel_values
 from ..planning import StudyEstimate, study_estimate
 from ..study_config import StudyConfig
 
@@ -69,18 +72,63 @@ def _study_path(study_id: uuid.UUID) -> str:
     return f"/studies/{study_id}"
 
 
-def _remember(response: Response, request: Request, study_id: uuid.UUID, token: str) -> Response:
-    """Let the study's join link in this browser continue this session (HttpOnly, SameSite=Lax)."""
-    response.set_cookie(
-        PARTICIPANT_COOKIE,
-        token,
-        max_age=PARTICIPANT_COOKIE_MAX_AGE,
-        path=_study_path(study_id),
-        secure=request.url.scheme == "https",
-        httponly=True,
-        samesite="lax",
-    )
-    return response
+def _in_frames(request: Request, config: StudyConfig) -> bool:
+    """Whether the study's cookie must work inside another site's frame (and can: https or loopback)."""
+    return bool(config.frame_ancestors) and cookie_in_frames(request)
+
+
+def _remember(
+    response: Response, request: Request, study_id: uuid.UUID, token: str, config: StudyConfig
+) -> Response:
+    """Let the study's join link in this browser continue this session (HttpOnly).
+
+    SameSite=Lax, or for a study that other sites may frame, SameSite=None; Secure; Partitioned (a Lax
+    cookie is never sent inside a cross-site frame).
+    """
+    path = _study_path(study_id)
+    if _in_frames(request, config):
+        set_partitioned_cookie(
+            response, PARTICIPANT_COOKIE, token, max_age=PARTICIPANT_COOKIE_MAX_AGE, path=path
+        )
+    else:
+        response.set_cookie(
+            PARTICIPANT_COOKIE,
+            token,
+            max_age=PARTICIPANT_COOKIE_MAX_AGE,
+            path=path,
+            secure=request.url.scheme == "https",
+            httponly=True,
+            samesite="lax",
+        )
+    return allow_framing(response, config.frame_ancestors)
+
+
+def _page(
+    request: Request, template: str, context: dict[str, Any], config: StudyConfig, status_code: int = 200
+) -> Response:
+    """A participant page of a study: framed only by the origins the study allows."""
+    return allow_framing(_render(request, template, context, status_code), config.frame_ancestors)
+
+
+def _join_action(study_id: uuid.UUID, arrived: PanelValues) -> str:
+    """The consent form's address: the join path with the panel parameters the link carried."""
+    query = urlencode(arrived.values)
+    return f"{_study_path(study_id)}/join" + (f"?{query}" if query else "")
+
+
+def _panel_problem(config: StudyConfig, arrived: PanelValues) -> str | None:
+    """Why this link cannot start a session (a malformed or missing panel ID), or None."""
+    panel = config.panel
+    if panel is None:
+        return None
+    if arrived.problems:
+        return (
+            f"This link's {', '.join(arrived.problems)} is not valid. "
+            f"Please open the study again from {panel.name}."
+        )
+    if panel.require_id and arrived.participant_code is None:
+        return f"To take part, please open this study from {panel.name}: this link does not say who you are."
+    return None
 
 
 def _personal_link(request: Request, token: str) -> str:
@@ -108,8 +156,9 @@ def show_join(study_id: str, request: Request, db: DbSessionDep, cache: CacheDep
     """
     study = sessions.open_study(db, study_id)
     config = StudyConfig.model_validate(study.config)
+    arrived = panel_values(config.panel, request.query_params)
     token = request.cookies.get(PARTICIPANT_COOKIE)
-    returning = sessions.returning_view(db, cache, study.id, token)
+    returning = sessions.returning_view(db, cache, study.id, token, arrived.participant_code)
     if returning is not None and token is not None:
         context = {
             "study": study,
@@ -118,18 +167,43 @@ def show_join(study_id: str, request: Request, db: DbSessionDep, cache: CacheDep
             "answered": returning.answered,
             "finished": returning.status is SessionStatus.DONE,
         }
-        return _render(request, "studies/welcome_back.html", context)
+        return _page(request, "studies/welcome_back.html", context, config)
+    by_code = sessions.returning_by_code(db, cache, study, arrived.participant_code)
+    if by_code is not None:
+        # A panel ID that started a session in another browser: one click continues it (a POST, as a
+        # further personal link is made; showing this page creates nothing).
+        context = {
+            "study": study,
+            "config": config,
+            "token": None,
+            "action": _join_action(study.id, arrived),
+            "finished": by_code.status == SessionStatus.DONE.value,
+        }
+        return _page(request, "studies/welcome_back.html", context, config)
     sessions.check_enrolment(db, study)
-    context = {"study": study, "config": config, "errors": [], "estimate": _estimate(request, db, study)}
-    return _render(request, "studies/join.html", context)
+    problem = _panel_problem(config, arrived)
+    context = {
+        "study": study,
+        "config": config,
+        "errors": [problem] if problem else [],
+        "blocked": problem is not None,
+        "estimate": _estimate(request, db, study),
+        "action": _join_action(study.id, arrived),
+        "panel_id": arrived.participant_code,
+    }
+    return _page(request, "studies/join.html", context, config)
 
 
 @router.post("/studies/{study_id}/join/forget")
-def forget_session(study_id: str, db: DbSessionDep) -> Response:
+def forget_session(study_id: str, request: Request, db: DbSessionDep) -> Response:
     """ "Not you?": this browser forgets its session of the study, and the consent page starts afresh."""
     study = sessions.open_study(db, study_id)
+    config = StudyConfig.model_validate(study.config)
     response = _see_other(f"{_study_path(study.id)}/join")
-    response.delete_cookie(PARTICIPANT_COOKIE, path=_study_path(study.id))
+    if _in_frames(request, config):
+        set_partitioned_cookie(response, PARTICIPANT_COOKIE, "", max_age=0, path=_study_path(study.id))
+    else:
+        response.delete_cookie(PARTICIPANT_COOKIE, path=_study_path(study.id))
     return response
 
 
@@ -141,27 +215,34 @@ def join_study(
     db: DbSessionDep,
     cache: CacheDep,
 ) -> Response:
-    """Create a consented session and continue with the instructions."""
+    """Create a consented session and continue with the instructions (or continue the returning one)."""
     study = sessions.open_study(db, study_id)
-    if form.consent != "yes":
-        config = StudyConfig.model_validate(study.config)
-        errors = ["Please tick the box to confirm that you agree to take part."]
+    config = StudyConfig.model_validate(study.config)
+    arrived = panel_values(config.panel, request.query_params)
+    problem = _panel_problem(config, arrived)
+    if form.consent != "yes" or problem is not None:
+        errors = [problem or "Please tick the box to confirm that you agree to take part."]
         context = {
             "study": study,
             "config": config,
             "errors": errors,
+            "blocked": problem is not None,
             "estimate": _estimate(request, db, study),
+            "action": _join_action(study.id, arrived),
+            "panel_id": arrived.participant_code,
         }
-        return _render(request, "studies/join.html", context, 422)
+        return _page(request, "studies/join.html", context, config, 422)
     joined = sessions.join_study(
         db,
         cache,
         study.id,
-        participant_code=form.participant_code,
+        participant_code=arrived.participant_code or form.participant_code,
         known_token=request.cookies.get(PARTICIPANT_COOKIE),
+        panel=arrived.values,
+        panel_id=arrived.participant_code,
     )
     target = f"/sessions/{joined.token}" if joined.continued else f"/sessions/{joined.token}/instructions"
-    return _remember(_see_other(target), request, study.id, joined.token)
+    return _remember(_see_other(target), request, study.id, joined.token, config)
 
 
 @router.get("/sessions/{token}")
@@ -172,14 +253,15 @@ def show_session(token: str, request: Request, db: DbSessionDep, cache: CacheDep
         return _see_other(f"/sessions/{token}/result")
     if view.status is SessionStatus.INVITED:
         context = {"view": view, "token": token, "errors": [], "estimate": _estimate(request, db, view.study)}
-        return _render(request, "sessions/consent.html", context)
+        return _page(request, "sessions/consent.html", context, view.config)
     context = {
         "view": view,
         "token": token,
         "question": comparison_view(view.comparison) if view.comparison is not None else None,
         "personal_link": _personal_link(request, token),
     }
-    return _remember(_render(request, "sessions/show.html", context), request, view.session.study_id, token)
+    response = _render(request, "sessions/show.html", context)
+    return _remember(response, request, view.session.study_id, token, view.config)
 
 
 @router.post("/sessions/{token}/consent")
@@ -200,7 +282,7 @@ def give_consent(
             "errors": errors,
             "estimate": _estimate(request, db, view.study),
         }
-        return _render(request, "sessions/consent.html", context, 422)
+        return _page(request, "sessions/consent.html", context, view.config, 422)
     sessions.consent(db, cache, token)
     return _see_other(f"/sessions/{token}/instructions")
 
@@ -218,9 +300,8 @@ def show_instructions(token: str, request: Request, db: DbSessionDep, cache: Cac
         "personal_link": _personal_link(request, token),
         "estimate": _estimate(request, db, view.study),
     }
-    return _remember(
-        _render(request, "sessions/instructions.html", context), request, view.session.study_id, token
-    )
+    response = _render(request, "sessions/instructions.html", context)
+    return _remember(response, request, view.session.study_id, token, view.config)
 
 
 @router.post("/sessions/{token}/answers")
@@ -279,7 +360,7 @@ def show_result(token: str, request: Request, db: DbSessionDep, cache: CacheDep)
     words = _result_words(view, db, cache)
     figures = participant_figures(view.result.metric, words, view.config.population)
     context = {"view": view, "token": token, "figures": figures, "words": words}
-    return _render(request, "sessions/result.html", context)
+    return _page(request, "sessions/result.html", context, view.config)
 
 
 def _result_words(

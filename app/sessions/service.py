@@ -31,6 +31,7 @@ from ..models import (
     Result,
     SessionLink,
     SessionStatus,
+    Study,
     utcnow,
 )
 from ..outcome import check_summary, evaluation_summary, plain_summary
@@ -264,7 +265,7 @@ class _Context:
         )
         self.session.status = SessionStatus.DONE.value
         self.session.finished_at = utcnow()
-        self.session.completion_code = completion_code()
+        self.session.completion_code = config.completion_code or completion_code()
         self.db.add(result)
         try:
             self.db.commit()
@@ -287,12 +288,14 @@ def create_session(
     study_id: str | uuid.UUID,
     *,
     participant_code: str | None = None,
+    panel: dict[str, str] | None = None,
     consented: bool = False,
     require_open: bool = True,
     commit: bool = True,
 ) -> tuple[ElicitationSession, str]:
     """Create a session of an (open-enrolment) study; returns it and its secret token (shown once).
 
+    ``panel`` holds the study's panel parameters as the link carried them (`app.panels.panel_values`).
     ``commit=False`` leaves the new row in the caller's transaction (a batch of invitations is one commit).
     """
     if require_open:
@@ -308,6 +311,7 @@ def create_session(
         study_id=study.id,
         token_hash=hash_token(token),
         participant_code=participant_code,
+        panel=panel or None,
         seed=secrets.randbits(63),
         algorithm=study.algorithm,
         algorithm_version=session_version(runtime.spec),
@@ -322,12 +326,17 @@ def create_session(
 
 
 def returning_view(
-    db: Session, cache: SessionCache, study_id: uuid.UUID, token: str | None
+    db: Session,
+    cache: SessionCache,
+    study_id: uuid.UUID,
+    token: str | None,
+    panel_id: str | None = None,
 ) -> SessionView | None:
     """The session this browser already has in ``study_id`` (its remembered token), or None.
 
     A token of another study, of a deleted session or a malformed one is simply not a returning
-    participant: the join page then starts afresh.
+    participant: the join page then starts afresh. So is a session of another panel ID than the one the
+    link carries (``panel_id``: someone else on a shared device).
     """
     if not token:
         return None
@@ -335,7 +344,20 @@ def returning_view(
         view = get_view(db, cache, token)
     except NotFoundError:
         return None
-    return view if view.session.study_id == study_id else None
+    if view.session.study_id != study_id:
+        return None
+    if panel_id is not None and view.session.participant_code != panel_id:
+        return None
+    return view
+
+
+def returning_by_code(
+    db: Session, cache: SessionCache, study: Study, participant_code: str | None
+) -> ElicitationSession | None:
+    """The session a returning participant code started, when the study resumes by code, else None."""
+    if participant_code is None or not cache.runtime(study).config.resume_by_participant_code:
+        return None
+    return repo.find_session_by_code(db, study.id, participant_code)
 
 
 @dataclass(frozen=True)
@@ -354,19 +376,23 @@ def join_study(
     *,
     participant_code: str | None,
     known_token: str | None,
+    panel: dict[str, str] | None = None,
+    panel_id: str | None = None,
 ) -> Joined:
     """A participant consents on the study's open link; returns their session and a token for it.
 
     The session this browser already has (``known_token``) continues; so does the session a returning
     participant code started, when the study resumes by code (a further personal link is issued, the
-    earlier links keep working); otherwise a new session starts.
+    earlier links keep working); otherwise a new session starts, keeping the link's ``panel`` values. A
+    returning session keeps the values it started with; the browser's session of another ``panel_id``
+    than the link's is not continued.
     """
-    returning = returning_view(db, cache, study_id, known_token)
+    returning = returning_view(db, cache, study_id, known_token, panel_id)
     if returning is not None and known_token is not None:
         if returning.status is SessionStatus.INVITED:
             consent(db, cache, known_token)
         return Joined(returning.session, known_token, continued=True)
-    return start_session(db, cache, study_id, participant_code=participant_code, consented=True)
+    return start_session(db, cache, study_id, participant_code=participant_code, panel=panel, consented=True)
 
 
 def start_session(
@@ -376,30 +402,28 @@ def start_session(
     *,
     participant_code: str | None,
     consented: bool,
+    panel: dict[str, str] | None = None,
 ) -> Joined:
     """A session through the study's open link (the join page, or the JSON API for scripts and panels).
 
     When the study resumes by participant code and ``participant_code`` already started a session, that
     session continues under a further personal link (consenting it, if ``consented`` and it was only
-    invited); otherwise a new session starts, consented or not.
+    invited; it keeps the ``panel`` values it started with); otherwise a new session starts, consented or
+    not, with the link's ``panel`` values.
     """
     study = open_study(db, study_id)
-    config = cache.runtime(study).config
-    if participant_code is not None and config.resume_by_participant_code:
-        session = repo.find_session_by_code(db, study.id, participant_code)
-        if session is not None:
-            if consented and session.status == SessionStatus.INVITED.value:
-                check_enrolment(db, study, session)
-                session.status = SessionStatus.ACTIVE.value
-                session.consented_at = utcnow()
-            token = new_token()
-            repo.add(
-                db, SessionLink(session_id=session.id, token_hash=hash_token(token), created_at=utcnow())
-            )
-            db.commit()
-            return Joined(session, token, continued=True)
+    session = returning_by_code(db, cache, study, participant_code)
+    if session is not None:
+        if consented and session.status == SessionStatus.INVITED.value:
+            check_enrolment(db, study, session)
+            session.status = SessionStatus.ACTIVE.value
+            session.consented_at = utcnow()
+        token = new_token()
+        repo.add(db, SessionLink(session_id=session.id, token_hash=hash_token(token), created_at=utcnow()))
+        db.commit()
+        return Joined(session, token, continued=True)
     session, token = create_session(
-        db, cache, study.id, participant_code=participant_code, consented=consented
+        db, cache, study.id, participant_code=participant_code, panel=panel, consented=consented
     )
     return Joined(session, token, continued=False)
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..models import ElicitationSession, Result, SessionStatus, Study
+from ..panels import fill_redirect
 from ..plan import Section, Step
 from ..study_config import StudyConfig
 from .runtime import StudyRuntime
@@ -40,9 +41,15 @@ class SessionView:
 
     @property
     def redirect_url(self) -> str | None:
+        """The study's redirect address for this finished session, its placeholders filled in."""
         if self.status is not SessionStatus.DONE or self.config.redirect_url is None:
             return None
-        return str(self.config.redirect_url)
+        values = {
+            **(self.session.panel or {}),
+            "completion_code": self.session.completion_code,
+            "participant_code": self.session.participant_code,
+        }
+        return fill_redirect(self.config.redirect_url, values)
 
     def to_api(self) -> dict[str, Any]:
         """The JSON API shape: ``{status, phase, progress, query, result}``."""
