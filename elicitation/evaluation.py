@@ -9,6 +9,13 @@ Theory of operation
 * `agreement` is the fraction of random query pairs (uniform in a ball) that two metrics order the same
   way: what a participant would see if the elicited metric answered for them (the user study's measure,
   Appendix J).
+* `noisy_agreement` measures the same agreement for a person who answers with logistic noise
+  ``P(correct) = sigmoid(beta |phi(r1) - phi(r2)|)``, and splits it by what that person can tell apart:
+  pairs whose true difference they would pick correctly at least `JUST_NOTICEABLE` of the time (the
+  75 %-correct threshold of two-alternative forced choice), and the rest, on which even the person's own
+  answers are close to coin flips. ``self_agreement`` is how often the person's own answers match their
+  true preference on the same pairs: a metric whose values barely vary across the sphere is one the
+  person cannot express reliably, whoever asks.
 * `ranking_quality` ranks a set of rate vectors (candidate classifiers) by the true and the elicited metric
   and reports NDCG with exponential gain and Kendall's tau-b (Appendix H.2). Metric values are defined
   only up to a positive affine map (scale invariance; constants do not change answers), so the NDCG
@@ -50,6 +57,8 @@ from .types import FloatArray, Metric, RandomState, Sphere, as_generator
 
 __all__ = [
     "DEFAULT_AGREEMENT_PAIRS",
+    "JUST_NOTICEABLE",
+    "AgreementReport",
     "ElicitationErrors",
     "RankingQuality",
     "agreement",
@@ -60,6 +69,7 @@ __all__ = [
     "kendall_tau",
     "linear_degrees_of_freedom",
     "ndcg",
+    "noisy_agreement",
     "quadratic_degrees_of_freedom",
     "query_lower_bound",
     "ranking_quality",
@@ -209,6 +219,94 @@ def agreement(
     first, second = sample_query_pairs(sphere, n_pairs, rng, n_groups=groups)
     same = sum(true.prefers(r1, r2) == other.prefers(r1, r2) for r1, r2 in zip(first, second, strict=True))
     return same / len(first)
+
+
+#: A true difference a person picks correctly with at least this probability is "just noticeable" (the
+#: conventional 75 %-correct threshold of two-alternative forced choice).
+JUST_NOTICEABLE: Final = 0.75
+
+
+@dataclass(frozen=True)
+class AgreementReport:
+    """Agreement of an elicited metric with a noisy person's true preference, split by what they notice.
+
+    Attributes
+    ----------
+    overall : float
+        Agreement on all pairs (what `agreement` reports for the same pairs).
+    noticeable : float
+        Agreement on the pairs the person answers correctly with probability ``>= level``; ``nan`` when
+        there are none.
+    noticeable_share : float
+        Share of the pairs that are noticeable.
+    self_agreement : float
+        Expected share of the pairs on which the person's own answer matches their true preference.
+    """
+
+    overall: float
+    noticeable: float
+    noticeable_share: float
+    self_agreement: float
+
+
+def noisy_agreement(
+    true: Metric,
+    other: Metric,
+    sphere: Sphere,
+    rng: RandomState,
+    *,
+    beta: float,
+    n_pairs: int = DEFAULT_AGREEMENT_PAIRS,
+    level: float = JUST_NOTICEABLE,
+) -> AgreementReport:
+    """`agreement` for a person answering ``P(correct) = sigmoid(beta |phi(r1) - phi(r2)|)``, split by
+    which pairs that person can tell apart.
+
+    The pairs are drawn exactly as `agreement` draws them (same generator calls), so ``overall`` equals
+    ``agreement(true, other, sphere, rng, n_pairs=n_pairs)`` for a generator in the same state.
+
+    Parameters
+    ----------
+    true, other : Metric
+        The person's metric and the elicited one (same rate shape).
+    sphere : Sphere
+        Where pairs come from (for fair metrics, one point per group on each side).
+    rng : numpy.random.Generator or int
+        Source of the random pairs.
+    beta : float
+        The person's inverse temperature (``> 0``), on ``true``'s normalisation.
+    n_pairs : int
+        Number of pairs.
+    level : float
+        Probability of a correct answer, in ``(0.5, 1)``, from which a pair counts as noticeable.
+
+    Returns
+    -------
+    AgreementReport
+
+    Raises
+    ------
+    InvalidConfigError
+        If ``beta`` is not a positive finite number or ``level`` is outside ``(0.5, 1)``.
+    """
+    if isinstance(beta, bool) or not np.isfinite(beta) or beta <= 0.0:
+        raise InvalidConfigError(f"beta must be a positive number, got {beta!r}")
+    if not 0.5 < level < 1.0:
+        raise InvalidConfigError(f"level must lie in (0.5, 1), got {level!r}")
+    groups = family_of(true).n_groups(true)
+    first, second = sample_query_pairs(sphere, n_pairs, rng, n_groups=groups)
+    same = np.array(
+        [true.prefers(r1, r2) == other.prefers(r1, r2) for r1, r2 in zip(first, second, strict=True)]
+    )
+    gaps = np.array([true.value_gap(r1, r2) for r1, r2 in zip(first, second, strict=True)])
+    correct = 1.0 / (1.0 + np.exp(-beta * gaps))
+    noticeable = correct >= level
+    return AgreementReport(
+        overall=float(np.mean(same)),
+        noticeable=float(np.mean(same[noticeable])) if np.any(noticeable) else math.nan,
+        noticeable_share=float(np.mean(noticeable)),
+        self_agreement=float(np.mean(correct)),
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------

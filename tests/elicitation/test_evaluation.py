@@ -16,6 +16,7 @@ from elicitation import (
     Sphere,
 )
 from elicitation.evaluation import (
+    JUST_NOTICEABLE,
     ElicitationErrors,
     agreement,
     cubic_degrees_of_freedom,
@@ -25,6 +26,7 @@ from elicitation.evaluation import (
     kendall_tau,
     linear_degrees_of_freedom,
     ndcg,
+    noisy_agreement,
     quadratic_degrees_of_freedom,
     query_lower_bound,
     ranking_quality,
@@ -109,6 +111,45 @@ def test_agreement_for_fair_metrics_samples_one_rate_per_group() -> None:
     rng = np.random.default_rng(3)
     metric = random_fair_metric(rng, 3, 3)
     assert agreement(metric, metric, SPHERE, rng, n_pairs=100) == 1.0
+
+
+def test_noisy_agreement_overall_is_agreement_on_the_same_pairs() -> None:
+    metric = QuadraticMetric([0.4, 0.3, 0.2], -np.eye(3))
+    # The tangent at the centre: right on pairs with large true differences, wrong on some small ones.
+    linear = LinearMetric(metric.a + metric.B @ SPHERE.center)
+    report = noisy_agreement(metric, linear, SPHERE, np.random.default_rng(2), beta=200.0, n_pairs=500)
+    assert report.overall == agreement(metric, linear, SPHERE, np.random.default_rng(2), n_pairs=500)
+    assert 0.0 < report.noticeable_share < 1.0
+    assert report.overall < 1.0
+    assert report.noticeable > report.overall
+
+
+def test_noisy_agreement_counts_as_noticeable_exactly_the_pairs_answered_right_75_percent() -> None:
+    metric = LinearMetric([1.0, 0.0, 0.0])
+    rng = np.random.default_rng(4)
+    first, second = sample_query_pairs(SPHERE, 400, np.random.default_rng(4), n_groups=None)
+    gaps = np.array([metric.value_gap(r1, r2) for r1, r2 in zip(first, second, strict=True)])
+    beta = 50.0
+    report = noisy_agreement(metric, metric, SPHERE, rng, beta=beta, n_pairs=400)
+    threshold = math.log(JUST_NOTICEABLE / (1.0 - JUST_NOTICEABLE)) / beta
+    assert report.noticeable_share == pytest.approx(np.mean(gaps >= threshold))
+    assert report.self_agreement == pytest.approx(np.mean(1.0 / (1.0 + np.exp(-beta * gaps))))
+    assert report.overall == report.noticeable == 1.0
+    # A sharper person notices more pairs and agrees with themselves more often.
+    sharper = noisy_agreement(metric, metric, SPHERE, np.random.default_rng(4), beta=10 * beta, n_pairs=400)
+    assert sharper.noticeable_share > report.noticeable_share
+    assert sharper.self_agreement > report.self_agreement
+
+
+def test_noisy_agreement_reports_nan_without_noticeable_pairs_and_rejects_bad_noise() -> None:
+    metric = LinearMetric([1.0, 0.0, 0.0])
+    report = noisy_agreement(metric, metric, SPHERE, np.random.default_rng(5), beta=1e-3, n_pairs=50)
+    assert report.noticeable_share == 0.0 and math.isnan(report.noticeable)
+    assert 0.5 < report.self_agreement < 0.51
+    with pytest.raises(InvalidConfigError, match="beta"):
+        noisy_agreement(metric, metric, SPHERE, np.random.default_rng(5), beta=0.0)
+    with pytest.raises(InvalidConfigError, match="level"):
+        noisy_agreement(metric, metric, SPHERE, np.random.default_rng(5), beta=1.0, level=0.5)
 
 
 def test_ndcg_with_exponential_gain_matches_hand_computation() -> None:
