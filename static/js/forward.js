@@ -22,6 +22,11 @@
   }
 
   var timer = null;
+  function clock(total) {
+    var rest = Math.max(total, 0);
+    var secs = rest % 60;
+    return Math.floor(rest / 60) + ":" + (secs < 10 ? "0" : "") + secs;
+  }
   function go() {
     window.location.assign(url);
   }
@@ -32,7 +37,7 @@
   note.hidden = false;
   timer = window.setInterval(function () {
     seconds -= 1;
-    count.textContent = String(Math.max(seconds, 0));
+    count.textContent = clock(seconds);
     if (seconds <= 0) {
       window.clearInterval(timer);
       go();

@@ -181,3 +181,68 @@ def test_screenshot_coordinator_pages_on_a_laptop(page: Page, live_server: Any, 
 
 def test_screenshot_coordinator_pages_on_a_phone(phone: Page, live_server: Any) -> None:
     _coordinator_pages(phone, live_server, "phone")
+
+
+def _panel_pages(page: Page, live_server: Any, device: str) -> None:
+    """The study form's panel, completion and framing settings, and a Prolific participant's entry and end."""
+    with live_server.app.state.sessionmaker() as db:
+        if find_user(db, "coordinator@example.org") is None:
+            create_user(db, "coordinator@example.org", ADMIN_PASSWORD, Role.ADMIN.value)
+    page.goto(f"{live_server.url}/admin/login")
+    page.get_by_test_id("login-email").fill("coordinator@example.org")
+    page.get_by_test_id("login-password").fill(ADMIN_PASSWORD)
+    _click_through(page, "login-submit")
+    page.goto(f"{live_server.url}/admin/studies/new")
+    page.get_by_test_id("field-panel").select_option("prolific")
+    page.get_by_test_id("field-completion-code").fill("C1A2B3C4")
+    page.get_by_test_id("field-redirect-url").fill(PROLIFIC_REDIRECT)
+    page.get_by_test_id("field-frame-ancestors").fill("https://*.qualtrics.com")
+    top = page.get_by_test_id("field-resume-by-code").bounding_box()
+    bottom = page.get_by_test_id("field-frame-ancestors").bounding_box()
+    assert top is not None and bottom is not None
+    scroll = page.evaluate("() => window.scrollY")
+    IMAGES.mkdir(parents=True, exist_ok=True)
+    page.screenshot(
+        path=str(IMAGES / f"admin-study-form-panel-{device}.png"),
+        full_page=True,
+        clip={
+            "x": 0,
+            "y": scroll + top["y"] - 16,
+            "width": page.viewport_size["width"] if page.viewport_size else 1366,
+            "height": bottom["y"] + bottom["height"] - top["y"] + 32,
+        },
+    )
+    study = live_server.create_study(
+        name="Breast cancer screening (Prolific)",
+        panel="prolific",
+        completion_code="C1A2B3C4",
+        redirect_url=PROLIFIC_REDIRECT,
+        redirect_delay_seconds=60,
+        practice_queries=0,
+        checks=False,
+        evaluation_queries=0,
+    )
+    page.goto(
+        f"{live_server.url}/studies/{study.id}/join?PROLIFIC_PID=5f1a9c0e2b7d4e0012ab34cd&STUDY_ID=6543&SESSION_ID=abc"
+    )
+    _shoot(page, f"participant-panel-consent-{device}")
+    page.get_by_test_id("consent-checkbox").check()
+    _click_through(page, "consent-submit")
+    _click_through(page, "begin")
+    while "/result" not in page.url:
+        _click_through(page, "choose-left")
+    expect(page.get_by_test_id("forward-note")).to_be_visible()
+    _shoot(page, f"participant-panel-thank-you-{device}")
+
+
+#: Prolific's completion address as a coordinator would enter it.
+PROLIFIC_REDIRECT = "https://app.prolific.com/submissions/complete?cc={completion_code}"
+
+
+def test_screenshot_panel_settings_and_pages_on_a_laptop(page: Page, live_server: Any, health: Any) -> None:
+    page.set_viewport_size(LAPTOP_STEPS)
+    _panel_pages(page, live_server, "laptop")
+
+
+def test_screenshot_panel_settings_and_pages_on_a_phone(phone: Page, live_server: Any) -> None:
+    _panel_pages(phone, live_server, "phone")
