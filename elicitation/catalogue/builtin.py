@@ -211,6 +211,19 @@ def _fair_qpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
     )
 
 
+def _fair_qpme_signed_only(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    """Fair QPME as version fair_qpme-2 asked: the signed solve only, never the lines-only one."""
+    return fair_qpme(
+        setting.sphere,
+        groups=setting.n_groups,
+        tau=setting.group_weights(p["group_shares"]),
+        epsilon=p["epsilon"],
+        inner_radius=p["inner_radius"],
+        cycles=p["cycles"],
+        fit="signed",
+    )
+
+
 def _fair_qpme_lines_only(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
     """Fair QPME as version fair_qpme-1 asked: lines-only solves, no search at the trade-off's ends."""
     return fair_qpme(
@@ -228,13 +241,13 @@ def _fair_qpme_lines_only(setting: Setting, p: Mapping[str, Any], seed: int) -> 
 register(
     Algorithm(
         name="fair_qpme",
-        version="fair_qpme-2",
+        version="fair_qpme-3",
         description="Fairness (fair QPME, the paper's searches)",
         elicits="fair quadratic metric (a, B^{uv}, lam) (Section 4)",
         family=get_family("fair_quadratic"),
         params=(_epsilon(), _inner_radius("radius of the small spheres"), _GROUP_SHARES, _CYCLES),
         builder=_fair_qpme,
-        earlier={"fair_qpme-1": _fair_qpme_lines_only},
+        earlier={"fair_qpme-1": _fair_qpme_lines_only, "fair_qpme-2": _fair_qpme_signed_only},
         needs_groups=True,
     )
 )

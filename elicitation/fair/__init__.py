@@ -30,7 +30,7 @@ paper               code                   meaning
 """
 
 from ..types import TAU_ATOL
-from .designs import DESIGNS, fair_qpme
+from .designs import DESIGNS, FITS, fair_qpme
 from .partitions import (
     group_partitions,
     lift_rates,
@@ -50,6 +50,7 @@ from .tradeoff import DEFAULT_TRADEOFF_INNER_RADIUS, tradeoff_search
 __all__ = [
     "DEFAULT_TRADEOFF_INNER_RADIUS",
     "DESIGNS",
+    "FITS",
     "TAU_ATOL",
     "FairReconstruction",
     "SlopeRun",

@@ -15,9 +15,11 @@ by ordinary least squares to *all* slopes of all partitions with ``a`` fixed (`r
 (`reconstruct_fair_joint`); it never needs a gradient at ``o`` (``lam`` near 1 is fine) but has no redundant
 run. If QPME finds no gradient at ``o`` for a partition (``lam`` near 1), ``"anchored"`` falls back to the
 paired runs for it and to the joint solve (how the designs compare: docs/benchmarks.md, "Measurements
-behind the defaults"). All runs use QPME's LPME
-probes (antipodal by default: the slope is then the gradient direction at the small sphere's centre, not at
-its boundary optimum; `SlopeRun.point` accounts for both).
+behind the defaults"). With ``resolve_degenerate`` (the
+default) every design also solves all slopes jointly with each gradient pointing along its slope, and keeps
+whichever of that and the design's own solve fits the slopes closer (``fit="closest"``). All runs use
+QPME's LPME probes (antipodal by default: the slope is then the gradient direction at the small sphere's
+centre, not at its boundary optimum; `SlopeRun.point` accounts for both).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import DegenerateMetricError, InvalidConfigError, NumericalError
+from ..errors import DegenerateMetricError, ElicitationError, InvalidConfigError, NumericalError
 from ..geometry import inner_sphere, validate_inner_radius
 from ..lpme import DEFAULT_CYCLES, DEFAULT_TOLERANCE, Probe, lpme, validate_probe
 from ..qpme import (
@@ -74,11 +76,13 @@ from .reconstruction import (
     reconstruct_fair_anchored,
     reconstruct_fair_joint,
     reconstruct_fair_signed,
+    slope_misfit,
 )
 from .tradeoff import tradeoff_search
 
 __all__ = [
     "DESIGNS",
+    "FITS",
     "fair_qpme",
 ]
 
@@ -87,6 +91,8 @@ TRADEOFF_TOLERANCE = 1e-3
 #: Slope-solved ``lam`` inside this band stands; outside it the trade-off search asks. The benchmark's
 #: random metrics draw ``lam`` from (0.25, 0.75), so they ask no more than before.
 TRADEOFF_SEARCH_BAND = (0.15, 0.85)
+#: How `fair_qpme` chooses between its solves when it resolves degenerate cases (see its docstring).
+FITS: tuple[str, ...] = ("closest", "signed")
 #: Builds LPME on a small sphere with a query label and the embedding that lifts its points to profiles.
 LpmeFactory = Callable[[Sphere, str, Embedding], Elicitor[Elicitation[LinearMetric]]]
 #: Builds the shifted-quadratic QPME run of one partition.
@@ -107,6 +113,7 @@ class _FairRun:
     make_qpme: QpmeFactory
     tally: list[int]
     resolve_degenerate: bool = False
+    fit: str = "closest"
 
     @property
     def n_groups(self) -> int:
@@ -149,6 +156,7 @@ def fair_qpme(
     early_stop: bool = True,
     probe: Probe = DEFAULT_PROBE,
     resolve_degenerate: bool = True,
+    fit: str = "closest",
 ) -> Elicitor[Elicitation[FairQuadraticMetric]]:
     """Elicit a fair quadratic cost ``(a, B^{uv}, lam)`` for ``m >= 2`` groups (Section 4, Algorithm 4).
 
@@ -215,6 +223,11 @@ def fair_qpme(
         (up to ``log2(1 / TRADEOFF_TOLERANCE)`` more questions). A class absent from the moved side of every
         cut is then still identified from the runs on the other side. ``False`` (with
         ``reconstruction="lstsq"``) asks and solves as version fair_qpme-1 did.
+    fit : {"closest", "signed"}
+        With ``resolve_degenerate``: ``"closest"`` (default) also solves the design's lines-only way (as
+        without ``resolve_degenerate``) and keeps whichever solution's gradients point closer to the measured
+        slopes; ``"signed"`` keeps the signed solve, as version fair_qpme-2 did. ``details["fit"]`` says
+        which was kept.
 
     Raises
     ------
@@ -271,6 +284,8 @@ def fair_qpme(
 
     if design not in DESIGNS:
         raise InvalidConfigError(f"design must be one of {DESIGNS}, got {design!r}")
+    if fit not in FITS:
+        raise InvalidConfigError(f"fit must be one of {FITS}, got {fit!r}")
     if reconstruction not in RECONSTRUCTIONS:
         raise InvalidConfigError(f"reconstruction must be one of {RECONSTRUCTIONS}, got {reconstruction!r}")
     varrho = (
@@ -310,6 +325,7 @@ def fair_qpme(
         make_qpme,
         [0],
         bool(resolve_degenerate),
+        fit,
     )
     chosen_design = _DESIGNS[design]
     # Also validates the sub-elicitors' arguments.
@@ -340,10 +356,39 @@ def _tradeoff_budget(resolve_degenerate: bool) -> int:
     return math.ceil(math.log2(1.0 / TRADEOFF_TOLERANCE) - 1e-12) if resolve_degenerate else 0
 
 
+def _closest_fit(
+    run: _FairRun,
+    runs: Sequence[SlopeRun],
+    peaks: Sequence[LinePeak],
+    lines: Callable[[], FairReconstruction],
+) -> tuple[FairReconstruction, str]:
+    """The signed solve, or the design's lines-only solve (``lines``) when its gradients point closer to
+    the measured slopes (`slope_misfit`); with the name of the one kept.
+
+    The lines-only solves fix fewer unknowns at once (``a`` first, then ``B~^{uv}``), which on generic
+    metrics reads ``lam`` more precisely than the joint solve's curvature penalty allows; the signed solve
+    is the one that handles the ends of the trade-off and rank-deficient ``B``. Both fit the same answers,
+    so the better fit is kept (an extension of the paper; measurements in docs/benchmarks.md).
+    """
+    signed = reconstruct_fair_signed(run.tau, runs, run.varrho, peaks)
+    if run.fit == "signed":
+        return signed, "signed"
+    try:
+        alternative = lines()
+    except ElicitationError:
+        return signed, "signed"
+    if slope_misfit(alternative.metric, runs, run.varrho) < slope_misfit(signed.metric, runs, run.varrho):
+        return alternative, "lines"
+    return signed, "signed"
+
+
 def _signed_outcome(
-    run: _FairRun, runs: Sequence[SlopeRun], peaks: Sequence[LinePeak]
-) -> Generator[Query, bool, FairReconstruction]:
-    """The joint signed solve and, near either end of the trade-off, a search for ``lam`` alone.
+    run: _FairRun,
+    runs: Sequence[SlopeRun],
+    peaks: Sequence[LinePeak],
+    lines: Callable[[], FairReconstruction],
+) -> Generator[Query, bool, tuple[FairReconstruction, str]]:
+    """The closest fit (`_closest_fit`) and, near either end of the trade-off, a search for ``lam`` alone.
 
     Slopes fix ``lam`` to an absolute error set by how little the violation bends them: near ``lam = 0``
     that floor (about 0.01-0.06 at ``epsilon = 1e-2``) is larger than ``lam`` itself, and near ``lam = 1``
@@ -351,10 +396,10 @@ def _signed_outcome(
     solved ``a`` and ``B^{uv}`` asks ``lam`` directly; its error is relative (a wrong ``B`` scales it), so
     it wins exactly at the ends. The questions it asks are added to ``run.tally``.
     """
-    outcome = reconstruct_fair_signed(run.tau, runs, run.varrho, peaks)
+    outcome, fit = _closest_fit(run, runs, peaks, lines)
     estimate = outcome.metric
     if TRADEOFF_SEARCH_BAND[0] <= estimate.lam <= TRADEOFF_SEARCH_BAND[1]:
-        return outcome
+        return outcome, fit
     try:
         searcher = tradeoff_search(
             run.sphere,
@@ -366,11 +411,14 @@ def _signed_outcome(
         )
     except DegenerateMetricError:
         # No group's move trades error against violation with these estimates: the slopes' lam stands.
-        return outcome
+        return outcome, fit
     searched = yield from searcher
     run.tally[0] += searched.num_queries
     metric = FairQuadraticMetric(estimate.a, dict(estimate.B_pairs), searched.metric.lam, run.tau)
-    return FairReconstruction(metric, outcome.scales, outcome.W_tilde, outcome.B_tilde, outcome.negative_mass)
+    return (
+        FairReconstruction(metric, outcome.scales, outcome.W_tilde, outcome.B_tilde, outcome.negative_mass),
+        fit,
+    )
 
 
 def _qpme_budget(run: _FairRun) -> int:
@@ -391,12 +439,18 @@ def _qpme_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQuadrat
         hessians.append(result.metric.B)
         counts.append(result.num_queries)
         _collect(run, sigma, result, runs, peaks)
+
+    def lines() -> FairReconstruction:
+        return reconstruct_fair(run.tau, run.partitions, gradients, hessians)
+
+    fit = "lines"
     if run.resolve_degenerate:
-        outcome = yield from _signed_outcome(run, runs, peaks)
+        outcome, fit = yield from _signed_outcome(run, runs, peaks, lines)
     else:
-        outcome = reconstruct_fair(run.tau, run.partitions, gradients, hessians)
+        outcome = lines()
     details: dict[str, Any] = {
         "design": "qpme",
+        "fit": fit,
         "partitions": [sorted(sigma) for sigma in run.partitions],
         "xi": membership_matrix(run.partitions, run.n_groups).tolist(),
         "queries_per_partition": counts,
@@ -455,11 +509,11 @@ def _anchored_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQua
         "xi": membership_matrix(partitions, m).tolist(),
         "queries_per_partition": counts,
     }
-    if run.resolve_degenerate:
-        outcome = yield from _signed_outcome(run, runs, peaks)
-        details["residual"] = float(outcome.scales[0])
-        details["line_peaks"] = len(peaks)
-    elif not fallbacks:
+
+    def lines() -> FairReconstruction:
+        if fallbacks:
+            # Some partition has no QPME gradient: solve (a, B~) jointly from every slope instead.
+            return reconstruct_fair_joint(tau, runs, run.varrho)
         # a from the QPME gradients (every run of a partition informs d); B and lam from all slopes.
         d = np.array(gradients)
         d_norms = np.linalg.norm(d, axis=1)
@@ -467,15 +521,17 @@ def _anchored_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQua
             raise NumericalError("a partition's elicited gradient is zero: a cannot be identified")
         tau_sigma = np.array([tau[sorted(sigma)].sum(axis=0) for sigma in partitions])
         a_hat, scales = costs_from_gradients(tau_sigma, d, d_norms)
-        outcome = reconstruct_fair_anchored(tau, a_hat, runs, run.varrho)
         details["gradients"] = d.tolist()
         details["hessians"] = [h.tolist() for h in hessians]
         details["scales"] = scales.tolist()
-        details["residual"] = float(outcome.scales[0])
+        return reconstruct_fair_anchored(tau, a_hat, runs, run.varrho)
+
+    if run.resolve_degenerate:
+        outcome, details["fit"] = yield from _signed_outcome(run, runs, peaks, lines)
+        details["line_peaks"] = len(peaks)
     else:
-        # Some partition has no QPME gradient: solve (a, B~) jointly from every slope instead.
-        outcome = reconstruct_fair_joint(tau, runs, run.varrho)
-        details["residual"] = float(outcome.scales[0])
+        outcome, details["fit"] = lines(), "lines"
+    details["residual"] = float(outcome.scales[0])
     details["psd_clipped_mass"] = outcome.negative_mass
     details["fallback_partitions"] = fallbacks
     details["slopes"] = [slope_run.slope.tolist() for slope_run in runs]
@@ -507,12 +563,18 @@ def _paired_steps(run: _FairRun) -> Generator[Query, bool, Elicitation[FairQuadr
         p = int(np.argmax(runs[-(k + 1)].slope))
         runs += yield from _slope_runs(run, everyone - sigma, [p])
         counts.append(run.tally[0] - before)
+
+    def lines() -> FairReconstruction:
+        return reconstruct_fair_joint(tau, runs, run.varrho)
+
+    fit = "lines"
     if run.resolve_degenerate:
-        outcome = yield from _signed_outcome(run, runs, [])
+        outcome, fit = yield from _signed_outcome(run, runs, [], lines)
     else:
-        outcome = reconstruct_fair_joint(tau, runs, run.varrho)
+        outcome = lines()
     details: dict[str, Any] = {
         "design": "paired",
+        "fit": fit,
         "partitions": [sorted(sigma) for sigma in partitions],
         "xi": membership_matrix(partitions, m).tolist(),
         "slopes": [slope_run.slope.tolist() for slope_run in runs],

@@ -41,6 +41,7 @@ __all__ = [
     "reconstruct_fair_anchored",
     "reconstruct_fair_joint",
     "reconstruct_fair_signed",
+    "slope_misfit",
 ]
 
 #: Weight of a `LinePeak` equation relative to one slope equation.
@@ -511,3 +512,23 @@ def reconstruct_fair_signed(
     return FairReconstruction(
         metric, np.array([math.sqrt(weight.smallest)]), np.empty((0, k, k)), B_tilde, negative_mass
     )
+
+
+def slope_misfit(metric: FairQuadraticMetric, runs: Sequence[SlopeRun], inner_radius: float) -> float:
+    """How far ``metric``'s gradients point from the measured slopes: ``sum (1 - cos angle)`` over the runs.
+
+    Each run's utility gradient ``(1 - lam) a * tau^sigma - lam sum_{(u,v) cut by sigma} B^{uv} x`` at its
+    point ``x`` is compared with its unit slope; 0 means every gradient points exactly along its slope, a
+    gradient against its slope adds 2 and a vanishing one 1 (it points nowhere).
+    """
+    tau, lam = metric.tau, metric.lam
+    total = 0.0
+    for run in runs:
+        x = run.point(inner_radius)
+        gradient = (1.0 - lam) * metric.a * tau[sorted(run.partition)].sum(axis=0)
+        for (u, v), B in metric.B_pairs.items():
+            if (u in run.partition) != (v in run.partition):
+                gradient = gradient - lam * (B @ x)
+        norm = float(np.linalg.norm(gradient))
+        total += 1.0 - (float(gradient @ run.slope) / norm if norm > ZERO else 0.0)
+    return total

@@ -45,10 +45,10 @@ GOLDEN_FAIR = {
     (3, 2, "qpme", 0.5, 4): (150, "821d3fb06e788daf"),
     (2, 2, "anchored", 0.97, 92): (44, "deff3cbf5b1b6450"),
 }
-#: The same cases with the current defaults (version fair_qpme-2), plus both ends of the trade-off: the
+#: The same cases as version fair_qpme-2 asked them (``fit="signed"``), plus both ends of the trade-off: the
 #: generic streams are unchanged; (3, 3) and lam near 1 ask differently (a search at the trade-off's end,
 #: no fallback runs), lam = 0 asks a search along each partition's collinear slopes.
-GOLDEN_FAIR_CURRENT = {
+GOLDEN_FAIR_SECOND = {
     (2, 2, "anchored", 0.5, 1): (62, "3be69adf9d6aaa23"),
     (3, 3, "anchored", 0.5, 2): (704, "b8c5a4fda5d77e86"),
     (2, 3, "paired", 0.5, 3): (120, "329d1b034b01ed05"),
@@ -57,8 +57,17 @@ GOLDEN_FAIR_CURRENT = {
     (2, 2, "anchored", 0.0, 7): (80, "f842a32668719d74"),
     (2, 3, "anchored", 1.0, 8): (202, "5c9229db9b4c4055"),
 }
+#: The current defaults (version fair_qpme-3): where the lines-only solve fits the slopes closer, the
+#: trade-off search at the end of the trade-off starts from its estimate (lam 0.97), so it asks otherwise.
+GOLDEN_FAIR_CURRENT = {**GOLDEN_FAIR_SECOND, (2, 2, "anchored", 0.97, 92): (74, "27d4f8417ec0d35e")}
+#: Per version: the ``fair_qpme`` arguments that ask its questions, and its recorded streams.
+VERSIONS: dict[str, tuple[dict[str, Any], dict[tuple[Any, ...], tuple[int, str]]]] = {
+    "fair_qpme-1": ({"reconstruction": "lstsq", "resolve_degenerate": False}, GOLDEN_FAIR),
+    "fair_qpme-2": ({"fit": "signed"}, GOLDEN_FAIR_SECOND),
+    "fair_qpme-3": ({}, GOLDEN_FAIR_CURRENT),
+}
 #: ``fair_qpme`` arguments that ask version fair_qpme-1's questions.
-FIRST_VERSION: dict[str, Any] = {"reconstruction": "lstsq", "resolve_degenerate": False}
+FIRST_VERSION: dict[str, Any] = VERSIONS["fair_qpme-1"][0]
 
 
 def random_fair_metric(
@@ -265,23 +274,41 @@ def test_fair_qpme_boundary_probes_place_slopes_at_the_boundary_optimum(design: 
 
 
 @pytest.mark.parametrize(
-    ("k", "m", "design", "lam", "seed", "current"),
-    [(*case, False) for case in sorted(GOLDEN_FAIR)]
-    + [(*case, True) for case in sorted(GOLDEN_FAIR_CURRENT)],
+    ("k", "m", "design", "lam", "seed", "version"),
+    [(*case, version) for version, (_, golden) in VERSIONS.items() for case in sorted(golden)],
 )
 def test_fair_qpme_asks_the_recorded_queries(
-    k: int, m: int, design: str, lam: float, seed: int, current: bool
+    k: int, m: int, design: str, lam: float, seed: int, version: str
 ) -> None:
     # Logged sessions are resumed by replay, so a change to how queries are built must keep them bit for bit,
     # for the current version and for the earlier one sessions may have been recorded with.
     truth = random_fair_metric(np.random.default_rng(seed), k, m, lam=lam)
     exact = lam > 0.9 or lam == 0.0
     oracle = truth.prefers if exact else LogisticOracle(truth, 200.0, rng=np.random.default_rng(5))
-    options = {} if current else FIRST_VERSION
+    options, golden = VERSIONS[version]
     sphere = Sphere.around_uniform(k, RADIUS)
     result = run(fair_qpme(sphere, groups=m, tau=truth.tau, design=design, **options), oracle)
-    golden = GOLDEN_FAIR_CURRENT if current else GOLDEN_FAIR
     assert (result.num_queries, query_log_digest(result.log)) == golden[(k, m, design, lam, seed)]
+
+
+@pytest.mark.parametrize(("k", "m", "design", "seed"), [(2, 2, "anchored", 1), (2, 2, "anchored", 92)])
+def test_the_closest_fit_keeps_the_solve_whose_gradients_follow_the_slopes(
+    k: int, m: int, design: str, seed: int
+) -> None:
+    # A noisy person (seed 1): the signed solve's curvature penalty reads lam 0.16 off, the lines-only
+    # solve 0.03; the default keeps the one whose gradients point closer to the slopes, never a worse fit.
+    truth = random_fair_metric(np.random.default_rng(seed), k, m, lam=0.5 if seed == 1 else 0.97)
+    sphere = Sphere.around_uniform(k, RADIUS)
+    results = {}
+    for fit in ("signed", "closest"):
+        oracle = LogisticOracle(truth, 200.0, rng=np.random.default_rng(5)) if seed == 1 else truth.prefers
+        results[fit] = run(fair_qpme(sphere, groups=m, tau=truth.tau, design=design, fit=fit), oracle)
+    assert results["signed"].details["fit"] == "signed"
+    assert results["closest"].details["fit"] == "lines"
+    lam_errors = {fit: abs(result.metric.lam - truth.lam) for fit, result in results.items()}
+    assert lam_errors["closest"] <= lam_errors["signed"]
+    if seed == 1:
+        assert lam_errors["closest"] < 0.05 < lam_errors["signed"]
 
 
 @pytest.mark.parametrize(("k", "m"), [(2, 2), (2, 3)])
@@ -477,6 +504,7 @@ GOOD_TAU = [[0.3, 0.6], [0.7, 0.4]]
         ({"groups": 2, "tau": GOOD_TAU, "partitions": [[0, 1]]}, "proper subset"),
         ({"groups": 2, "tau": GOOD_TAU, "design": "both"}, "design"),
         ({"groups": 2, "tau": GOOD_TAU, "probe": "middle"}, "probe"),
+        ({"groups": 2, "tau": GOOD_TAU, "fit": "best"}, "fit must be one of"),
         ({"groups": 2, "tau": GOOD_TAU, "design": "paired", "inner_radius": 0.0}, "inner_radius"),
     ],
 )
