@@ -8,6 +8,7 @@ truth). Figures are JSON-safe dicts that the templates embed as ``application/js
 from __future__ import annotations
 
 import statistics
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,13 +40,22 @@ from ..models import (
 )
 from ..outcome import accuracy_baseline
 from ..planning import comparison_ms
-from ..sessions import Failed, SessionCache, effective_rows, elicitor_rows, replay_verified
+from ..sessions import (
+    Failed,
+    SessionCache,
+    SessionProgress,
+    effective_rows,
+    elicitor_rows,
+    replay_verified,
+    session_progress,
+)
 from ..study_config import StudyConfig, build_space
 from .models import Exclusion
 
 __all__ = [
     "IDLE_ALERT_MIN",
     "LIVE_SESSIONS",
+    "PROGRESS_REPLAY_BUDGET_S",
     "UNDO_ALERT",
     "SessionDetail",
     "StudyDashboard",
@@ -70,6 +80,8 @@ _STAGES = {
 }
 #: Answers-per-minute chart window.
 RATE_WINDOW_MIN = 60
+#: Seconds a dashboard computation may spend replaying sessions to learn their own expected totals.
+PROGRESS_REPLAY_BUDGET_S = 0.5
 
 
 def _ago(minutes: float) -> str:
@@ -145,8 +157,11 @@ def _log_rows(db: Session, session_ids: list[uuid.UUID]) -> dict[uuid.UUID, list
     return rows
 
 
-def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -> StudyDashboard:
-    """Participants by status, answer rate, median time per comparison, drop-off and warning signs."""
+def study_dashboard(
+    db: Session, cache: SessionCache, study: Study, *, now: datetime | None = None
+) -> StudyDashboard:
+    """Participants by status, answer rate, median time per comparison, drop-off and warning signs, and
+    the latest sessions' progress, each against its own expected total where it is at hand."""
     now = now or utcnow()
     sessions = list(db.scalars(select(ElicitationSession).where(ElicitationSession.study_id == study.id)))
     ids = [session.id for session in sessions]
@@ -214,12 +229,15 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
             )
     median_s = statistics.median(times) / 1000.0 if times else None
     latest = sorted(sessions, key=lambda item: as_utc(item.created_at) or now, reverse=True)[:LIVE_SESSIONS]
-    planned = _planned_comparisons(study)
+    progress = _progress_of(db, cache, latest, logs, now)
+    upper_bound = cache.runtime(study).spec.seeded
     # A participant code shared by several sessions: one person started twice (or a code was reused).
     codes = Counter(session.participant_code for session in sessions if session.participant_code)
     session_rows = [
         {
-            **_session_progress(session, logs[session.id], planned, session.id in excluded, now),
+            **_session_progress(
+                session, logs[session.id], progress[session.id], upper_bound, session.id in excluded, now
+            ),
             "duplicate_code": codes[session.participant_code] > 1 if session.participant_code else False,
         }
         for session in latest
@@ -246,33 +264,56 @@ def study_dashboard(db: Session, study: Study, *, now: datetime | None = None) -
     )
 
 
-def _planned_comparisons(study: Study) -> int:
-    """Comparisons a session is expected to take: practice, the typical elicitor run, checks, evaluation."""
-    config = StudyConfig.model_validate(study.config)
-    return config.practice_queries + study.expected_queries + config.total_checks + config.evaluation_queries
+def _last_activity(session: ElicitationSession, rows: list[Any], now: datetime) -> datetime:
+    """The latest answer, undo, consent or creation of ``session``."""
+    moments = [as_utc(row.created_at) for row in rows]
+    candidates = [*moments, as_utc(session.consented_at), as_utc(session.created_at)]
+    return max([moment for moment in candidates if moment] or [now])
+
+
+def _progress_of(
+    db: Session,
+    cache: SessionCache,
+    sessions: list[ElicitationSession],
+    logs: dict[uuid.UUID, list[Any]],
+    now: datetime,
+) -> dict[uuid.UUID, SessionProgress]:
+    """Each session's progress against its own expected total (`sessions.session_progress`).
+
+    What this process noted while serving a session costs nothing; a session it has not served at its
+    current point is replayed, most recently active first, until `PROGRESS_REPLAY_BUDGET_S` is spent (the
+    dashboard polls every few seconds); the rest show the study's typical total until a later poll.
+    """
+    order = sorted(sessions, key=lambda item: _last_activity(item, logs[item.id], now), reverse=True)
+    deadline = time.monotonic() + PROGRESS_REPLAY_BUDGET_S
+    return {
+        session.id: session_progress(
+            db, cache, session, logs[session.id], may_replay=time.monotonic() < deadline
+        )
+        for session in order
+    }
 
 
 def _session_progress(
-    session: ElicitationSession, rows: list[Any], planned: int, excluded: bool, now: datetime
+    session: ElicitationSession,
+    rows: list[Any],
+    progress: SessionProgress,
+    upper_bound: bool,
+    excluded: bool,
+    now: datetime,
 ) -> dict[str, Any]:
     """One row of the dashboard's session list: answers given of about how many, stage, last activity.
 
-    The total is the study's typical one (an active elicitor may stop earlier or later): "about".
+    The total is the session's own estimate (as its participant's progress bar shows it) when at hand;
+    otherwise the study's typical session, which for the active elicitors is their question budget, so
+    it reads "at most".
     """
-    answered = len(effective_rows(rows))
+    answered = progress.answered
     status = session.status
-    moments = [as_utc(row.created_at) for row in rows]
-    last = max(
-        [moment for moment in [*moments, as_utc(session.consented_at), as_utc(session.created_at)] if moment]
-    )
+    last = _last_activity(session, rows, now)
     idle_min = max(0.0, (now - last).total_seconds() / 60.0)
     finished = as_utc(session.finished_at)
-    if status == SessionStatus.DONE.value:
-        total = answered
-    elif status == SessionStatus.ACTIVE.value:
-        total = max(planned, answered + 1)
-    else:
-        total = planned
+    total = progress.estimated_total
     stage = {
         SessionStatus.INVITED.value: "not started",
         SessionStatus.DONE.value: "finished",
@@ -287,6 +328,8 @@ def _session_progress(
         "excluded": excluded,
         "answered": answered,
         "estimated_total": total,
+        "own_estimate": progress.own,
+        "total_words": "about" if progress.own or not upper_bound else "at most",
         "percent": round(100.0 * answered / total) if total else 0,
         "stage": stage,
         "created_at": (as_utc(session.created_at) or now).isoformat(),

@@ -334,10 +334,11 @@ def create_invitations(
 
 
 @router.get("/studies/{study_id}/dashboard", response_model=DashboardOut, responses=error_responses(404, 422))
-def dashboard(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
-    """Live numbers: participants by status, answer rate, median time per query, drop-off, warnings."""
+def dashboard(study_id: str, principal: ApiUserDep, db: DbSessionDep, cache: CacheDep) -> dict[str, Any]:
+    """Live numbers: participants by status, answer rate, median time per query, drop-off, warnings, and
+    each session's progress against its own expected total."""
     study, _control = studies.visible_study(db, principal, study_id)
-    return monitor.study_dashboard(db, study).to_dict()
+    return monitor.study_dashboard(db, cache, study).to_dict()
 
 
 #: The 200 answer of a streamed CSV export: text, not JSON (FastAPI would describe it as JSON).

@@ -403,7 +403,9 @@ def create_invitations(
 
 
 @router.get("/studies/{study_id}/monitor")
-def monitor_study(study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+def monitor_study(
+    study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep, cache: CacheDep
+) -> Response:
     study, control = studies.visible_study(db, principal, study_id)
     return _page(
         request,
@@ -411,17 +413,19 @@ def monitor_study(study_id: str, request: Request, principal: UiUserDep, db: DbS
         "monitor.html",
         study=study,
         status=studies.status_of(control).value,
-        dashboard=monitor.study_dashboard(db, study),
+        dashboard=monitor.study_dashboard(db, cache, study),
         poll_seconds=MONITOR_POLL_S,
     )
 
 
 @router.get("/studies/{study_id}/monitor.json")
-def monitor_numbers(study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+def monitor_numbers(
+    study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep, cache: CacheDep
+) -> Response:
     """What the open dashboard polls: its numbers, session list and figures as JSON, with the changing
     parts of the page rendered by the same template macros as the page itself."""
     study, control = studies.visible_study(db, principal, study_id)
-    dashboard = monitor.study_dashboard(db, study)
+    dashboard = monitor.study_dashboard(db, cache, study)
     live = request.app.state.templates.env.get_template("admin/_monitor_live.html").module
     body = {
         "status": studies.status_of(control).value,

@@ -122,7 +122,14 @@ class SessionProgressOut(_Out):
     status: str
     excluded: bool
     answered: int = Field(description="answers given (undone ones not counted)")
-    estimated_total: int = Field(description="comparisons the session takes: actual when done, else about")
+    estimated_total: int = Field(
+        description="comparisons the session takes: actual when done, else its own estimate (as its "
+        "participant's progress shows it) or, when that is not at hand, the study's typical session"
+    )
+    own_estimate: bool = Field(description="whether estimated_total is the session's own (else the study's)")
+    total_words: Literal["about", "at most"] = Field(
+        description='how to read estimated_total: "at most" when it is the study\'s question budget'
+    )
     percent: int
     stage: str = Field(description="not started, consented, practice, questions, evaluation pairs, finished")
     created_at: Timestamp

@@ -108,6 +108,8 @@ class SessionCache:
         self._studies: dict[uuid.UUID, StudyRuntime] = {}
         self._live: OrderedDict[uuid.UUID, tuple[int, int, ElicitorState]] = OrderedDict()
         self._logs: OrderedDict[uuid.UUID, list[Any]] = OrderedDict()
+        # Per session: (elicitor answers, seq of the last one) -> (elicitor questions expected, finished).
+        self._progress: OrderedDict[uuid.UUID, tuple[int, int, int, bool]] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -165,6 +167,37 @@ class SessionCache:
             while len(self._live) > self.max_sessions:
                 self._live.popitem(last=False)
 
+    def offer(self, session_id: uuid.UUID, n_answers: int, last_seq: int, state: ElicitorState) -> None:
+        """Keep a state rebuilt outside the participant's requests, unless the session already has one
+        (which may be newer: the participant's own request never waits for, or loses to, an onlooker)."""
+        if self.max_sessions <= 0:
+            return
+        with self._lock:
+            if session_id in self._live:
+                return
+        self.put(session_id, n_answers, last_seq, state)
+
+    def note_progress(
+        self, session_id: uuid.UUID, n_answers: int, last_seq: int, elicitor_total: int, finished: bool
+    ) -> None:
+        """Remember how many elicitor questions the session is expected to take at this point of its log
+        (plain numbers: the dashboard reads them without touching a live elicitor another request uses)."""
+        if self.max_sessions <= 0:
+            return
+        with self._lock:
+            self._progress[session_id] = (n_answers, last_seq, elicitor_total, finished)
+            self._progress.move_to_end(session_id)
+            while len(self._progress) > self.max_sessions:
+                self._progress.popitem(last=False)
+
+    def progress(self, session_id: uuid.UUID, n_answers: int, last_seq: int) -> tuple[int, bool] | None:
+        """(elicitor questions expected, finished) noted at exactly this point of the log, else None."""
+        with self._lock:
+            entry = self._progress.get(session_id)
+        if entry is None or entry[0] != n_answers or entry[1] != last_seq:
+            return None
+        return entry[2], entry[3]
+
     def take_log(self, session_id: uuid.UUID) -> list[Any] | None:
         """Remove and return the log rows last seen for this session (the caller checks for newer ones)."""
         with self._lock:
@@ -188,4 +221,5 @@ class SessionCache:
         with self._lock:
             self._live.clear()
             self._logs.clear()
+            self._progress.clear()
             self._studies.clear()

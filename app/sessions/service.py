@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from elicitation import Done, NumericalError, Pending
+from elicitation import Done, ElicitationError, NumericalError, Pending
 
 from .. import repository as repo
 from ..codec import decode_query, encode_metric, encode_query, to_jsonable
@@ -46,11 +46,13 @@ from .views import SessionView, comparison_model, shown_side, worked_example
 
 __all__ = [
     "MAX_TIMING_MS",
+    "SessionProgress",
     "consent",
     "create_session",
     "get_instructions",
     "get_view",
     "join_study",
+    "session_progress",
     "start_session",
     "submit_answer",
     "undo",
@@ -93,6 +95,17 @@ def _resolve_state(
         state = _replay_state(runtime, session, elicitation)
     cache.put(session.id, n, last, state)
     return state
+
+
+def _elicitor_progress(runtime: StudyRuntime, state: ElicitorState, n_elicited: int) -> tuple[int, bool]:
+    """(elicitor questions the session is expected to take, whether its elicitor has finished)."""
+    if not isinstance(state, Pending):
+        return n_elicited, True
+    remaining = getattr(state.elicitor, "expected_remaining", None)
+    if remaining is None:
+        return runtime.expected_queries, False
+    # The elicitor's own stopping rule beats the study-wide estimate (active elicitors have one).
+    return n_elicited + int(remaining), False
 
 
 @dataclass(eq=False)
@@ -170,15 +183,9 @@ class _Context:
         status = SessionStatus(self.session.status)
         step = self.step() if status is SessionStatus.ACTIVE else None
         result = repo.get_result(self.db, self.session.id) if status is SessionStatus.DONE else None
-        finished = not isinstance(self.state, Pending)
         n_elicited = len(self.elicitation)
-        elicitor_total = self.runtime.expected_queries
-        remaining = None
-        if isinstance(self.state, Pending):
-            remaining = getattr(self.state.elicitor, "expected_remaining", None)
-        if remaining is not None:
-            # The elicitor's own stopping rule beats the study-wide estimate (active elicitors have one).
-            elicitor_total = n_elicited + int(remaining)
+        elicitor_total, finished = _elicitor_progress(self.runtime, self.state, n_elicited)
+        self.cache.note_progress(self.session.id, *_cache_key(self.elicitation), elicitor_total, finished)
         total = self.plan.estimated_total(n_elicited, elicitor_total, finished)
         if status is SessionStatus.INVITED:
             phase = "consent"
@@ -273,6 +280,54 @@ class _Context:
             # Another request finished the same session first; its committed result stands.
             self.db.rollback()
             self.db.refresh(self.session)
+
+
+@dataclass(frozen=True)
+class SessionProgress:
+    """Answers a session has given and how many comparisons it is expected to take in all.
+
+    ``own`` says whether the total is the session's own (its elicitor's stopping rule or actual count, as
+    its participant's progress bar shows it) or, when that was not at hand, the study's typical session.
+    """
+
+    answered: int
+    estimated_total: int
+    own: bool
+
+
+def session_progress(
+    db: Session, cache: SessionCache, session: ElicitationSession, rows: list[Any], *, may_replay: bool
+) -> SessionProgress:
+    """``session``'s progress as its participant sees it, from its log ``rows`` (light rows suffice).
+
+    The expected total comes from what this process noted when it last served the session at exactly this
+    point of its log; otherwise, if ``may_replay``, from replaying the log (the rebuilt elicitor is offered
+    to the cache, so the participant's next answer does not replay again); otherwise the study's typical
+    session stands in (``own`` False). A finished session's total is what it actually took.
+    """
+    runtime = cache.runtime(session.study)
+    plan = runtime.plan(session.seed)
+    effective = effective_rows(rows)
+    answered = len(effective)
+    if session.status == SessionStatus.DONE.value:
+        return SessionProgress(answered, answered, own=True)
+    elicitation = elicitor_rows(effective)
+    n, last = _cache_key(elicitation)
+    noted = cache.progress(session.id, n, last)
+    if noted is None and may_replay and session.status == SessionStatus.ACTIVE.value:
+        full = elicitor_rows(effective_rows(repo.log_entries(db, session.id)))
+        if _cache_key(full) == (n, last):  # else an answer arrived meanwhile: the next look sees it
+            try:
+                state = _replay_state(runtime, session, full)
+            except ElicitationError:
+                state = None  # a log this version cannot replay: its own pages say so
+            if state is not None:
+                cache.offer(session.id, n, last, state)
+                noted = _elicitor_progress(runtime, state, n)
+                cache.note_progress(session.id, n, last, *noted)
+    elicitor_total, finished = noted if noted is not None else (runtime.expected_queries, False)
+    total = max(plan.estimated_total(n, elicitor_total, finished), answered)
+    return SessionProgress(answered, total, own=noted is not None)
 
 
 def _context(db: Session, cache: SessionCache, token: str) -> _Context:

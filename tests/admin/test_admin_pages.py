@@ -225,7 +225,7 @@ def test_invitations_csv_monitor_session_and_results_pages(
     assert re.search(r'data-testid="count-invited">1<', monitor.text)
     assert 'type="application/json" id="fig-dropoff"' in monitor.text
     done_row = re.search(
-        rf'data-status="done"[^>]*>\s*<td><a href="/admin/studies/{sid}/sessions/([0-9a-f-]{{36}})',
+        rf'data-status="done"[^>]*>\s*<td[^>]*><a href="/admin/studies/{sid}/sessions/([0-9a-f-]{{36}})',
         monitor.text,
     )
     assert done_row is not None
@@ -479,12 +479,14 @@ def test_dashboard_marks_a_session_quiet_after_ten_minutes(
     with app.state.sessionmaker() as db:
         study = db.get(Study, __import__("uuid").UUID(sid))
         soon = monitor.study_dashboard(
-            db, study, now=utcnow() + timedelta(minutes=monitor.IDLE_ALERT_MIN - 1)
+            db, app.state.session_cache, study, now=utcnow() + timedelta(minutes=monitor.IDLE_ALERT_MIN - 1)
         )
         later = monitor.study_dashboard(
-            db, study, now=utcnow() + timedelta(minutes=monitor.IDLE_ALERT_MIN + 1)
+            db, app.state.session_cache, study, now=utcnow() + timedelta(minutes=monitor.IDLE_ALERT_MIN + 1)
         )
-        days = monitor.study_dashboard(db, study, now=utcnow() + timedelta(days=3, minutes=1))
+        days = monitor.study_dashboard(
+            db, app.state.session_cache, study, now=utcnow() + timedelta(days=3, minutes=1)
+        )
     assert not soon.sessions[0]["idle"] and soon.sessions[0]["last_activity"] == "9 min ago"
     assert later.sessions[0]["idle"] and later.sessions[0]["last_activity"] == "11 min ago"
     assert days.sessions[0]["last_activity"] == "3 days ago"

@@ -43,7 +43,7 @@ def _answer(client: TestClient, token: str, preferred: str = "second") -> None:
 def _flagged_codes(app: Any, study: Any) -> list[str]:
     """Participant codes the coordinator's session list marks as started more than once."""
     with app.state.sessionmaker() as db:
-        rows = study_dashboard(db, study).sessions
+        rows = study_dashboard(db, app.state.session_cache, study).sessions
     return sorted(row["participant_code"] for row in rows if row["duplicate_code"])
 
 
