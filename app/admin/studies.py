@@ -40,8 +40,8 @@ from ..planning import PLAUSIBLE_SECONDS
 from ..sessions import SessionCache, status_of
 from ..study_config import StudyConfig, StudyConfigError, build_space, parse_study_config
 from .auth import AdminError, Principal
-from .export import gzip_archive
 from .models import Exclusion, StudySnapshot, User
+from .snapshots import keep_closing_snapshot
 
 __all__ = [
     "INVITATION_COLUMNS",
@@ -412,38 +412,8 @@ def set_status(
         control.closed_at = control.updated_at
     db.commit()
     if wanted is StudyStatus.CLOSED:
-        _keep_closing_snapshot(db, study, by)
+        keep_closing_snapshot(db, study, by)
     return control
-
-
-def _keep_closing_snapshot(db: Session, study: Study, by: int | None) -> None:
-    """Store the study's archive as it is just after closing, without holding the write lock meanwhile.
-
-    The archive is read in one consistent read transaction (readers never block writers, so participants
-    of this and every other study keep answering) and compressed as it is written, one batch of sessions
-    at a time; only the final insert of the compressed archive is a (short) write.
-    """
-    with Session(bind=db.get_bind()) as reader:
-        _begin_consistent_read(reader)
-        packed = gzip_archive(reader, study)
-    db.add(
-        StudySnapshot(
-            study_id=study.id, reason="closed", created_by=by, created_at=utcnow(), archive_gz=packed
-        )
-    )
-    db.commit()
-
-
-def _begin_consistent_read(db: Session) -> None:
-    """Make the session's following statements see one state of the database.
-
-    Python's sqlite3 only opens a transaction before a write, so without an explicit BEGIN every SELECT
-    would see its own state; PostgreSQL's default (read committed) likewise sees each statement's own.
-    """
-    if db.get_bind().dialect.name == "sqlite":
-        db.connection().exec_driver_sql("BEGIN")
-    else:
-        db.connection(execution_options={"isolation_level": "REPEATABLE READ"})
 
 
 def duplicate_study(db: Session, principal: Principal, study: Study, control: StudyControl | None) -> Study:

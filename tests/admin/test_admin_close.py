@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from typing import Any
 
 import pytest
 from admin_support import METRIC, STUDY_CONFIG, Participant, bearer
 from fastapi.testclient import TestClient
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
+from sqlalchemy.orm import Session
 
-from app.admin import export
+from app.admin import export, snapshots
 from app.admin.models import LoginAttempt
 from app.models import utcnow
 
@@ -88,3 +90,42 @@ def test_answers_after_the_close_are_kept_and_marked(client: TestClient, account
         "archive"
     ]
     assert len(archive["sessions"][0]["answers"]) == 1  # the snapshot is the study as it was at closing
+
+
+def test_a_large_study_is_archived_by_a_worker_process(
+    client: TestClient, accounts: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every study counts as large here: the archive is built and stored by the spawned worker, on its own
+    # engine (the same database file or PostgreSQL schema), and is there when the close returns.
+    monkeypatch.setattr(snapshots, "SNAPSHOT_PROCESS_ROWS", -1)
+    worker_pids: list[int] = []
+    submit = snapshots._worker_pool().submit
+
+    def submit_and_note(*args: Any) -> Any:
+        future = submit(*args)
+        worker_pids.extend(snapshots._worker_pool()._processes)
+        return future
+
+    monkeypatch.setattr(snapshots._worker_pool(), "submit", submit_and_note)
+    token = accounts["alice"]["token"]
+    sid = _open_study(client, token)
+    Participant(METRIC).finish(
+        client, client.post(f"/api/v1/studies/{sid}/sessions", json={"consent": True}).json()["token"]
+    )
+    assert _close(client, token, sid).status_code == 200
+    assert worker_pids and os.getpid() not in worker_pids
+    kept = client.get(f"/api/v1/studies/{sid}/snapshots", headers=bearer(token)).json()["snapshots"]
+    assert [snapshot["reason"] for snapshot in kept] == ["closed"]
+    archive = client.get(f"/api/v1/studies/{sid}/snapshots/{kept[0]['id']}", headers=bearer(token)).json()[
+        "archive"
+    ]
+    assert archive["study"]["status"] == "closed"
+    assert [session["status"] for session in archive["sessions"]] == ["done"]
+
+
+def test_an_in_memory_database_is_archived_in_the_request() -> None:
+    engine = create_engine("sqlite://")
+    with Session(engine) as db:
+        assert snapshots._database_of(db) is None
+    with Session(create_engine("sqlite:////tmp/some.db")) as db:
+        assert snapshots._database_of(db) == snapshots._Database("sqlite:////tmp/some.db", None)
