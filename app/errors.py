@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
@@ -11,6 +12,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from elicitation import ReplayMismatchError
+
+from .embedding import allow_framing
 
 __all__ = [
     "AppError",
@@ -38,6 +41,8 @@ class AppError(Exception):
     title = "Something went wrong"
     #: False when going back to the session cannot help (the study does not take the person now).
     resumable = True
+    #: Origins that may frame the error page: those of the study whose page failed (default: nobody).
+    frame_ancestors: Sequence[str] = ()
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -128,7 +133,10 @@ def install_error_handlers(app: FastAPI) -> None:
                 body["state"] = view.to_api()
             return JSONResponse(body, status_code=exc.status_code)
         context = {"title": exc.title, "message": exc.message, "view": view, "resumable": exc.resumable}
-        return _page(request, exc.status_code, context)
+        # A study shown in another site's frame shows its errors there too (a paused study, a stale answer).
+        config = getattr(view, "config", None)
+        ancestors = exc.frame_ancestors or getattr(config, "frame_ancestors", ())
+        return allow_framing(_page(request, exc.status_code, context), ancestors)
 
     @app.exception_handler(ReplayMismatchError)
     def _replay_mismatch(request: Request, exc: ReplayMismatchError) -> Response:

@@ -27,7 +27,9 @@ __all__ = [
     "PanelValues",
     "check_redirect_template",
     "fill_redirect",
+    "panel_link",
     "panel_values",
+    "preset_of",
     "redirect_placeholders",
 ]
 
@@ -93,6 +95,29 @@ PANEL_PRESETS: dict[str, PanelConfig] = {
         require_id=True,
     ),
 }
+
+
+#: How a preset's panel writes its values into a study URL, for the coordinator to paste (MTurk appends
+#: its parameters itself).
+_LINK_PLACEHOLDERS = {"prolific": "{{%{name}%}}", "mturk": None}
+
+
+def preset_of(panel: PanelConfig | None) -> str | None:
+    """The preset a panel configuration is (``"prolific"``, ``"mturk"``), or None."""
+    if panel is None:
+        return None
+    return next((name for name, preset in PANEL_PRESETS.items() if preset == panel), None)
+
+
+def panel_link(join_url: str, panel: PanelConfig) -> str:
+    """The open link as the panel should be given it: its parameters with the panel's own placeholders
+    (Prolific's ``{{%PROLIFIC_PID%}}``), none for MTurk, which appends them, and ``…`` for any other."""
+    preset = preset_of(panel)
+    pattern = _LINK_PLACEHOLDERS.get(preset, "…") if preset else "…"
+    if pattern is None:
+        return join_url
+    query = "&".join(f"{name}={pattern.replace('{name}', name)}" for name in panel.parameters)
+    return f"{join_url}?{query}"
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from elicitation.region import region_summary
 from .. import repository as repo
 from ..algorithms import REGISTRY
 from ..deps import CacheDep, DbSessionDep, SettingsDep
+from ..panels import PanelConfig, panel_link, preset_of
 from ..planning import study_plan
 from ..study_config import (
     config_hash,
@@ -262,6 +263,9 @@ def show_study(
     study, control = studies.visible_study(db, principal, study_id)
     plan = study_plan(db, plan_cache(request), study)
     base = settings.public_base_url or str(request.base_url).rstrip("/")
+    join_url = f"{base}/studies/{study.id}/join" if study.open_enrolment else None
+    stored_panel = study.config.get("panel")
+    panel = PanelConfig.model_validate(stored_panel) if stored_panel else None
     return _page(
         request,
         principal,
@@ -271,7 +275,10 @@ def show_study(
         status=studies.status_of(control).value,
         plan=plan,
         answered=studies.answered_count(db, study.id),
-        join_url=f"{base}/studies/{study.id}/join" if study.open_enrolment else None,
+        join_url=join_url,
+        panel=panel,
+        panel_preset=preset_of(panel),
+        panel_url=panel_link(join_url, panel) if join_url and panel else None,
         config_hash=config_hash(study.config),
         config_json=json.dumps(study.config, indent=2),
         snapshots=studies.snapshots(db, study.id),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
@@ -15,7 +17,7 @@ from .. import sessions
 from ..charts.comparison import comparison_view
 from ..deps import CacheDep, DbSessionDep
 from ..embedding import allow_framing, cookie_in_frames, set_partitioned_cookie
-from ..errors import ConflictError
+from ..errors import AppError, ConflictError
 from ..explain import MetricWords
 from ..metric_views import participant_figures, stored_metric_words
 from ..models import AnswerChannel, SessionStatus
@@ -110,6 +112,16 @@ def _page(
     return allow_framing(_render(request, template, context, status_code), config.frame_ancestors)
 
 
+@contextmanager
+def _framed_errors(config: StudyConfig) -> Iterator[None]:
+    """An error page raised inside this block may be framed like the study's pages (e.g. "paused")."""
+    try:
+        yield
+    except AppError as exc:
+        exc.frame_ancestors = tuple(config.frame_ancestors)
+        raise
+
+
 def _join_action(study_id: uuid.UUID, arrived: PanelValues) -> str:
     """The consent form's address: the join path with the panel parameters the link carried."""
     query = urlencode(arrived.values)
@@ -180,7 +192,8 @@ def show_join(study_id: str, request: Request, db: DbSessionDep, cache: CacheDep
             "finished": by_code.status == SessionStatus.DONE.value,
         }
         return _page(request, "studies/welcome_back.html", context, config)
-    sessions.check_enrolment(db, study)
+    with _framed_errors(config):
+        sessions.check_enrolment(db, study)
     problem = _panel_problem(config, arrived)
     context = {
         "study": study,
@@ -232,15 +245,16 @@ def join_study(
             "panel_id": arrived.participant_code,
         }
         return _page(request, "studies/join.html", context, config, 422)
-    joined = sessions.join_study(
-        db,
-        cache,
-        study.id,
-        participant_code=arrived.participant_code or form.participant_code,
-        known_token=request.cookies.get(PARTICIPANT_COOKIE),
-        panel=arrived.values,
-        panel_id=arrived.participant_code,
-    )
+    with _framed_errors(config):
+        joined = sessions.join_study(
+            db,
+            cache,
+            study.id,
+            participant_code=arrived.participant_code or form.participant_code,
+            known_token=request.cookies.get(PARTICIPANT_COOKIE),
+            panel=arrived.values,
+            panel_id=arrived.participant_code,
+        )
     target = f"/sessions/{joined.token}" if joined.continued else f"/sessions/{joined.token}/instructions"
     return _remember(_see_other(target), request, study.id, joined.token, config)
 

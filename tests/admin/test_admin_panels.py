@@ -246,6 +246,11 @@ def test_study_form_saves_and_shows_panel_completion_and_framing_settings(
     assert config["completion_code"] == "C1A2B3C4" and config["redirect_url"] == REDIRECT
     assert config["redirect_delay_seconds"] == 3 and config["resume_by_participant_code"] is False
     assert config["frame_ancestors"] == ["https://*.qualtrics.com", "http://127.0.0.2:8001"]
+    page = client.get(f"/admin/studies/{sid}")
+    assert (
+        f"/studies/{sid}/join?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&amp;STUDY_ID={{{{%STUDY_ID%}}}}"
+        "&amp;SESSION_ID={{%SESSION_ID%}}</code>" in page.text
+    )
     edit = client.get(f"/admin/studies/{sid}/edit")
     assert '<option value="prolific" selected>' in edit.text
     assert 'value="C1A2B3C4"' in edit.text and html.escape(REDIRECT) in edit.text
@@ -275,6 +280,9 @@ def test_study_form_saves_and_shows_panel_completion_and_framing_settings(
     assert config["resume_by_participant_code"] is True
     edit = client.get(f"/admin/studies/{sid}/edit")
     assert '<option value="custom" selected>' in edit.text and 'value="rid, source"' in edit.text
+    page = client.get(f"/admin/studies/{sid}")
+    assert f"/studies/{sid}/join?rid=…&amp;source=…</code>" in page.text
+    assert "The link to give the survey" in page.text
 
     bad_redirect = {**custom, "redirect_url": "https://survey.example.org/{rid}"}
     refused = client.post(f"/admin/studies/{sid}/edit", data=bad_redirect)

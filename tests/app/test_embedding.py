@@ -10,6 +10,7 @@ from app_support import METRIC, Participant, make_study
 from fastapi.testclient import TestClient
 
 from app.embedding import content_security_policy, normalise_origin
+from app.models import StudyControl, StudyStatus
 from app.routes.pages import PARTICIPANT_COOKIE
 
 ORIGINS = ["https://*.qualtrics.com", "http://127.0.0.2:8001"]
@@ -56,6 +57,36 @@ def test_an_allow_listed_study_may_be_framed_by_its_origins_on_every_participant
     # The rest of the policy is unchanged.
     policy = client.get(f"/studies/{study.id}/join").headers["content-security-policy"]
     assert policy == content_security_policy(ORIGINS) and "script-src 'self';" in policy
+
+
+def test_error_pages_of_an_allow_listed_study_may_be_framed_too(client: TestClient, app: Any) -> None:
+    study = make_study(app, frame_ancestors=ORIGINS)
+    allowed = ("frame-ancestors https://*.qualtrics.com http://127.0.0.2:8001", None)
+    token = _join(client, study).headers["location"].split("/")[2]
+    # A stale answer on a session page: the 409 page carries the session, and so the study's list.
+    state = client.get(f"/api/v1/sessions/{token}").json()
+    client.post(
+        f"/api/v1/sessions/{token}/answers", json={"seq": state["query"]["seq"], "preferred": "first"}
+    )
+    stale = client.post(
+        f"/sessions/{token}/answers", data={"seq": state["query"]["seq"], "preferred": "second"}
+    )
+    assert stale.status_code == 409 and _framing(stale) == allowed
+    # The study is paused: a newcomer's join page says so, inside the frame.
+    with app.state.sessionmaker() as db:
+        db.add(StudyControl(study_id=study.id, status=StudyStatus.PAUSED.value))
+        db.commit()
+    client.cookies.clear()
+    paused = client.get(f"/studies/{study.id}/join")
+    assert paused.status_code == 409 and "paused" in paused.text and _framing(paused) == allowed
+    refused = client.post(f"/studies/{study.id}/join", data={"consent": "yes"})
+    assert refused.status_code == 409 and _framing(refused) == allowed
+    # Another study's errors keep the default.
+    other = make_study(app, name="plain")
+    with app.state.sessionmaker() as db:
+        db.add(StudyControl(study_id=other.id, status=StudyStatus.PAUSED.value))
+        db.commit()
+    assert _framing(client.get(f"/studies/{other.id}/join")) == ("frame-ancestors 'none'", "DENY")
 
 
 @pytest.mark.parametrize(
