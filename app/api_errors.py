@@ -25,9 +25,9 @@ class ErrorOut(BaseModel):
     error: str = Field(
         description="participant API: not_found, validation_error, already_answered, stale_seq, "
         "session_finished, consent_required, nothing_to_undo, replay_mismatch, study_draft, study_paused, "
-        "study_closed, link_expired, http_error or internal_error; back office also: unauthorized, "
-        "csrf_failed, invalid, invalid_config, has_answers, bad_transition, confirmation_required, "
-        "already_excluded, not_excluded, exists or replay"
+        "study_closed, link_expired, invalid_input, http_error or internal_error; back office also: "
+        "unauthorized, csrf_failed, invalid, invalid_config, has_answers, bad_transition, "
+        "confirmation_required, already_excluded, not_excluded, exists or replay"
     )
     message: str
     fields: list[FieldErrorOut] | None = Field(default=None, description="422 only: one entry per problem")

@@ -18,6 +18,7 @@ from .embedding import allow_framing
 __all__ = [
     "AppError",
     "ConflictError",
+    "InvalidInputError",
     "NotFoundError",
     "StateView",
     "install_error_handlers",
@@ -60,6 +61,14 @@ class NotFoundError(AppError):
         self, message: str = "This link is not valid. Please check that you copied all of it."
     ) -> None:
         super().__init__(message)
+
+
+class InvalidInputError(AppError):
+    """A value the request carried does not fit the study (e.g. a panel parameter it does not keep)."""
+
+    status_code = 422
+    code = "invalid_input"
+    title = "This link is not complete"
 
 
 class ConflictError(AppError):

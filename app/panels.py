@@ -26,6 +26,7 @@ __all__ = [
     "PanelConfig",
     "PanelValues",
     "check_redirect_template",
+    "checked_values",
     "fill_redirect",
     "panel_link",
     "panel_values",
@@ -149,6 +150,24 @@ def panel_values(panel: PanelConfig | None, query: Mapping[str, str]) -> PanelVa
         values[name] = raw
     code = values.get(panel.id_parameter) if panel.id_parameter else None
     return PanelValues(values, code, tuple(problems))
+
+
+def checked_values(panel: PanelConfig | None, given: Mapping[str, str]) -> PanelValues:
+    """Panel values a client sends outright (the JSON API): every name known, every value well formed,
+    the ID present if the study requires it; `ValueError` names the first problem."""
+    known = panel.parameters if panel is not None else []
+    unknown = [name for name in given if name not in known]
+    if unknown:
+        keeps = ", ".join(known) if known else "no panel parameters"
+        raise ValueError(f"panel: this study keeps {keeps}, not {unknown[0]!r}")
+    arrived = panel_values(panel, given)
+    if arrived.problems:
+        raise ValueError(
+            f"panel.{arrived.problems[0]}: at most {MAX_PANEL_VALUE_LENGTH} printable characters"
+        )
+    if panel is not None and panel.require_id and arrived.participant_code is None:
+        raise ValueError(f"panel.{panel.id_parameter}: this study needs the panel ID to start a session")
+    return arrived
 
 
 def redirect_placeholders(panel: PanelConfig | None) -> tuple[str, ...]:

@@ -29,6 +29,12 @@ class SessionCreateIn(BaseModel):
 
     participant_code: str | None = Field(default=None, max_length=200)
     consent: bool = False
+    panel: dict[str, str] | None = Field(
+        default=None,
+        max_length=10,
+        description="the study's panel parameters as the panel sent them (e.g. PROLIFIC_PID); stored with "
+        "the session and exported; the panel ID is the participant code unless one is given",
+    )
 
 
 class SessionCreatedOut(BaseModel):
@@ -103,6 +109,7 @@ def _state(view: sessions.SessionView) -> Response:
     responses={
         404: {"description": "no open-enrolment study with this id"},
         409: {"description": "the study does not take new participants now (draft, paused, closed, expired)"},
+        422: {"description": "malformed body, or panel values the study does not keep (invalid_input)"},
     },
 )
 def create_session(
@@ -116,7 +123,7 @@ def create_session(
     """Start a session in an open-enrolment study (or continue the one a returning participant code began)."""
     body = body or SessionCreateIn()
     joined = sessions.start_session(
-        db, cache, study_id, participant_code=body.participant_code, consented=body.consent
+        db, cache, study_id, participant_code=body.participant_code, consented=body.consent, panel=body.panel
     )
     base = settings.public_base_url or str(request.base_url).rstrip("/")
     return {"token": joined.token, "url": f"{base}/sessions/{joined.token}", "resumed": joined.continued}

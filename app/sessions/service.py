@@ -20,7 +20,7 @@ from elicitation import Done, ElicitationError, NumericalError, Pending
 
 from .. import repository as repo
 from ..codec import decode_query, encode_metric, encode_query, to_jsonable
-from ..errors import ConflictError, NotFoundError
+from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..explain import reading_for
 from ..models import (
     Answer,
@@ -35,6 +35,7 @@ from ..models import (
     utcnow,
 )
 from ..outcome import check_summary, evaluation_summary, plain_summary
+from ..panels import checked_values
 from ..plan import SessionPlan, Step, elicitor_choice
 from .displayed import session_version
 from .enrolment import check_enrolment, find_study, open_study
@@ -467,6 +468,11 @@ def start_session(
     not, with the link's ``panel`` values.
     """
     study = open_study(db, study_id)
+    try:
+        arrived = checked_values(cache.runtime(study).config.panel, panel or {})
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
+    participant_code = participant_code or arrived.participant_code
     session = returning_by_code(db, cache, study, participant_code)
     if session is not None:
         if consented and session.status == SessionStatus.INVITED.value:
@@ -478,7 +484,7 @@ def start_session(
         db.commit()
         return Joined(session, token, continued=True)
     session, token = create_session(
-        db, cache, study.id, participant_code=participant_code, panel=panel, consented=consented
+        db, cache, study.id, participant_code=participant_code, panel=arrived.values, consented=consented
     )
     return Joined(session, token, continued=False)
 
