@@ -3,17 +3,23 @@ panel ID, the study-wide completion code and the templated redirect; the setting
 
 from __future__ import annotations
 
+import copy
 import csv
 import html
 import io
 import re
+import shutil
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from admin_support import METRIC, STUDY_CONFIG, Participant, bearer, login
 from fastapi.testclient import TestClient
 
+from app.admin.auth import create_api_token, create_user
+from app.main import create_app
 from app.routes.pages import PARTICIPANT_COOKIE
+from app.settings import Settings
 
 REDIRECT = (
     "https://app.prolific.com/submissions/complete?cc={completion_code}&pid={PROLIFIC_PID}&s={SESSION_ID}"
@@ -291,3 +297,34 @@ def test_study_form_saves_and_shows_panel_completion_and_framing_settings(
     refused = client.post(f"/admin/studies/{sid}/edit", data={**custom, "frame_ancestors": "https://a.org/x"})
     assert refused.status_code == 422 and "is not an origin" in refused.text
     assert "https://a.org/x</textarea>" in refused.text
+
+
+def test_panel_values_survive_an_archive_export_and_import(
+    client: TestClient, accounts: dict[str, Any], sqlite_template: Path, tmp_path: Path
+) -> None:
+    coordinator = accounts["alice"]["token"]
+    sid = _open_study(client, coordinator, PROLIFIC)
+    token, _ = _consent(client, sid, {"PROLIFIC_PID": PID, "STUDY_ID": "st", "SESSION_ID": "s1"})
+    Participant(METRIC).finish(client, token)
+    archive = client.get(f"/api/v1/studies/{sid}/archive", headers=bearer(coordinator)).json()
+    original = client.get(f"/api/v1/studies/{sid}/results.csv", headers=bearer(coordinator)).text
+    path = tmp_path / "fresh.db"
+    shutil.copy(sqlite_template, path)
+    fresh = create_app(Settings(database_url=f"sqlite:///{path}", secret_key="another-secret"))
+    try:
+        with fresh.state.sessionmaker() as db:
+            user = create_user(db, "importer@example.org", "a long enough password", "coordinator")
+            _token, secret = create_api_token(db, user, "import")
+        with TestClient(fresh) as other:
+            imported = other.post("/api/v1/studies/import", json=archive, headers=bearer(secret))
+            assert imported.status_code == 201, imported.text
+            assert other.get(f"/api/v1/studies/{sid}/results.csv", headers=bearer(secret)).text == original
+            bad = copy.deepcopy(archive)
+            bad["study"]["id"] = "00000000-0000-4000-8000-000000000002"
+            bad["sessions"][0]["id"] = "00000000-0000-4000-8000-000000000003"
+            bad["sessions"][0]["panel"] = {"PROLIFIC_PID": "x" * 201}
+            refused = other.post("/api/v1/studies/import", json=bad, headers=bearer(secret))
+            assert refused.status_code == 422 and "panel" in refused.json()["message"]
+    finally:
+        fresh.state.engine.dispose()
+    assert PID.replace('"', '""') in original

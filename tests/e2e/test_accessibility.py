@@ -84,3 +84,34 @@ def test_fairness_question_has_no_serious_axe_violation(
     _submit(page, "begin")
     expect(page.get_by_test_id("comparison")).to_be_visible()
     _assert_accessible(page, "fairness question")
+
+
+def test_panel_pages_have_no_serious_axe_violation(screen: Page, live_server: Any) -> None:
+    """A Prolific link's consent page, its refusal without a PID, "welcome back" by PID and the countdown."""
+    page = screen
+    study = live_server.create_study(
+        panel="prolific",
+        completion_code="C1A2B3C4",
+        redirect_url="https://app.prolific.com/submissions/complete?cc={completion_code}",
+        redirect_delay_seconds=600,
+        practice_queries=0,
+        checks=False,
+        evaluation_queries=0,
+    )
+    join = f"{live_server.url}/studies/{study.id}/join"
+    page.goto(join)
+    _assert_accessible(page, "panel link without its ID")
+    page.goto(f"{join}?PROLIFIC_PID=5f1a9c0e2b7d&STUDY_ID=1&SESSION_ID=2")
+    expect(page.get_by_test_id("panel-id")).to_be_visible()
+    _assert_accessible(page, "panel consent")
+    page.get_by_test_id("consent-checkbox").check()
+    _submit(page, "consent-submit")
+    _submit(page, "begin")
+    while "/result" not in page.url:
+        _submit(page, "choose-left")
+    expect(page.get_by_test_id("forward-note")).to_be_visible()
+    _assert_accessible(page, "thank-you with countdown")
+    page.context.clear_cookies()
+    page.goto(f"{join}?PROLIFIC_PID=5f1a9c0e2b7d&STUDY_ID=1&SESSION_ID=3")
+    expect(page.get_by_test_id("welcome-back")).to_be_visible()
+    _assert_accessible(page, "welcome back by panel ID")
