@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import csv
+import io
 import json
 import shutil
 from pathlib import Path
@@ -86,6 +88,9 @@ def test_export_import_round_trip_gives_identical_results(
     assert [row["exclusion_reason"] for row in excluded] == ["=cmd|' /C calc'!A0"]  # JSON keeps the text
     assert "'=cmd|' /C calc'!A0" in original_csv  # CSV neutralises it
     assert "undo" in original_log
+    # Every answer came through the JSON API, and says so in the log and after the round trip.
+    log_rows = list(csv.DictReader(io.StringIO(original_log)))
+    assert {row["channel"] for row in log_rows if row["action"] == "answer"} == {"api"}
 
 
 def test_import_refuses_an_archive_whose_log_does_not_replay(

@@ -134,3 +134,48 @@ def test_coordinator_plans_invites_watches_and_downloads(
     # The automated participant's metric comes back (LPME at a coarse tolerance: direction within 0.2).
     assert float(elicited @ WEIGHTS / np.linalg.norm(WEIGHTS)) > 0.98
     assert done[0]["algorithm_version"] == "lpme-1" and len(done[0]["config_hash"]) == 64
+
+
+def test_dashboard_on_a_phone_shows_each_sessions_own_progress_in_view(phone: Page, live_server: Any) -> None:
+    """An active-elicitor session is shown against its own expected total (its stopping rule, not the
+    question budget), and on a 390 px screen the session's progress and last activity are on screen."""
+    with live_server.app.state.sessionmaker() as db:
+        create_user(db, "phone-admin@example.org", PASSWORD, Role.ADMIN.value)
+    study = live_server.create_study(
+        name="Phone dashboard",
+        algorithm="active_quadratic",
+        algorithm_params={"max_queries": 30, "beta": 200.0},
+        practice_queries=0,
+        checks=False,
+        evaluation_queries=0,
+    )
+    base = live_server.url
+    with httpx.Client(base_url=base, timeout=10) as client:
+        token = client.post(f"/api/v1/studies/{study.id}/sessions", json={"consent": True}).json()["token"]
+    own_total = _answer_over_api(base, token, count=3)["progress"]["estimated_total"]
+    assert own_total < 30
+    phone.goto(f"{base}/admin/login")
+    phone.get_by_test_id("login-email").fill("phone-admin@example.org")
+    phone.get_by_test_id("login-password").fill(PASSWORD)
+    with phone.expect_navigation():
+        phone.get_by_test_id("login-submit").click()
+    phone.goto(f"{base}/admin/studies/{study.id}/monitor")
+    expect(phone.get_by_test_id("monitor")).to_have_attribute("data-live", "on")
+    progress = phone.get_by_test_id("session-progress")
+    expect(progress).to_contain_text(f"3 of about {own_total}")
+    # Nothing to scroll sideways: the list fits the screen and each cell lies within it.
+    fits = phone.evaluate(
+        """() => {
+            const list = document.querySelector('[data-testid="sessions"]').parentElement;
+            const cells = ['session-progress', 'session-activity'].map(
+                (id) => document.querySelector(`[data-testid="${id}"]`).getBoundingClientRect());
+            return list.scrollWidth <= list.clientWidth
+                && cells.every((box) => box.left >= 0 && box.right <= window.innerWidth);
+        }"""
+    )
+    assert fits, "the session list runs off the side of the phone's screen"
+    # The next answers show up by themselves, still against the session's own total.
+    state = _answer_over_api(base, token, count=1)
+    expect(progress).to_contain_text(
+        f"4 of about {state['progress']['estimated_total']}", timeout=3 * MONITOR_POLL_S * 1000
+    )
