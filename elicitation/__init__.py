@@ -3,6 +3,7 @@
 from .confusion import confusion_from_labels, rates_from_confusion, rates_from_labels
 from .driver import REPLAY_ATOL, Done, Pending, first_mismatch, replay, run
 from .errors import (
+    CheckpointError,
     DegenerateMetricError,
     ElicitationError,
     InvalidAnswerError,
@@ -48,6 +49,7 @@ from .types import (
 __all__ = [
     "DEFAULT_TOLERANCE",
     "REPLAY_ATOL",
+    "CheckpointError",
     "DegenerateMetricError",
     "Done",
     "Elicitation",

@@ -97,18 +97,22 @@ def replay(
     *,
     expected_queries: Sequence[Query] | None = None,
     atol: float = REPLAY_ATOL,
+    answered: Sequence[tuple[Query, bool]] = (),
 ) -> Pending[M] | Done[M]:
     """Feed ``answers`` to a fresh ``elicitor`` and return where it stands.
 
     Parameters
     ----------
     elicitor : Elicitor
-        A fresh elicitor built from the same configuration and seed as the logged session.
+        A fresh elicitor built from the same configuration and seed as the logged session, or one restored
+        from a checkpoint taken after the queries and answers ``answered``.
     answers : sequence of bool
-        The recorded answers, in order.
+        The recorded answers, in order (for a restored elicitor: those after its checkpoint).
     expected_queries : sequence of Query, optional
         The queries stored with those answers (same length); each regenerated query must match its stored
         twin within ``atol``.
+    answered : sequence of (Query, bool), optional
+        A restored elicitor's log up to its checkpoint: it heads the returned log and counts as answered.
 
     Returns
     -------
@@ -142,13 +146,13 @@ def replay(
             raise ReplayMismatchError(
                 f"the elicitor finished after {len(log)} answers but the log holds {len(answers)}"
             ) from None
-        return Done(_finish(stop.value, log))
+        return Done(_finish(stop.value, [*answered, *log]))
     except Exception:
         # A diverged log can make the elicitor fail; the divergence is the error to report.
         _check_log(log, expected_queries, atol, elicitor.name)
         raise
     _check_log(log, expected_queries, atol, elicitor.name)
-    return Pending(elicitor=elicitor, query=query, n_answered=len(log), log=tuple(log))
+    return Pending(elicitor=elicitor, query=query, n_answered=len(answered) + len(log), log=(*answered, *log))
 
 
 _FLOAT64 = np.dtype(np.float64)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "CheckpointError",
     "DegenerateMetricError",
     "ElicitationError",
     "InvalidAnswerError",
@@ -26,6 +27,13 @@ class InvalidAnswerError(ElicitationError, ValueError):
 
 class ReplayMismatchError(ElicitationError):
     """A stored answer log and the current code disagree on the queries asked."""
+
+
+class CheckpointError(ElicitationError):
+    """A stored elicitor checkpoint is unreadable, damaged, or belongs to another configuration.
+
+    A checkpoint only saves a replay: callers catch this and replay the answer log instead.
+    """
 
 
 class NumericalError(ElicitationError):

@@ -66,6 +66,7 @@ __all__ = [
     "Block",
     "Family",
     "ParticlePosterior",
+    "PosteriorState",
     "check_betas",
     "sym_from_vec",
     "vec_from_sym",
@@ -226,6 +227,21 @@ def _truncated_normal(
     return result
 
 
+@dataclass(frozen=True, eq=False)
+class PosteriorState:
+    """Everything a `ParticlePosterior` holds beyond its configuration and rng (arrays are copies).
+
+    ``signed`` has one row per answer that was not dropped; ``dropped`` lists the ignored answers' indices.
+    """
+
+    particles: FloatArray
+    log_weights: FloatArray
+    beta_index: IntArray
+    signed: FloatArray
+    dropped: tuple[int, ...]
+    n_answers: int
+
+
 def _logsigmoid(x: FloatArray) -> FloatArray:
     result: FloatArray = -np.logaddexp(0.0, -x)
     return result
@@ -274,9 +290,50 @@ class ParticlePosterior:
             self._radial_move()
             self._line_move(isotropic=sweep % 2 == 0)
 
+    @classmethod
+    def restored(
+        cls,
+        family: Family,
+        betas: Sequence[float] | None,
+        rng: np.random.Generator,
+        state: PosteriorState,
+        *,
+        moves: int = DEFAULT_MOVES,
+    ) -> ParticlePosterior:
+        """The posterior whose `state` was ``state``, drawing from ``rng`` from now on (no burn-in).
+
+        The caller vouches for ``state`` (shapes and values are checked by `elicitation.active.checkpoint`);
+        with ``rng`` in the state it had then, the posterior continues exactly as the original did.
+        """
+        posterior = cls.__new__(cls)
+        posterior.family = family
+        posterior.hard = betas is None
+        posterior.betas = np.array([np.inf] if betas is None else list(betas), dtype=np.float64)
+        posterior.n = int(state.particles.shape[0])
+        posterior.rng = rng
+        posterior.moves = int(moves)
+        posterior.signed = np.array(state.signed, dtype=np.float64)
+        posterior.dropped = list(state.dropped)
+        posterior.n_answers = int(state.n_answers)
+        posterior.particles = np.array(state.particles, dtype=np.float64)
+        posterior.log_weights = np.array(state.log_weights, dtype=np.float64)
+        posterior.beta_index = np.array(state.beta_index, dtype=np.int64)
+        return posterior
+
     # ------------------------------------------------------------------------------------------------
     # Public interface
     # ------------------------------------------------------------------------------------------------
+
+    def state(self) -> PosteriorState:
+        """A copy of the particles, weights, noise indices and answers (see `restored`)."""
+        return PosteriorState(
+            particles=self.particles.copy(),
+            log_weights=self.log_weights.copy(),
+            beta_index=self.beta_index.copy(),
+            signed=self.signed.copy(),
+            dropped=tuple(self.dropped),
+            n_answers=self.n_answers,
+        )
 
     @property
     def weights(self) -> FloatArray:

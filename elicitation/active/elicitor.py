@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Generic, Required, TypedDict, TypeVar, Unpack
 
 import numpy as np
@@ -26,8 +25,10 @@ from ..types import (
     check_tau,
     pair_index,
 )
+from . import checkpoint
 from .families import Config, FamilySpec, resolve_space
 from .selection import choose_query
+from .state import Asked, State
 
 __all__ = [
     "CRITERIA",
@@ -73,53 +74,11 @@ _SAMPLE_SIZE = 256
 
 M = TypeVar("M")
 
-#: Answers used to estimate the empirical rate at which the spread shrinks.
-_RATE_WINDOW = 8
-
-
-# --------------------------------------------------------------------------------------------------------
-# Configuration, state and the elicitor wrapper
-# --------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _State:
-    """What the running generator shares with its `ActiveElicitor` wrapper (read-only for callers)."""
-
-    config: Config
-    posterior: ParticlePosterior | None = None
-    spreads: list[float] = field(default_factory=list)
-
-    @property
-    def n_answered(self) -> int:
-        return 0 if self.posterior is None else self.posterior.n_answers
-
-    def expected_remaining(self) -> int:
-        """Answers still expected before the stopping rule fires (never beyond the budget)."""
-        budget = self.config.max_queries - self.n_answered
-        if self.posterior is None or not self.spreads:
-            return self.config.max_queries
-        spread = self.spreads[-1]
-        tolerance = self.config.tolerance
-        if spread <= tolerance and self.n_answered >= self.config.min_queries:
-            return 0
-        # Theorem 2's rate: at best one bit per answer, so the spread halves every ``dim`` answers.
-        dim = self.config.spec.family().dim
-        rate = np.log(2.0) / dim
-        if len(self.spreads) > _RATE_WINDOW:
-            recent = np.log(np.array(self.spreads[-_RATE_WINDOW - 1 :]))
-            observed = float(recent[0] - recent[-1]) / _RATE_WINDOW
-            # The observed shrinkage is noisy; never trust it to be faster than the information bound.
-            rate = min(rate, observed) if observed > 0.0 else rate / 4.0
-        needed = np.log(spread / tolerance) / rate if tolerance > 0.0 else float(budget)
-        remaining = max(int(np.ceil(needed)), self.config.min_queries - self.n_answered, 0)
-        return int(min(remaining, budget))
-
 
 class ActiveElicitor(Elicitor[Elicitation[M]], Generic[M]):
     """An `Elicitor` that also reports its live posterior: progress, spread and current estimate."""
 
-    def __init__(self, body: Generator[Query, bool, Elicitation[M]], *, state: _State) -> None:
+    def __init__(self, body: Generator[Query, bool, Elicitation[M]], *, state: State) -> None:
         super().__init__(body, name=state.config.name, max_queries=state.config.max_queries)
         self._state = state
 
@@ -155,6 +114,32 @@ class ActiveElicitor(Elicitor[Elicitation[M]], Generic[M]):
             raise InvalidConfigError("the elicitor has not started yet; call next() first")
         metric: M = _posterior_estimate(self._state.config.spec, self._state.posterior)[0]  # type: ignore[assignment]
         return metric
+
+    def checkpoint(self) -> bytes:
+        """The elicitor's whole state while it waits for an answer, as bytes for `restore` (data only).
+
+        Raises
+        ------
+        CheckpointError
+            If the elicitor is not waiting for an answer (not started, or finished).
+        """
+        return checkpoint.encode(self._state)
+
+    def restore(self, saved: bytes) -> ActiveElicitor[M]:
+        """A new elicitor continuing from ``saved``, a `checkpoint` of an elicitor configured like this one.
+
+        The new elicitor first yields the query the checkpointed one was waiting on, then asks exactly
+        the queries, and returns exactly the result, the checkpointed one would have. This elicitor is
+        left untouched (build it fresh and do not start it).
+
+        Raises
+        ------
+        CheckpointError
+            If ``saved`` is damaged, of another format, or from another configuration (family, space,
+            seed, noise model, budget, particles...); the caller then replays the answers instead.
+        """
+        state = checkpoint.decode(self._state.config, saved)
+        return ActiveElicitor(_active_steps(state), state=state)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -282,25 +267,31 @@ def ranking_probability(result: Elicitation[Any], first: npt.ArrayLike, second: 
 # --------------------------------------------------------------------------------------------------------
 
 
-def _active_steps(state: _State) -> Generator[Query, bool, Elicitation[Any]]:
+def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
+    """The elicitor's body; it starts from ``state`` as it is (fresh, or restored from a checkpoint)."""
     config = state.config
-    rng = np.random.default_rng(config.seed)
-    posterior = ParticlePosterior(config.spec.family(), config.betas, config.n_particles, rng)
-    state.posterior = posterior
-    state.spreads.append(_posterior_estimate(config.spec, posterior)[2])
-    gains: list[float] = []
-    asked: set[bytes] = set()
+    if state.posterior is None:
+        state.rng = np.random.default_rng(config.seed)
+        state.posterior = ParticlePosterior(config.spec.family(), config.betas, config.n_particles, state.rng)
+        state.spreads.append(_posterior_estimate(config.spec, state.posterior)[2])
+    posterior, rng = state.posterior, state.rng
+    assert rng is not None, "a started elicitor state has its rng"
     stopped_by = "budget"
     while posterior.n_answers < config.max_queries:
-        if posterior.n_answers >= config.min_queries and state.spreads[-1] <= config.tolerance:
-            stopped_by = "tolerance"
-            break
-        first, second, feature, gain = choose_query(config, posterior, rng, asked)
-        gains.append(gain)
-        if config.geometry.grid is not None:
-            asked.update((config.geometry.grid.key(first, second), config.geometry.grid.key(second, first)))
-        query = Query(first, second, search=config.name, kind="active", step=posterior.n_answers)
-        answer = yield from ask(query)
+        if state.pending is None:
+            if posterior.n_answers >= config.min_queries and state.spreads[-1] <= config.tolerance:
+                stopped_by = "tolerance"
+                break
+            first, second, feature, gain = choose_query(config, posterior, rng, state.asked)
+            state.gains.append(gain)
+            if config.geometry.grid is not None:
+                grid = config.geometry.grid
+                state.asked.update((grid.key(first, second), grid.key(second, first)))
+            query = Query(first, second, search=config.name, kind="active", step=posterior.n_answers)
+            state.pending = Asked(query, feature)
+        answer = yield from ask(state.pending.query)
+        feature = state.pending.feature
+        state.pending = None
         posterior.update(feature if answer else -feature)
         state.spreads.append(_posterior_estimate(config.spec, posterior)[2])
     metric, estimate, spread = _posterior_estimate(config.spec, posterior)
@@ -309,7 +300,7 @@ def _active_steps(state: _State) -> Generator[Query, bool, Elicitation[Any]]:
         "parameters": estimate,
         "posterior_spread": spread,
         "spread_history": list(state.spreads),
-        "information_gain": gains,
+        "information_gain": list(state.gains),
         "stopped_by": stopped_by,
         "criterion": config.criterion,
         "credible_level": config.credible_level,
@@ -510,7 +501,7 @@ def active_elicitor(
             f"min_cell_gap {config.min_cell_gap:g} exceeds the largest cell difference this sphere can show "
             f"({largest:.3g} people out of 100); lower it or use a larger sphere"
         )
-    state = _State(config)
+    state = State(config)
     return ActiveElicitor(_active_steps(state), state=state)
 
 

@@ -1,0 +1,271 @@
+"""Checkpoints of the active elicitor: a restored elicitor continues bit for bit; bad bytes are refused."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from elicitation import CheckpointError, Done, Pending, Sphere, replay
+from elicitation.active import ActiveElicitor, active_fair, active_linear, active_quadratic
+from elicitation.active import checkpoint as checkpoints
+from elicitation.display import DisplayGrid
+
+PARTICLES = 64
+BUDGET = 9
+PRIORS = np.array([0.65, 0.35])
+TAU = np.array([[0.6, 0.3], [0.4, 0.7]])
+
+#: One builder per configuration a study can run: families, noise models, exact or displayed queries.
+BUILDERS: dict[str, Callable[[int], ActiveElicitor[Any]]] = {
+    "linear-noisy": lambda seed: active_linear(
+        Sphere.around_uniform(3, 0.2), seed=seed, max_queries=BUDGET, tolerance=1e-6, n_particles=PARTICLES
+    ),
+    "quadratic-exact-displayed": lambda seed: active_quadratic(
+        Sphere(np.array([0.5, 0.5]), 0.2),
+        priors=PRIORS,
+        display=DisplayGrid.from_priors(PRIORS),
+        seed=seed,
+        beta=None,
+        max_queries=BUDGET,
+        tolerance=1e-6,
+        n_particles=PARTICLES,
+    ),
+    "fair-noisy": lambda seed: active_fair(
+        Sphere.around_uniform(2, 0.15),
+        tau=TAU,
+        seed=seed,
+        max_queries=BUDGET,
+        tolerance=1e-6,
+        n_particles=PARTICLES,
+    ),
+}
+
+
+def _live(
+    build: Callable[[], ActiveElicitor[Any]], answers: list[bool]
+) -> tuple[list[Any], list[bytes], Any]:
+    """Drive an elicitor with ``answers`` (cycled); the log, a checkpoint before every answer, the result."""
+    elicitor = build()
+    query = next(elicitor)
+    log, saved = [], []
+    try:
+        while True:
+            saved.append(elicitor.checkpoint())
+            answer = answers[len(log) % len(answers)]
+            log.append((query, answer))
+            query = elicitor.send(answer)
+    except StopIteration as stop:
+        return log, saved, stop.value
+
+
+def _same_result(mine: Any, theirs: Any) -> None:
+    assert mine.num_queries == theirs.num_queries
+    assert mine.metric.to_dict() == theirs.metric.to_dict()
+    assert mine.details.keys() == theirs.details.keys()
+    for key, value in mine.details.items():
+        assert repr(value) == repr(theirs.details[key]), key
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    name=st.sampled_from(sorted(BUILDERS)),
+    seed=st.integers(0, 2**31 - 1),
+    answers=st.lists(st.booleans(), min_size=1, max_size=BUDGET),
+    at=st.integers(0, BUDGET - 1),
+)
+@example(name="quadratic-exact-displayed", seed=7, answers=[True, False, False, True], at=5)
+def test_a_restored_elicitor_continues_exactly_like_the_live_one(
+    name: str, seed: int, answers: list[bool], at: int
+) -> None:
+    build = BUILDERS[name]
+    log, saved, result = _live(lambda: build(seed), answers)
+    at = min(at, len(log) - 1)
+    restored = build(seed).restore(saved[at])
+    assert restored.n_answered == at
+    later = [answer for _query, answer in log[at:]]
+    outcome = replay(restored, later, expected_queries=[query for query, _ in log[at:]], answered=log[:at])
+    assert isinstance(outcome, Done)
+    assert len(outcome.result.log) == len(log)
+    _same_result(outcome.result, result)
+    # And the checkpoint of a restored elicitor is the checkpoint it was restored from.
+    assert build(seed).restore(saved[at]).checkpoint() == saved[at]
+
+
+def test_a_restored_elicitor_first_asks_the_pending_query() -> None:
+    build = BUILDERS["linear-noisy"]
+    log, saved, _result = _live(lambda: build(3), [True, False])
+    restored = build(3).restore(saved[4])
+    assert next(restored).matches(log[4][0], 0.0)
+    pending = replay(build(3).restore(saved[4]), [log[4][1]], answered=log[:4])
+    assert isinstance(pending, Pending)
+    assert pending.n_answered == 5
+    assert pending.query.matches(log[5][0], 0.0)
+    assert len(pending.log) == 5
+    assert all(mine.matches(theirs, 0.0) for (mine, _), (theirs, _) in zip(pending.log, log, strict=False))
+
+
+def test_restoring_leaves_the_elicitor_it_was_called_on_untouched() -> None:
+    build = BUILDERS["linear-noisy"]
+    log, saved, _result = _live(lambda: build(5), [True])
+    fresh = build(5)
+    fresh.restore(saved[3])
+    assert fresh.n_answered == 0
+    assert next(fresh).matches(log[0][0], 0.0)
+
+
+def test_only_an_elicitor_waiting_for_an_answer_has_a_checkpoint() -> None:
+    elicitor = BUILDERS["linear-noisy"](1)
+    with pytest.raises(CheckpointError, match="waiting for an answer"):
+        elicitor.checkpoint()
+    query = next(elicitor)
+    with pytest.raises(StopIteration):
+        while True:
+            query = elicitor.send(bool(query.first[0] > query.second[0]))
+    with pytest.raises(CheckpointError, match="waiting for an answer"):
+        elicitor.checkpoint()
+
+
+@pytest.mark.parametrize(
+    ("other", "reason"),
+    [
+        (lambda: BUILDERS["linear-noisy"](12), "another configuration"),
+        (
+            lambda: active_linear(
+                Sphere.around_uniform(3, 0.2), seed=11, max_queries=BUDGET, tolerance=1e-6, n_particles=96
+            ),
+            "another configuration",
+        ),
+        (
+            lambda: active_linear(
+                Sphere.around_uniform(3, 0.25),
+                seed=11,
+                max_queries=BUDGET,
+                tolerance=1e-6,
+                n_particles=PARTICLES,
+            ),
+            "another configuration",
+        ),
+        (lambda: BUILDERS["fair-noisy"](11), "another configuration"),
+    ],
+)
+def test_a_checkpoint_of_another_configuration_is_refused(other: Callable[[], Any], reason: str) -> None:
+    _log, saved, _result = _live(lambda: BUILDERS["linear-noisy"](11), [True, False])
+    with pytest.raises(CheckpointError, match=reason):
+        other().restore(saved[2])
+
+
+def _checkpoint(at: int = 3) -> tuple[Callable[[], ActiveElicitor[Any]], bytes]:
+    build = BUILDERS["quadratic-exact-displayed"]
+    _log, saved, _result = _live(lambda: build(4), [True, False, True])
+    return lambda: build(4), saved[at]
+
+
+def _reopen(blob: bytes) -> tuple[dict[str, Any], bytes]:
+    """The JSON header and array bytes of a checkpoint (the format's own layout, read independently)."""
+    body = blob[len(checkpoints._MAGIC) + 32 :]
+    raw = zlib.decompress(body)
+    (length,) = struct.unpack_from("<I", raw)
+    return json.loads(raw[4 : 4 + length]), raw[4 + length :]
+
+
+def _reseal(header: dict[str, Any], payload: bytes) -> bytes:
+    """A well-formed checkpoint (valid digest) around ``header`` and ``payload``, as a forger could write."""
+    encoded = json.dumps(header).encode()
+    body = zlib.compress(struct.pack("<I", len(encoded)) + encoded + payload)
+    return checkpoints._MAGIC + hashlib.sha256(body).digest() + body
+
+
+def _array_offset(header: dict[str, Any], name: str) -> int:
+    offset = 0
+    for entry_name, _code, shape in header["arrays"]:
+        if entry_name == name:
+            return offset
+        offset += int(np.prod(shape)) * 8
+    raise KeyError(name)
+
+
+def _tampered(blob: bytes, change: str) -> bytes:
+    header, payload = _reopen(blob)
+    if change == "format":
+        header["format"] += 1
+    elif change == "n_answers":
+        header["n_answers"] += 1
+    elif change == "dropped":
+        header["dropped"] = [5, 1]
+    elif change == "rng":
+        header["rng"]["bit_generator"] = "MT19937"
+    elif change == "asked":
+        header["asked"] = ["not hex"]
+    elif change == "shape":
+        header["arrays"][0][2] = [header["arrays"][0][2][0] - 1, header["arrays"][0][2][1]]
+    elif change == "dtype":
+        header["arrays"][0][1] = "u1"
+    elif change == "nan":
+        start = _array_offset(header, "particles")
+        payload = payload[:start] + np.array([np.nan]).tobytes() + payload[start + 8 :]
+    elif change == "beta_index":
+        start = _array_offset(header, "beta_index")
+        payload = payload[:start] + np.array([7], dtype="<i8").tobytes() + payload[start + 8 :]
+    elif change == "feature":
+        start = _array_offset(header, "feature")
+        payload = payload[:start] + np.array([0.123]).tobytes() + payload[start + 8 :]
+    elif change == "extra":
+        payload += b"\0" * 8
+    return _reseal(header, payload)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "format",
+        "n_answers",
+        "dropped",
+        "rng",
+        "asked",
+        "shape",
+        "dtype",
+        "nan",
+        "beta_index",
+        "feature",
+        "extra",
+    ],
+)
+def test_a_well_sealed_checkpoint_with_inconsistent_content_is_refused(change: str) -> None:
+    build, blob = _checkpoint()
+    assert build().restore(_reseal(*_reopen(blob))).checkpoint() == blob  # the test's resealing is faithful
+    with pytest.raises(CheckpointError):
+        build().restore(_tampered(blob, change))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda blob: blob[:-1],
+        lambda blob: blob[:40],
+        lambda blob: b"",
+        lambda blob: b"PK\x03\x04" + blob,
+        lambda blob: blob[:-5] + bytes([blob[-5] ^ 1]) + blob[-4:],
+        lambda blob: checkpoints._MAGIC + hashlib.sha256(b"x").digest() + b"x",
+    ],
+)
+def test_damaged_bytes_are_refused(damage: Callable[[bytes], bytes]) -> None:
+    build, blob = _checkpoint()
+    with pytest.raises(CheckpointError):
+        build().restore(damage(blob))
+
+
+def test_a_decompression_bomb_is_refused_without_inflating_it() -> None:
+    build, _blob = _checkpoint()
+    body = zlib.compress(b"\0" * (checkpoints.MAX_CHECKPOINT_BYTES + 1), 9)
+    bomb = checkpoints._MAGIC + hashlib.sha256(body).digest() + body
+    with pytest.raises(CheckpointError, match="larger than any"):
+        build().restore(bomb)
