@@ -21,7 +21,7 @@ from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
 from .embedding import CONTENT_SECURITY_POLICY
 from .errors import NotFoundError, install_error_handlers
-from .metrics import RequestMetrics, StudyCollector
+from .metrics import RequestMetrics, StudyCollector, resume_counter
 from .resources import resource_dir
 from .routes import api, docs, operations, pages
 from .sessions import SessionCache
@@ -136,6 +136,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.session_cache = SessionCache(settings.session_cache_size)
     app.state.metrics_registry = CollectorRegistry(auto_describe=True)
+    app.state.session_cache.on_resume = resume_counter(app.state.metrics_registry)
     app.state.study_collector = StudyCollector(app.state.sessionmaker)
     templates = Jinja2Templates(directory=str(resource_dir("templates")))
     templates.env.globals["app_name"] = "Elicitation Studio"

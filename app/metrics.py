@@ -26,7 +26,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import repository as repo
 from .models import SessionStatus
 
-__all__ = ["CONTENT_TYPE", "RequestMetrics", "StudyCollector", "metrics_authorised", "render_metrics"]
+__all__ = [
+    "CONTENT_TYPE",
+    "RequestMetrics",
+    "StudyCollector",
+    "metrics_authorised",
+    "render_metrics",
+    "resume_counter",
+]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: Latency buckets (seconds) around the participant's answer round trip, a few milliseconds.
@@ -75,6 +82,22 @@ class RequestMetrics:
             method = scope["method"]
             self.requests.labels(method, template, str(status)).inc()
             self.latency.labels(method, template).observe(time.perf_counter() - started)
+
+
+def resume_counter(registry: CollectorRegistry) -> Callable[[str], None]:
+    """A callback counting how participant requests got their elicitor state, by source.
+
+    ``cache`` (this process held it), ``checkpoint`` (continued from the session's saved state) or
+    ``replay`` (the whole log replayed): a worker pool whose ``replay`` count grows with its answers is
+    not finding checkpoints.
+    """
+    counter = Counter(
+        "elicit_elicitor_resumes",
+        "Elicitor states obtained for participant requests, by source (cache, checkpoint, replay)",
+        ["source"],
+        registry=registry,
+    )
+    return lambda source: counter.labels(source).inc()
 
 
 class StudyCollector(Collector):

@@ -20,6 +20,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -33,6 +34,7 @@ __all__ = [
     "Answer",
     "AnswerChannel",
     "ElicitationSession",
+    "ElicitorCheckpoint",
     "Invitation",
     "LogAction",
     "Phase",
@@ -191,6 +193,24 @@ class Answer(Base):
     undoes_seq: Mapped[int | None] = mapped_column(Integer)
     undone_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ElicitorCheckpoint(Base):
+    """The active elicitor's saved state after a session's first ``n_answers`` elicitor answers.
+
+    A cache beside the log, one row per session (rewritten as the session goes on): any worker that finds
+    ``log_digest`` equal to the digest of the log it read continues from ``state`` instead of replaying
+    the log (`app.sessions.checkpoints`). Losing or corrupting it costs a replay, never an answer.
+    """
+
+    __tablename__ = "elicitor_checkpoint"
+
+    session_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("elicitation_session.id"), primary_key=True)
+    n_answers: Mapped[int] = mapped_column(Integer)
+    last_seq: Mapped[int] = mapped_column(Integer)
+    log_digest: Mapped[str] = mapped_column(String(64))
+    state: Mapped[bytes] = mapped_column(LargeBinary)
+    saved_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class Result(Base):

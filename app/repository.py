@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from .models import Answer, ElicitationSession, LogAction, Result, SessionLink, Study
+from .models import Answer, ElicitationSession, ElicitorCheckpoint, LogAction, Result, SessionLink, Study
 
 __all__ = [
     "LOG_COLUMNS",
@@ -19,6 +19,7 @@ __all__ = [
     "count_answers",
     "find_session_by_code",
     "find_study_by_name",
+    "get_checkpoint",
     "get_result",
     "get_session_by_token_hash",
     "get_session_link",
@@ -28,6 +29,7 @@ __all__ = [
     "log_entries",
     "log_rows",
     "mark_undone",
+    "save_checkpoint",
     "session_counts",
 ]
 
@@ -176,3 +178,26 @@ def mark_undone(db: Session, session_id: uuid.UUID, seq: int, when: datetime) ->
 
 def get_result(db: Session, session_id: uuid.UUID) -> Result | None:
     return db.scalars(select(Result).where(Result.session_id == session_id)).first()
+
+
+def get_checkpoint(db: Session, session_id: uuid.UUID) -> Any | None:
+    """The session's elicitor checkpoint, light (``n_answers``, ``last_seq``, ``log_digest``, ``state``)."""
+    statement = select(
+        ElicitorCheckpoint.n_answers,
+        ElicitorCheckpoint.last_seq,
+        ElicitorCheckpoint.log_digest,
+        ElicitorCheckpoint.state,
+    ).where(ElicitorCheckpoint.session_id == session_id)
+    return db.connection().execute(statement).first()
+
+
+def save_checkpoint(db: Session, values: dict[str, Any]) -> None:
+    """Replace the session's checkpoint with ``values`` (a row of `ElicitorCheckpoint`; the caller commits).
+
+    An update, else an insert: a concurrent insert of the same session fails the commit with an
+    `IntegrityError`, which the caller treats as "another worker saved one".
+    """
+    key = ElicitorCheckpoint.session_id == values["session_id"]
+    changed = db.connection().execute(update(ElicitorCheckpoint).where(key).values(values)).rowcount
+    if not changed:
+        db.connection().execute(insert(ElicitorCheckpoint), values)

@@ -24,26 +24,37 @@ from .runtime import ElicitorState, Failed
 __all__ = ["replay_verified"]
 
 
-def replay_verified(fresh_elicitor: Callable[[], Any], rows: Sequence[Any]) -> ElicitorState:
+def replay_verified(
+    fresh_elicitor: Callable[[], Any], rows: Sequence[Any], *, after: int = 0
+) -> ElicitorState:
     """Replay the elicitor answers of ``rows`` through ``fresh_elicitor()``; `ReplayMismatchError` on drift.
 
     ``rows`` are the standing elicitation rows of a log (``elicitor_answer`` and the stored ``query`` JSON).
+    With ``after = n``, ``fresh_elicitor()`` builds an elicitor restored from a checkpoint taken after the
+    first ``n`` rows (`checkpoints.restore_state`, whose log digest vouches that those rows are the ones it
+    absorbed): only the later rows are replayed and checked.
     Returns `Pending`, `Done`, or `Failed` when the answers do not determine a metric.
     """
-    answers = [bool(row.elicitor_answer) for row in rows]
+    later = rows[after:]
+    answers = [bool(row.elicitor_answer) for row in later]
+    answered = [(_stored_query(row), bool(row.elicitor_answer)) for row in rows[:after]]
     try:
-        outcome = replay(fresh_elicitor(), answers)
+        outcome = replay(fresh_elicitor(), answers, answered=answered)
     except NumericalError as exc:
-        try:
-            expected = [decode_query(row.query or {}) for row in rows]
-        except CodecError as codec_error:
-            raise ReplayMismatchError(f"a stored query cannot be read: {codec_error}") from None
+        expected = [_stored_query(row) for row in later]
         with contextlib.suppress(NumericalError):
-            replay(fresh_elicitor(), answers, expected_queries=expected)
+            replay(fresh_elicitor(), answers, expected_queries=expected, answered=answered)
         return Failed(str(exc))
     log = outcome.log if isinstance(outcome, Pending) else outcome.result.log
-    _check_replayed(log, rows)
+    _check_replayed(log[after:], later)
     return outcome
+
+
+def _stored_query(row: Any) -> Query:
+    try:
+        return decode_query(row.query or {})
+    except CodecError as codec_error:
+        raise ReplayMismatchError(f"a stored query cannot be read: {codec_error}") from None
 
 
 def _check_replayed(log: Sequence[tuple[Query, bool]], rows: Sequence[Any]) -> None:

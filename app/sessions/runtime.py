@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +28,18 @@ from ..plan import SessionPlan
 from ..study_config import StudyConfig, build_space
 from .displayed import build_session_elicitor
 
-__all__ = ["CONFUSION_MEMO_SIZE", "ElicitorState", "Failed", "SessionCache", "StudyRuntime"]
+__all__ = [
+    "CONFUSION_MEMO_SIZE",
+    "RESUME_SOURCES",
+    "ElicitorState",
+    "Failed",
+    "SessionCache",
+    "StudyRuntime",
+]
 
+#: Where a request's elicitor state comes from: the live elicitor in this process, the session's checkpoint
+#: (continued by the answers after it), or a replay of the whole log.
+RESUME_SOURCES = ("cache", "checkpoint", "replay")
 #: Confusion matrices remembered per study (two per query; a session has a few hundred queries).
 CONFUSION_MEMO_SIZE = 4096
 
@@ -113,6 +124,10 @@ class SessionCache:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        #: How request states were obtained: from this cache, from a checkpoint, or by a full replay.
+        self.resumes: dict[str, int] = dict.fromkeys(RESUME_SOURCES, 0)
+        #: Called with the source of each resume (the app counts them for Prometheus).
+        self.on_resume: Callable[[str], None] | None = None
 
     def runtime(self, study: Study) -> StudyRuntime:
         with self._lock:
@@ -157,6 +172,13 @@ class SessionCache:
             return None
         self.hits += 1
         return entry[2]
+
+    def count_resume(self, source: str) -> None:
+        """Note how a request's elicitor state was obtained (one of `RESUME_SOURCES`)."""
+        with self._lock:
+            self.resumes[source] += 1
+        if self.on_resume is not None:
+            self.on_resume(source)
 
     def put(self, session_id: uuid.UUID, n_answers: int, last_seq: int, state: ElicitorState) -> None:
         if self.max_sessions <= 0:

@@ -37,6 +37,7 @@ from ..models import (
 from ..outcome import check_summary, evaluation_summary, plain_summary
 from ..panels import checked_values
 from ..plan import SessionPlan, Step, elicitor_choice
+from . import checkpoints
 from .displayed import session_version
 from .enrolment import check_enrolment, find_study, open_study
 from .log import effective_rows, elicitor_rows
@@ -87,14 +88,45 @@ def _replay_state(
 
 
 def _resolve_state(
-    cache: SessionCache, runtime: StudyRuntime, session: ElicitationSession, elicitation: list[Any]
+    db: Session,
+    cache: SessionCache,
+    runtime: StudyRuntime,
+    session: ElicitationSession,
+    elicitation: list[Any],
 ) -> ElicitorState:
-    """The live elicitor if the cache holds it at exactly this point of the log, else a replay."""
+    """The live elicitor if the cache holds it at exactly this point of the log, else the session's
+    checkpoint continued to this point, else a replay of the whole log.
+
+    A state computed here is saved as the session's checkpoint unless the checkpoint already stands here.
+    """
     n, last = _cache_key(elicitation)
     state = cache.take(session.id, n, last)
-    if state is None:
-        state = _replay_state(runtime, session, elicitation)
+    if state is not None:
+        cache.count_resume("cache")
+    else:
+        state = _rebuild_state(db, cache, runtime, session, elicitation)
     cache.put(session.id, n, last, state)
+    return state
+
+
+def _rebuild_state(
+    db: Session,
+    cache: SessionCache,
+    runtime: StudyRuntime,
+    session: ElicitationSession,
+    elicitation: list[Any],
+) -> ElicitorState:
+    """The elicitor state after ``elicitation`` from the session's checkpoint, else by a full replay; saved
+    as the new checkpoint unless the one used already stands at this point."""
+    restored = checkpoints.restore_state(db, runtime, session, elicitation)
+    if restored is not None:
+        state, at = restored
+        cache.count_resume("checkpoint")
+    else:
+        state, at = _replay_state(runtime, session, elicitation), -1
+        cache.count_resume("replay")
+    if at != len(elicitation):
+        checkpoints.save_state(db, runtime, session, elicitation, state)
     return state
 
 
@@ -132,7 +164,7 @@ class _Context:
         rows = _load_log(db, cache, session.id)
         effective = effective_rows(rows)
         elicitation = elicitor_rows(effective)
-        state = _resolve_state(cache, runtime, session, elicitation)
+        state = _resolve_state(db, cache, runtime, session, elicitation)
         return cls(db, cache, session, runtime, rows, effective, elicitation, state)
 
     @property
@@ -164,12 +196,14 @@ class _Context:
                 query = previous.elicitor.send(bool(row.elicitor_answer))
                 state = Pending(elicitor=previous.elicitor, query=query, n_answered=n, log=())
             except StopIteration:
-                state = None  # finished: replay once to get the driver's checked result with its log
+                state = None  # finished: rebuild once to get the driver's checked result with its log
             except NumericalError as exc:
                 state = Failed(str(exc))
-        self.state = (
-            state if state is not None else _replay_state(self.runtime, self.session, self.elicitation)
-        )
+        if state is None:
+            state = _rebuild_state(self.db, self.cache, self.runtime, self.session, self.elicitation)
+        else:
+            checkpoints.save_state(self.db, self.runtime, self.session, self.elicitation, state)
+        self.state = state
         self.cache.put(self.session.id, n, last, self.state)
 
     def step(self) -> Step | None:
