@@ -336,9 +336,10 @@ def session_progress(
     """``session``'s progress as its participant sees it, from its log ``rows`` (light rows suffice).
 
     The expected total comes from what this process noted when it last served the session at exactly this
-    point of its log; otherwise, if ``may_replay``, from replaying the log (the rebuilt elicitor is offered
-    to the cache, so the participant's next answer does not replay again); otherwise the study's typical
-    session stands in (``own`` False). A finished session's total is what it actually took.
+    point of its log; otherwise, if ``may_replay``, from its checkpoint or a replay of the log (the rebuilt
+    elicitor is offered to the cache, so the participant's next answer does not replay again); otherwise
+    the study's typical session stands in (``own`` False). A finished session's total is what it actually
+    took.
     """
     runtime = cache.runtime(session.study)
     plan = runtime.plan(session.seed)
@@ -353,7 +354,9 @@ def session_progress(
         full = elicitor_rows(effective_rows(repo.log_entries(db, session.id)))
         if _cache_key(full) == (n, last):  # else an answer arrived meanwhile: the next look sees it
             try:
-                state = _replay_state(runtime, session, full)
+                # Read-only here (a monitor page): the checkpoint is used if it fits, but none is saved.
+                restored = checkpoints.restore_state(db, runtime, session, full)
+                state = restored[0] if restored is not None else _replay_state(runtime, session, full)
             except ElicitationError:
                 state = None  # a log this version cannot replay: its own pages say so
             if state is not None:
