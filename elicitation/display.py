@@ -30,7 +30,7 @@ paper              code
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -192,46 +192,71 @@ class DisplayGrid:
         result: npt.NDArray[np.int64] = counts.reshape(shape)
         return result
 
-    def snap(self, rates: npt.ArrayLike, sphere: Sphere) -> FloatArray:
+    def snap(self, rates: npt.ArrayLike, sphere: Sphere | Sequence[Sphere]) -> FloatArray:
         """The displayable rates nearest to ``rates`` inside ``sphere`` (any leading axes; each row inside).
 
-        A point whose nearest grid point leaves the sphere is pulled towards the centre until it does not,
-        so snapping never leaves the query region (nor, for a dataset, the feasible set).
+        ``sphere`` is one sphere for every group, or one per group (``r^g`` inside the ``g``-th). A point
+        whose nearest grid point leaves its sphere is pulled towards the centre until it does not, so
+        snapping never leaves the query region (nor, for a dataset, the feasible set).
 
         Raises
         ------
         InvalidConfigError
-            If the sphere is too small to hold a single displayable point.
+            If a sphere is too small to hold a single displayable point.
         """
         rows, shape = self._rows(rates)
+        spheres = self._spheres(sphere)
         totals = np.broadcast_to(self.totals, rows.shape)
         flat = rows.reshape((-1, self.n_classes)).copy()
         flat_totals = totals.reshape((-1, self.n_classes))
-        center = sphere.center
-        limit = sphere.radius * _INSIDE
+        if len(spheres) == 1:
+            center: FloatArray = spheres[0].center
+            limit: FloatArray | float = spheres[0].radius * _INSIDE
+        else:
+            centers = np.stack([own.center for own in spheres])
+            center = np.broadcast_to(centers, rows.shape).reshape(flat.shape)
+            radii = np.array([own.radius for own in spheres]) * _INSIDE
+            limit = np.broadcast_to(radii, rows.shape[:-1]).reshape(-1)
         step = float(np.linalg.norm(1.0 / self.totals.min(axis=0)))
         snapped = np.floor(flat * flat_totals + 0.5) / flat_totals
         outside = np.linalg.norm(snapped - center, axis=1) > limit
         for _ in range(_SNAP_ROUNDS):
             if not np.any(outside):
                 break
-            offset = flat[outside] - center
+            own_center = center if len(spheres) == 1 else center[outside]
+            offset = flat[outside] - own_center
             length = np.linalg.norm(offset, axis=1, keepdims=True)
             shrink = np.clip(1.0 - 0.5 * step / np.maximum(length, 1e-300), 0.0, None)
-            flat[outside] = center + offset * shrink
+            flat[outside] = own_center + offset * shrink
             snapped[outside] = np.floor(flat[outside] * flat_totals[outside] + 0.5) / flat_totals[outside]
             outside = np.linalg.norm(snapped - center, axis=1) > limit
         if np.any(outside):
+            radius = min(own.radius for own in spheres)
             raise InvalidConfigError(
-                f"no rate whole people can show lies within radius {sphere.radius:g} of the centre; "
+                f"no rate whole people can show lies within radius {radius:g} of the centre; "
                 "use a larger sphere"
             )
         result: FloatArray = snapped.reshape(shape)
         return result
 
-    def check_sphere(self, sphere: Sphere) -> None:
-        """Raise `InvalidConfigError` unless the sphere holds displayable points (its centre snaps inside)."""
-        self.snap(np.broadcast_to(sphere.center, self.shape), sphere)
+    def _spheres(self, sphere: Sphere | Sequence[Sphere]) -> tuple[Sphere, ...]:
+        """One sphere for all groups, or one per group (checked)."""
+        if isinstance(sphere, Sphere):
+            return (sphere,)
+        spheres = tuple(sphere)
+        if len(spheres) != self.n_groups or not all(isinstance(own, Sphere) for own in spheres):
+            raise InvalidConfigError(f"give one sphere or one per group ({self.n_groups}), got {sphere!r}")
+        if any(own.n_classes != self.n_classes for own in spheres):
+            raise InvalidConfigError(f"every sphere must have {self.n_classes} classes")
+        return spheres
+
+    def check_sphere(self, sphere: Sphere | Sequence[Sphere]) -> None:
+        """Raise `InvalidConfigError` unless the sphere(s) hold displayable points (each centre snaps in)."""
+        spheres = self._spheres(sphere)
+        if len(spheres) == 1:
+            self.snap(np.broadcast_to(spheres[0].center, self.shape), spheres[0])
+        else:
+            self.snap(np.stack([own.center for own in spheres]).reshape(self.shape), spheres)
 
     def key(self, first: npt.ArrayLike, second: npt.ArrayLike) -> bytes:
         """A hashable picture of the ordered pair as displayed (the people each classifier gets right)."""

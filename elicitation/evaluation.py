@@ -43,6 +43,7 @@ Paper symbols
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -150,14 +151,15 @@ def _uniform_in_ball(rng: np.random.Generator, sphere: Sphere, count: int) -> Fl
 
 
 def sample_query_pairs(
-    sphere: Sphere, n_pairs: int, rng: RandomState, *, n_groups: int | None = None
+    sphere: Sphere | Sequence[Sphere], n_pairs: int, rng: RandomState, *, n_groups: int | None = None
 ) -> tuple[FloatArray, FloatArray]:
     """Draw ``n_pairs`` query pairs uniformly from the ball ``sphere``.
 
     Parameters
     ----------
-    sphere : Sphere
-        The ball of feasible rates.
+    sphere : Sphere or sequence of Sphere
+        The ball of feasible rates; for fairness queries also one ball per group (group ``g``'s rates
+        drawn from the ``g``-th).
     n_pairs : int
         Number of pairs ``>= 1``.
     rng : numpy.random.Generator or int
@@ -170,14 +172,21 @@ def sample_query_pairs(
     (first, second) : tuple of ndarray
         Each of shape ``(n_pairs, n_classes)`` or ``(n_pairs, n_groups, n_classes)``.
     """
-    if not isinstance(sphere, Sphere):
-        raise InvalidConfigError(f"sphere must be a Sphere, got {type(sphere).__name__}")
     generator = as_generator(rng)
     if isinstance(n_pairs, bool) or not isinstance(n_pairs, (int, np.integer)) or n_pairs < 1:
         raise InvalidConfigError(f"n_pairs must be an integer >= 1, got {n_pairs!r}")
     groups = 1 if n_groups is None else int(n_groups)
     if n_groups is not None and groups < 2:
         raise InvalidConfigError(f"n_groups must be at least 2, got {n_groups!r}")
+    if not isinstance(sphere, Sphere):
+        spheres = tuple(sphere) if isinstance(sphere, Sequence) else ()
+        if n_groups is None or len(spheres) != groups or not all(isinstance(s, Sphere) for s in spheres):
+            raise InvalidConfigError(
+                f"sphere must be a Sphere, or one Sphere per group for fairness queries, got {sphere!r}"
+            )
+        per_group = [_uniform_in_ball(generator, own, 2 * int(n_pairs)) for own in spheres]
+        stacked: FloatArray = np.stack(per_group, axis=1).reshape((2, int(n_pairs), groups, -1))
+        return stacked[0], stacked[1]
     k = sphere.n_classes
     points = _uniform_in_ball(generator, sphere, 2 * int(n_pairs) * groups)
     shape = (2, int(n_pairs), k) if n_groups is None else (2, int(n_pairs), groups, k)
@@ -188,7 +197,7 @@ def sample_query_pairs(
 def agreement(
     true: Metric,
     other: Metric,
-    sphere: Sphere,
+    sphere: Sphere | Sequence[Sphere],
     rng: RandomState,
     *,
     n_pairs: int = DEFAULT_AGREEMENT_PAIRS,
@@ -203,8 +212,8 @@ def agreement(
     ----------
     true, other : Metric
         The oracle's metric and the elicited one (any families with the same rate shape).
-    sphere : Sphere
-        Where queries come from.
+    sphere : Sphere or sequence of Sphere
+        Where queries come from (fair metrics: also one sphere per group, as `sample_query_pairs`).
     rng : numpy.random.Generator or int
         Source of the random pairs.
     n_pairs : int

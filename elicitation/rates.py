@@ -90,6 +90,8 @@ class QuerySpace(Protocol):
     ``priors`` has shape ``(n_classes,)`` or, with groups, ``(n_groups, n_classes)``; ``confusion`` maps
     rates of shape ``(n_classes,)`` / ``(n_groups, n_classes)`` to confusion matrices out of 100 of shape
     ``(n_classes, n_classes)`` / ``(n_groups, n_classes, n_classes)`` (rows true class, columns prediction).
+    ``group_spheres`` holds one sphere per group, each inside that group's feasible set, for elicitors that
+    ask each group in its own region (``(sphere,) * n_groups`` when the space has no such regions).
     """
 
     @property
@@ -106,6 +108,9 @@ class QuerySpace(Protocol):
 
     @property
     def sphere(self) -> Sphere: ...
+
+    @property
+    def group_spheres(self) -> tuple[Sphere, ...]: ...
 
     @property
     def priors(self) -> FloatArray: ...
@@ -253,6 +258,11 @@ class SpaceBase:
     def sphere(self) -> Sphere:
         """The query sphere."""
         return self._sphere
+
+    @property
+    def group_spheres(self) -> tuple[Sphere, ...]:
+        """One query sphere per group for elicitors that ask each group in its own (here: the common one)."""
+        return (self._sphere,) * self.n_groups
 
     @property
     def priors(self) -> FloatArray:

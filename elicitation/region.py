@@ -37,6 +37,8 @@ paper                code
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +56,7 @@ __all__ = [
     "MIN_SPAN_PEOPLE",
     "Region",
     "display_min_radius",
+    "group_regions",
     "realistic_region",
     "region_summary",
 ]
@@ -70,6 +73,8 @@ _REACH_SLACK = 0.01
 _MARGIN = 1e-6
 #: Weight of the centre's accuracy in the objective, small enough never to trade radius for it noticeably.
 _ACCURACY_TIE_BREAK = 1e-3
+#: Float noise tolerated when placing a rate on the display grid.
+_UNIT_SLACK = 1e-9
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
@@ -87,14 +92,19 @@ class Region:
 
 
 def _region_lp(
-    group_rates: Sequence[FloatArray], priors: FloatArray, *, margin: float | None, radius: float | None
+    group_rates: Sequence[FloatArray],
+    priors: FloatArray,
+    *,
+    margin: float | None,
+    radius: float | None,
+    fixed: dict[int, float] | None = None,
 ) -> tuple[FloatArray, float, float] | None:
     """Solve for (centre, extent, worst baseline margin); exactly one of ``margin`` and ``radius`` is set.
 
     Variables: the centre ``o`` (k), a scalar (the common extent ``c`` when ``margin`` is fixed, else the
     worst group's baseline margin) and one mixture ``lambda`` per group, axis and sign reaching
     ``o +- c e_j``. With ``margin`` the LP maximises ``c``; with ``radius`` it fixes ``c = radius sqrt(k)``
-    and maximises the margin.
+    and maximises the margin. ``fixed`` pins centre coordinates (class -> rate).
     """
     m, k = priors.shape
     sizes = [int(rates.shape[0]) for rates in group_rates]
@@ -132,7 +142,10 @@ def _region_lp(
     cost[k] = -1.0
     # Among equally large spheres (the optimum is often a ridge), prefer the more accurate centre.
     cost[:k] = -_ACCURACY_TIE_BREAK * priors.mean(axis=0)
-    bounds = [(0.0, 1.0)] * k + [scalar_bounds] + [(0.0, None)] * (n_vars - k - 1)
+    center_bounds = [(0.0, 1.0)] * k
+    for index, value in (fixed or {}).items():
+        center_bounds[index] = (value, value)
+    bounds = center_bounds + [scalar_bounds] + [(0.0, None)] * (n_vars - k - 1)
     result = linprog(
         cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds, method="highs", options=_LP_OPTIONS
     )
@@ -223,23 +236,153 @@ def realistic_region(
     )
 
 
-def region_summary(sphere: Sphere, priors: npt.ArrayLike) -> dict[str, Any]:
-    """What a coordinator needs to know about a query region: centre, radius and the accuracy it spans.
+def group_regions(
+    group_rates: Sequence[FloatArray],
+    priors: npt.ArrayLike,
+    *,
+    margin: float = BASELINE_MARGIN,
+    span: float = MIN_SPAN_PEOPLE,
+) -> tuple[Region, ...] | None:
+    """One realistic sphere per group: each in its own feasible set, beating its own baseline.
 
-    Returns a JSON-safe dict: ``center`` and ``radius`` (rates), and per group ``accuracy`` (lowest and
-    highest share of people classified correctly by a classifier in the sphere) next to ``baseline``, the
-    share "predict the most common class for everyone" gets right.
+    The paper's fair elicitation compares rates ``r^g`` per group; nothing in the reconstruction needs the
+    groups' queries to share a centre or a radius (docs/realistic-queries.md, "One region per group"). A
+    group whose most common class dominates (Adult's women: 89 % "<= 50K") then gets a small sphere among
+    its own good classifiers instead of a common one that is mostly below its baseline.
+
+    Per group: `realistic_region` with that group alone, its smallest useful radius from the display
+    (``span`` people apart in the group's largest class, reach of half a person in every class the
+    sphere can vary). A class whose display step ``1 / N_i`` is wider than the sphere cannot vary inside
+    it at all: the centre's rate of that class is pinned to a displayable value (the better of the two
+    nearest), so every classifier shown has a whole number of people there and the sphere holds
+    displayable points.
+
+    Parameters
+    ----------
+    group_rates : sequence of numpy.ndarray, each ``(n_classifiers, n_classes)``
+        Rates of the classifiers spanning each group's feasible set.
+    priors : array_like, shape (n_groups, n_classes)
+        ``P(Y = i | G = g)``.
+    margin : float
+        Share of people every classifier of a sphere gets right beyond its group's baseline, when a sphere
+        of useful size allows it.
+    span : float
+        People out of 100 two classifiers of a sphere can differ by in the group's largest class.
+
+    Returns
+    -------
+    tuple of Region or None
+        One per group; None when some group fits no sphere of useful size (the caller keeps the common one).
+
+    Raises
+    ------
+    InvalidConfigError
+        If the number of rate arrays differs from the number of groups.
+    NumericalError
+        If a linear program fails for another reason than infeasibility.
     """
     prior_array = np.atleast_2d(np.asarray(priors, dtype=np.float64))
-    center = sphere.center
+    if len(group_rates) != prior_array.shape[0]:
+        raise InvalidConfigError(
+            f"give one rate array per group ({prior_array.shape[0]}), got {len(group_rates)}"
+        )
+    totals = DisplayGrid.from_priors(prior_array).totals
+    regions = []
+    for rates, prior, people in zip(group_rates, prior_array, totals, strict=True):
+        region = _group_region(rates, prior, people, margin=margin, span=span)
+        if region is None:
+            return None
+        regions.append(region)
+    return tuple(regions)
+
+
+def _group_region(
+    rates: FloatArray, prior: FloatArray, people: npt.NDArray[np.int64], *, margin: float, span: float
+) -> Region | None:
+    """One group's sphere (see `group_regions`): free centre first, then coarse classes pinned to the grid."""
+    k = prior.shape[0]
+    steps = 1.0 / people.astype(np.float64)
+    spread = span / (2.0 * float(people.max()))
+
+    def solve(fixed: dict[int, float], fine: npt.NDArray[np.bool_]) -> Region | None:
+        reach = float(np.linalg.norm(0.5 * steps[fine])) * (1.0 + _REACH_SLACK)
+        least = max(spread, reach)
+        solution = _region_lp([rates], prior[None], margin=margin, radius=None, fixed=fixed)
+        if solution is None or solution[1] / np.sqrt(k) < least:
+            solution = _region_lp([rates], prior[None], margin=None, radius=least, fixed=fixed)
+        if solution is None:
+            return None
+        center, extent, worst = solution
+        center.setflags(write=False)
+        return Region(center, extent / np.sqrt(k) * (1.0 - _MARGIN), extent, worst)
+
+    free = solve({}, np.ones(k, dtype=bool))
+    if free is None:
+        return None
+    coarse = [int(i) for i in np.flatnonzero(steps > free.radius)]
+    if not coarse:
+        return free
+    fine = steps <= free.radius
+    best: Region | None = None
+    for choice in itertools.product(*[_grid_neighbours(free.center[i], int(people[i])) for i in coarse]):
+        region = solve(dict(zip(coarse, choice, strict=True)), fine)
+        if region is not None and (best is None or _better(region, best)):
+            best = region
+    return best
+
+
+def _grid_neighbours(rate: float, people: int) -> tuple[float, ...]:
+    """The displayable rates ``n / people`` just below and above ``rate`` (one when it is on the grid)."""
+    low, high = math.floor(rate * people + _UNIT_SLACK), math.ceil(rate * people - _UNIT_SLACK)
+    return tuple(sorted({low / people, high / people}))
+
+
+def _better(region: Region, other: Region) -> bool:
+    """A sphere beating its baseline by the margin is better when larger; otherwise when more accurate."""
+    if region.baseline_margin != other.baseline_margin:
+        return region.baseline_margin > other.baseline_margin
+    return region.radius > other.radius
+
+
+def region_summary(sphere: Sphere | Sequence[Sphere], priors: npt.ArrayLike) -> dict[str, Any]:
+    """What a coordinator needs to know about a query region: centre, radius and the accuracy it spans.
+
+    ``sphere`` is the common sphere or one sphere per group (`group_regions`). Returns a JSON-safe dict:
+    per group ``center`` and ``radius`` (rates), ``accuracy`` (lowest and highest share of people
+    classified correctly by a classifier in the group's sphere) next to ``baseline``, the share "predict
+    the most common class for everyone" gets right; ``per_group`` says whether the groups' spheres differ,
+    and the top-level ``center`` and ``radius`` are the first group's (the common sphere's).
+    """
+    prior_array = np.atleast_2d(np.asarray(priors, dtype=np.float64))
+    spheres = _per_group(sphere, prior_array.shape[0])
     groups = []
-    for prior in prior_array:
-        middle = float(prior @ center)
-        spread = float(sphere.radius * np.linalg.norm(prior))
+    for prior, own in zip(prior_array, spheres, strict=True):
+        middle = float(prior @ own.center)
+        spread = float(own.radius * np.linalg.norm(prior))
         groups.append(
             {
+                "center": own.center.tolist(),
+                "radius": float(own.radius),
                 "accuracy": [max(middle - spread, 0.0), min(middle + spread, 1.0)],
                 "baseline": float(prior.max()),
             }
         )
-    return {"center": center.tolist(), "radius": float(sphere.radius), "groups": groups}
+    per_group = any(
+        own.radius != spheres[0].radius or not np.array_equal(own.center, spheres[0].center)
+        for own in spheres[1:]
+    )
+    return {
+        "center": spheres[0].center.tolist(),
+        "radius": float(spheres[0].radius),
+        "per_group": per_group,
+        "groups": groups,
+    }
+
+
+def _per_group(sphere: Sphere | Sequence[Sphere], n_groups: int) -> tuple[Sphere, ...]:
+    if isinstance(sphere, Sphere):
+        return (sphere,) * n_groups
+    spheres = tuple(sphere)
+    if len(spheres) != n_groups or not all(isinstance(own, Sphere) for own in spheres):
+        raise InvalidConfigError(f"give one sphere per group ({n_groups}), got {len(spheres)}")
+    return spheres

@@ -367,6 +367,7 @@ class ActiveOptions(TypedDict, total=False):
     credible_level: float
     criterion: str
     display: DisplayGrid | None
+    group_spheres: Sequence[Sphere] | None
 
 
 def active_elicitor(
@@ -385,6 +386,7 @@ def active_elicitor(
     credible_level: float = DEFAULT_CREDIBLE_LEVEL,
     criterion: str = "auto",
     display: DisplayGrid | None = None,
+    group_spheres: Sequence[Sphere] | None = None,
 ) -> ActiveElicitor[Any]:
     """Elicit a metric of ``family`` with active, noise-robust Bayesian queries (the one implementation).
 
@@ -433,6 +435,10 @@ def active_elicitor(
         What the participant's charts can show (`elicitation.display`): every candidate is snapped to it,
         so the posterior updates on exactly the displayed pair, perceptibility counts displayed people,
         and no displayed pair is asked twice (in either order). Without it, queries are exact rates.
+    group_spheres : sequence of Sphere, optional
+        ``"fair"`` only: one query sphere per group (`elicitation.region.group_regions`), group ``g``'s rates
+        asked inside the ``g``-th; default every group in the space's common sphere. The fair cost is a
+        function of the group rates, so any sphere per group inside its feasible set identifies it.
 
     Returns
     -------
@@ -460,11 +466,13 @@ def active_elicitor(
         sphere = space if isinstance(space, Sphere) else getattr(space, "sphere", None)
         tau_array = check_tau(tau, n_classes=sphere.n_classes if isinstance(sphere, Sphere) else None)
         n_groups, n_classes = tau_array.shape
-        geometry = resolve_space(space, priors, n_groups, display)
+        geometry = resolve_space(space, priors, n_groups, display, group_spheres)
         spec = FamilySpec(family, n_classes, tau_array)
     else:
         if tau is not None:
             raise InvalidConfigError(f"tau applies to fair metrics only, not to a {family} metric")
+        if group_spheres is not None:
+            raise InvalidConfigError(f"group_spheres applies to fair metrics only, not to a {family} metric")
         geometry = resolve_space(space, priors, 1, display)
         spec = FamilySpec(family, geometry.sphere.n_classes)
     dim = spec.family().dim
@@ -495,7 +503,12 @@ def active_elicitor(
         criterion=_check_criterion(criterion, check_betas(beta)),
         name=f"active-{family}",
     )
-    largest = float(np.max(geometry.priors)) * 100.0 * 2.0 * geometry.sphere.radius
+    radii = (
+        np.full(geometry.priors.shape[0], geometry.sphere.radius)
+        if geometry.group_spheres is None
+        else np.array([own.radius for own in geometry.group_spheres])
+    )
+    largest = float(np.max(np.max(geometry.priors, axis=1) * 100.0 * 2.0 * radii))
     if config.min_cell_gap > largest:
         raise InvalidConfigError(
             f"min_cell_gap {config.min_cell_gap:g} exceeds the largest cell difference this sphere can show "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,9 +142,26 @@ class Geometry:
     #: When set, every candidate is snapped to what whole people out of 100 can show, and perceptibility
     #: is measured in displayed people: the posterior then updates on exactly the pair a person saw.
     grid: DisplayGrid | None = None
+    #: One sphere per group (fair rates only): group ``g``'s rates are asked in the ``g``-th; None: every
+    #: group in ``sphere``.
+    group_spheres: tuple[Sphere, ...] | None = None
+
+    @property
+    def region(self) -> Sphere | tuple[Sphere, ...]:
+        """Where each group row is asked: the common sphere, or one sphere per group."""
+        return self.sphere if self.group_spheres is None else self.group_spheres
+
+    def _centers_radii(self, rows: int) -> tuple[FloatArray, FloatArray | float]:
+        """Centre ``(rows, k)`` or ``(k,)`` and radius ``(rows, 1)`` or scalar of each group row."""
+        if self.group_spheres is None:
+            return self.sphere.center, self.sphere.radius
+        centers = np.stack([own.center for own in self.group_spheres])
+        radii = np.array([[own.radius] for own in self.group_spheres])
+        assert centers.shape[0] == rows
+        return centers, radii
 
     def sample(self, rng: np.random.Generator, count: int) -> FloatArray:
-        """``count`` rate arrays inside the sphere (each group row inside it), ``(count, *shape)``."""
+        """``count`` rate arrays inside the sphere (each group row inside its own), ``(count, *shape)``."""
         k = self.sphere.n_classes
         rows = int(np.prod(self.shape)) // k
         direction = rng.standard_normal((count, rows, k))
@@ -152,24 +169,39 @@ class Geometry:
         radius = np.where(
             rng.random((count, rows, 1)) < _SURFACE_SHARE, 1.0, rng.random((count, rows, 1)) ** (1.0 / k)
         )
-        points = self.sphere.center + self.sphere.radius * radius * direction
+        center, sphere_radius = self._centers_radii(rows)
+        points = center + sphere_radius * radius * direction
         return self._clean(points.reshape((count, *self.shape)))
 
     def perturb(self, rng: np.random.Generator, points: FloatArray, scale: float) -> FloatArray:
         """Gaussian perturbations of ``points`` (``(n, *shape)``) pulled back into the sphere."""
-        moved = points + scale * self.sphere.radius * rng.standard_normal(points.shape)
+        if self.group_spheres is None:
+            moved = points + scale * self.sphere.radius * rng.standard_normal(points.shape)
+        else:
+            k = self.sphere.n_classes
+            _center, radii = self._centers_radii(len(self.group_spheres))
+            noise = rng.standard_normal(points.shape).reshape((points.shape[0], -1, k))
+            moved = points + (scale * radii * noise).reshape(points.shape)
         return self._clean(moved)
 
     def _clean(self, points: FloatArray) -> FloatArray:
         k = self.sphere.n_classes
-        flat = points.reshape((-1, k)) - self.sphere.center
-        length = np.linalg.norm(flat, axis=1, keepdims=True)
-        # Points just inside the boundary, so rounding never leaves the sphere or the unit cube.
-        limit = self.sphere.radius * (1.0 - 1e-9)
-        flat = np.where(length > limit, flat * (limit / np.maximum(length, 1e-300)), flat)
-        result: FloatArray = np.clip(flat + self.sphere.center, 0.0, 1.0).reshape(points.shape)
+        if self.group_spheres is None:
+            flat = points.reshape((-1, k)) - self.sphere.center
+            length = np.linalg.norm(flat, axis=1, keepdims=True)
+            # Points just inside the boundary, so rounding never leaves the sphere or the unit cube.
+            limit = self.sphere.radius * (1.0 - 1e-9)
+            flat = np.where(length > limit, flat * (limit / np.maximum(length, 1e-300)), flat)
+            result: FloatArray = np.clip(flat + self.sphere.center, 0.0, 1.0).reshape(points.shape)
+        else:
+            center, radii = self._centers_radii(len(self.group_spheres))
+            grouped = points.reshape((points.shape[0], -1, k)) - center
+            length = np.linalg.norm(grouped, axis=2, keepdims=True)
+            bound = radii * (1.0 - 1e-9)
+            grouped = np.where(length > bound, grouped * (bound / np.maximum(length, 1e-300)), grouped)
+            result = np.clip(grouped + center, 0.0, 1.0).reshape(points.shape)
         if self.grid is not None:
-            result = self.grid.snap(result, self.sphere)
+            result = self.grid.snap(result, self.region)
         return result
 
     def cell_gap(self, first: FloatArray, second: FloatArray) -> FloatArray:
@@ -183,7 +215,11 @@ class Geometry:
 
 
 def resolve_space(
-    space: object, priors: npt.ArrayLike | None, n_groups: int, display: DisplayGrid | None = None
+    space: object,
+    priors: npt.ArrayLike | None,
+    n_groups: int,
+    display: DisplayGrid | None = None,
+    group_spheres: Sequence[Sphere] | None = None,
 ) -> Geometry:
     if isinstance(space, Sphere):
         sphere = space
@@ -220,13 +256,25 @@ def resolve_space(
     if display is None and not isinstance(space, Sphere):
         # A query space may come with the grid its charts show (`elicitation.display.DisplayedSpace`).
         display = getattr(space, "display", None)
+    if display is not None and display.shape != shape:
+        raise InvalidConfigError(f"display must be a grid for rates of shape {shape}, got {display.shape}")
+    spheres = None if group_spheres is None else _check_group_spheres(group_spheres, sphere, n_groups)
     if display is not None:
-        if display.shape != shape:
-            raise InvalidConfigError(
-                f"display must be a grid for rates of shape {shape}, got {display.shape}"
-            )
-        display.check_sphere(sphere)
-    return Geometry(sphere, array, shape, confusion, display)
+        display.check_sphere(sphere if spheres is None else spheres)
+    return Geometry(sphere, array, shape, confusion, display, spheres)
+
+
+def _check_group_spheres(
+    group_spheres: Sequence[Sphere], sphere: Sphere, n_groups: int
+) -> tuple[Sphere, ...]:
+    spheres = tuple(group_spheres)
+    if n_groups < 2:
+        raise InvalidConfigError("group_spheres applies to fair metrics (rates per group) only")
+    if len(spheres) != n_groups or not all(isinstance(own, Sphere) for own in spheres):
+        raise InvalidConfigError(f"group_spheres must hold one Sphere per group ({n_groups})")
+    if any(own.n_classes != sphere.n_classes for own in spheres):
+        raise InvalidConfigError(f"every group sphere must have {sphere.n_classes} classes")
+    return spheres
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from ..errors import InvalidConfigError, NumericalError
 from ..rates import CONFUSION_TOTAL, SpaceBase, check_rates
-from ..region import display_min_radius, realistic_region
+from ..region import display_min_radius, group_regions, realistic_region
 from ..types import FloatArray, Sphere, as_rate_array
 from .datasets import DATASET_NAMES, Dataset, IntArray, load_dataset
 
@@ -347,6 +347,7 @@ class DatasetSpace(SpaceBase):
         radius: float,
         recipe: Mapping[str, Any],
         center: npt.ArrayLike | None = None,
+        group_spheres: Sequence[Sphere] | None = None,
     ) -> None:
         k = len(class_names)
         if k < 2 or not polytopes or any(p.k != k for p in polytopes):
@@ -368,12 +369,26 @@ class DatasetSpace(SpaceBase):
         priors = np.array([p.class_totals / p.class_totals.sum() for p in polytopes])
         priors.setflags(write=False)
         self._priors = priors
+        if group_spheres is not None and (
+            len(group_spheres) != len(polytopes) or any(own.n_classes != k for own in group_spheres)
+        ):
+            raise InvalidConfigError(f"group_spheres must hold one sphere of {k} rates per group")
+        self._group_spheres = None if group_spheres is None else tuple(group_spheres)
 
     # -- the query-space contract ------------------------------------------------------------------
     @property
     def name(self) -> str:
         """Dataset name."""
         return self._name
+
+    @property
+    def group_spheres(self) -> tuple[Sphere, ...]:
+        """One query sphere per group (`elicitation.region.group_regions`) for the elicitors asking each
+        group in its own; the common `sphere` repeated when the space has none (no groups, the paper's
+        ``o``, or no group fits a useful sphere)."""
+        if self._group_spheres is None:
+            return (self._sphere,) * self.n_groups
+        return self._group_spheres
 
     # -- extras ------------------------------------------------------------------------------------
     @property
@@ -487,6 +502,9 @@ class DatasetSpace(SpaceBase):
             "group_names": list(self._group_names),
             "radius": self._sphere.radius,
             "center": self._sphere.center.tolist(),
+            "group_spheres": None
+            if self._group_spheres is None
+            else [{"center": own.center.tolist(), "radius": own.radius} for own in self._group_spheres],
             "extents": self._extents.tolist(),
             "recipe": dict(self._recipe),
             "groups": [p.to_dict() for p in self._polytopes],
@@ -538,12 +556,43 @@ class DatasetSpace(SpaceBase):
             recipe=data.get("recipe", {}),
             # Descriptions stored before the centre was recorded used the uniform classifier's rates.
             center=None if data.get("center") is None else as_rate_array(data["center"], "center"),
+            group_spheres=_parse_group_spheres(data, polytopes),
         )
 
     def __repr__(self) -> str:
         groups = f", n_groups={self.n_groups}" if self.n_groups > 1 else ""
         radius = f"radius={self._sphere.radius:.4f}"
         return f"DatasetSpace({self._name!r}, n_classes={self.n_classes}{groups}, {radius})"
+
+
+def _parse_group_spheres(data: Mapping[str, Any], polytopes: Sequence[_GroupPolytope]) -> list[Sphere] | None:
+    """The stored per-group spheres; descriptions stored before they existed get them recomputed."""
+    if "group_spheres" not in data:
+        recipe = data.get("recipe") or {}
+        if len(polytopes) < 2 or recipe.get("region") != "realistic":
+            return None
+        return _group_spheres(polytopes)
+    stored = data["group_spheres"]
+    if stored is None:
+        return None
+    if not isinstance(stored, list) or len(stored) != len(polytopes):
+        raise InvalidConfigError("group_spheres must hold one sphere per group")
+    spheres = []
+    for index, item in enumerate(stored):
+        if not isinstance(item, Mapping) or not {"center", "radius"} <= set(item):
+            raise InvalidConfigError(f"group_spheres[{index}] needs a center and a radius")
+        center = as_rate_array(item["center"], f"group_spheres[{index}].center", ndim=1)
+        spheres.append(Sphere(center, float(item["radius"])))
+    return spheres
+
+
+def _group_spheres(polytopes: Sequence[_GroupPolytope]) -> list[Sphere] | None:
+    """Per-group realistic spheres (`elicitation.region.group_regions`), None when some group has none."""
+    regions = group_regions(
+        [polytope.rates for polytope in polytopes],
+        np.array([p.class_totals / p.class_totals.sum() for p in polytopes]),
+    )
+    return None if regions is None else [Sphere(region.center, region.radius) for region in regions]
 
 
 def _parse_anchors(group: Mapping[str, Any], k: int) -> list[list[tuple[IntArray, FloatArray]]]:
@@ -801,6 +850,9 @@ def fit_feasible_model(
             "enough (or a class/group has too few rows) for a useful study"
         )
     center: FloatArray | None = None
+    group_spheres: list[Sphere] | None = None
+    if region == "realistic" and m > 1:
+        group_spheres = _group_spheres(polytopes)
     if region == "realistic":
         chosen = realistic_region(
             [polytope.rates for polytope in polytopes],
@@ -834,6 +886,7 @@ def fit_feasible_model(
         radius=largest if radius is None else float(radius),
         recipe=recipe,
         center=center,
+        group_spheres=group_spheres,
     )
     test_rows.setflags(write=False)
     eta.setflags(write=False)
