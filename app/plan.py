@@ -172,11 +172,20 @@ class SessionPlan:
         evaluation_queries: int,
         expected_queries: int,
         evaluation_precision: float | None = None,
+        region: Sphere | Sequence[Sphere] | None = None,
     ) -> None:
         self.space = space
         self.seed = int(seed)
         self.sphere: Sphere = space.sphere
         self.n_groups = int(space.n_groups)
+        # Where the questions sit (the algorithm's `query_region`): practice, checks and final comparisons
+        # come from the same sphere, or from each group's own.
+        if region is None or isinstance(region, Sphere):
+            self.group_spheres: tuple[Sphere, ...] = (region or self.sphere,) * self.n_groups
+            self.region: Sphere | tuple[Sphere, ...] = region or self.sphere
+        else:
+            self.group_spheres = tuple(region)
+            self.region = self.group_spheres
         self.practice_queries = practice_queries
         self.evaluation_queries = evaluation_queries
         self.evaluation_precision = evaluation_precision
@@ -221,17 +230,16 @@ class SessionPlan:
         return bool(_rng(self.seed, _Purpose.TIE_BREAK, position).random() < 0.5)
 
     def _random_rates(self, rng: np.random.Generator) -> np.ndarray:
-        radius = self.sphere.radius * BALL_MARGIN
         if self.n_groups == 1:
-            return _ball_point(rng, self.sphere, radius)
-        return np.stack([_ball_point(rng, self.sphere, radius) for _ in range(self.n_groups)])
+            return _ball_point(rng, self.sphere, self.sphere.radius * BALL_MARGIN)
+        return np.stack([_ball_point(rng, own, own.radius * BALL_MARGIN) for own in self.group_spheres])
 
     def _random_pair(self, purpose: _Purpose, index: int, label: str, avoid: Query | None) -> Query:
         """A seeded random pair whose sides display differently and unlike ``avoid`` (the screen before)."""
         rng = _rng(self.seed, purpose, index)
         for _ in range(_PAIR_DRAWS):
-            first = self.grid.snap(self._random_rates(rng), self.sphere)
-            second = self.grid.snap(self._random_rates(rng), self.sphere)
+            first = self.grid.snap(self._random_rates(rng), self.region)
+            second = self.grid.snap(self._random_rates(rng), self.region)
             if not self.grid.same(first, second) and not (
                 avoid is not None and self._displays_like(first, second, avoid)
             ):
@@ -255,16 +263,19 @@ class SessionPlan:
         k = self.sphere.n_classes
         direction = rng.uniform(DOMINANCE_MIN_COMPONENT, 1.0, size=k)
         direction /= np.linalg.norm(direction)
-        shift = self.sphere.radius * rng.uniform(*DOMINANCE_SHIFT) / 2.0
-        room = self.sphere.radius * BALL_MARGIN - shift
+        share = rng.uniform(*DOMINANCE_SHIFT)
+        shifts = [own.radius * share / 2.0 for own in self.group_spheres]
         weakly: tuple[np.ndarray, np.ndarray] | None = None
         for _ in range(_PAIR_DRAWS):
-            bases = [_ball_point(rng, self.sphere, room) for _ in range(self.n_groups)]
-            good = np.stack([b + shift * direction for b in bases])
-            bad = np.stack([b - shift * direction for b in bases])
+            bases = [
+                _ball_point(rng, own, own.radius * BALL_MARGIN - shift)
+                for own, shift in zip(self.group_spheres, shifts, strict=True)
+            ]
+            good = np.stack([b + shift * direction for b, shift in zip(bases, shifts, strict=True)])
+            bad = np.stack([b - shift * direction for b, shift in zip(bases, shifts, strict=True)])
             if self.n_groups == 1:
                 good, bad = good[0], bad[0]
-            good, bad = self.grid.snap(good, self.sphere), self.grid.snap(bad, self.sphere)
+            good, bad = self.grid.snap(good, self.region), self.grid.snap(bad, self.region)
             # As displayed, the better one gets more people right in every class (and group); a sphere too
             # small for that in a rare class settles for at least as many everywhere and more somewhere.
             margin = self.grid.counts(good) - self.grid.counts(bad)

@@ -12,7 +12,8 @@ rates, with logistic noise ``P(correct) = sigmoid(BETA * |phi(A) - phi(B)|)``. P
 * below baseline: shown classifiers (per side and group) getting fewer people right than "predict the
   group's most common class for everyone";
 * agreement: the elicited metric against the person's true preference on random pairs drawn uniformly
-  from the study's query sphere (`elicitation.evaluation.agreement`), and the same split by what this
+  from the study's query region, the sphere its questions sit in or, for an algorithm asking each group
+  in its own, one sphere per group (`elicitation.evaluation.agreement`), and the same split by what this
   person can tell apart (`elicitation.evaluation.noisy_agreement`): agreement on the pairs the person
   answers correctly at least 75 % of the time, the share of such pairs, and the person's own agreement
   with their true preference (how often their answers match it on the same pairs).
@@ -44,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from app.algorithms import group_tau  # noqa: E402
+from app.algorithms import get_algorithm, group_tau  # noqa: E402
 from app.charts.comparison import display_decimals, rounded_counts  # noqa: E402
 from app.cli.web import DEMO_STUDY, upgrade_database  # noqa: E402
 from app.codec import decode_metric  # noqa: E402
@@ -52,7 +53,7 @@ from app.main import create_app  # noqa: E402
 from app.sessions import create_study  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.study_config import build_space, parse_study_config  # noqa: E402
-from elicitation import Metric  # noqa: E402
+from elicitation import Metric, Sphere  # noqa: E402
 from elicitation.evaluation import noisy_agreement  # noqa: E402
 from elicitation.oracles import random_fair_metric, random_quadratic_metric  # noqa: E402
 
@@ -157,8 +158,7 @@ def simulate(
         screens += 1
         previous = picture
     elicited = decode_metric(state["result"]["metric"])
-    space = build_space(parse_study_config(study.config))
-    report = noisy_agreement(metric, elicited, space.sphere, rng, beta=BETA, n_pairs=AGREEMENT_PAIRS)
+    report = noisy_agreement(metric, elicited, _region(study), rng, beta=BETA, n_pairs=AGREEMENT_PAIRS)
     return Person(
         screens,
         repeats,
@@ -171,6 +171,17 @@ def simulate(
         report.self_agreement,
         time.perf_counter() - started,
     )
+
+
+def _region(study: Any) -> Any:
+    """The sphere (or the spheres per group) the study's questions sit in."""
+    config = parse_study_config(study.config)
+    return get_algorithm(config.algorithm).algorithm.query_region(build_space(config))
+
+
+def _describe(region: Any) -> Any:
+    spheres = [region] if isinstance(region, Sphere) else list(region)
+    return [{"center": own.center.tolist(), "radius": own.radius} for own in spheres]
 
 
 def run_study(
@@ -191,7 +202,7 @@ def run_study(
     summary = {
         "study": config["name"],
         "people": people,
-        "sphere": {"center": space.sphere.center.tolist(), "radius": space.sphere.radius},
+        "spheres": _describe(_region(study)),
         "screens_max": max(person.screens for person in results),
         "screens_mean": float(np.mean([person.screens for person in results])),
         "consecutive_repeats": sum(person.consecutive_repeats for person in results),
@@ -231,14 +242,18 @@ def main() -> int:
     parser.add_argument("--people", type=int, default=30, help="simulated people per study")
     parser.add_argument("--quick", action="store_true", help="3 people per study (smoke run)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--study", choices=("both", "demo", "fair"), default="both", help="which study to simulate"
+    )
     args = parser.parse_args()
     people = 3 if args.quick else args.people
-    report = [
-        run_study(DEMO_STUDY, people, _quadratic, args.seed),
-        run_study(FAIR_STUDY, people, _fair, args.seed + 1),
-    ]
+    report = []
+    if args.study in ("both", "demo"):
+        report.append(run_study(DEMO_STUDY, people, _quadratic, args.seed))
+    if args.study in ("both", "fair"):
+        report.append(run_study(FAIR_STUDY, people, _fair, args.seed + 1))
     for summary in report:
-        print(f"\n{summary['study']} ({summary['people']} people, sphere {summary['sphere']})")
+        print(f"\n{summary['study']} ({summary['people']} people, spheres {summary['spheres']})")
         for key in (
             "screens_max",
             "screens_mean",

@@ -261,7 +261,7 @@ class AgreementReport:
 def noisy_agreement(
     true: Metric,
     other: Metric,
-    sphere: Sphere,
+    sphere: Sphere | Sequence[Sphere],
     rng: RandomState,
     *,
     beta: float,
@@ -278,8 +278,9 @@ def noisy_agreement(
     ----------
     true, other : Metric
         The person's metric and the elicited one (same rate shape).
-    sphere : Sphere
-        Where pairs come from (for fair metrics, one point per group on each side).
+    sphere : Sphere or sequence of Sphere
+        Where pairs come from (for fair metrics, one point per group on each side; also one sphere per
+        group, as `sample_query_pairs`).
     rng : numpy.random.Generator or int
         Source of the random pairs.
     beta : float

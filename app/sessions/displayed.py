@@ -57,6 +57,12 @@ def build_session_elicitor(
         return spec.build(space, params, seed=seed, version=version)
     if version is None or version == current:
         return displayed(lambda shown_space: spec.build(shown_space, params, seed=seed), space)
+    earlier = version.removesuffix(DISPLAY_MARK)
+    if spec.algorithm.displayed and earlier != version and earlier in spec.algorithm.earlier:
+        # A displayed session of an earlier version: that version's questions, snapped as they were.
+        return displayed(
+            lambda shown_space: spec.build(shown_space, params, seed=seed, version=earlier), space
+        )
     raise ReplayMismatchError(
         f"the session was recorded with {spec.name} version {version!r}; this server runs "
         f"{session_version(spec)!r} (and replays {spec.version!r})"

@@ -108,7 +108,13 @@ class StudyRuntime:
             evaluation_queries=self.config.evaluation_queries,
             expected_queries=self.expected_queries,
             evaluation_precision=self.config.evaluation_precision,
+            region=self.region,
         )
+
+    @property
+    def region(self) -> Any:
+        """Where the study's questions sit: the common sphere, or one sphere per group."""
+        return self.spec.algorithm.query_region(self.space)
 
 
 class SessionCache:

@@ -420,9 +420,21 @@ def _active_quadratic(setting: Setting, p: Mapping[str, Any], seed: int) -> _Eli
     return active_quadratic(setting.query_space("active_quadratic"), **_active_options(p, seed))
 
 
-def _active_fair(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+def _active_fair_common_sphere(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    """active_fair-1: every group asked in the space's common sphere (kept for its sessions)."""
     space = setting.query_space("active_fair")
     return active_fair(space, tau=setting.group_weights(p["group_shares"]), **_active_options(p, seed))
+
+
+def _active_fair(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    space = setting.query_space("active_fair")
+    # Every query space has ``group_spheres`` (the common sphere repeated when it has no regions per group).
+    return active_fair(
+        space,
+        tau=setting.group_weights(p["group_shares"]),
+        group_spheres=space.group_spheres,
+        **_active_options(p, seed),
+    )
 
 
 register(
@@ -456,7 +468,7 @@ register(
 register(
     Algorithm(
         name="active_fair",
-        version="active_fair-1",
+        version="active_fair-2",
         description="Active fairness (recommended with groups): few questions, tolerates slips",
         elicits="fair quadratic metric (a, B^{uv}, lam), Bayesian queries on a study's space",
         family=get_family("fair_quadratic"),
@@ -466,5 +478,7 @@ register(
         seeded=True,
         needs_space=True,
         displayed=True,
+        group_spheres=True,
+        earlier={"active_fair-1": _active_fair_common_sphere},
     )
 )

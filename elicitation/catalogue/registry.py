@@ -96,7 +96,9 @@ class Algorithm:
     rate), and ``classes_from_rates`` maps such a sphere's dimension back to ``n_classes``.
     ``displayed``: its elicitor adopts the display grid when wrapped by `elicitation.display.displayed`
     (it then asks only pairs a person can be shown exactly, so the web app records a marked version).
-    ``draw_metric`` replaces the family's random draw and ``check_metric`` rejects given metrics for
+    ``group_spheres``: it asks each group's rates in that group's own sphere of a query space
+    (``space.group_spheres``) rather than all of them in the common ``space.sphere``; `query_region` says
+    which. ``draw_metric`` replaces the family's random draw and ``check_metric`` rejects given metrics for
     algorithms that elicit a restricted form; ``reported_errors`` limits the simulation errors to what the
     algorithm elicits.
     """
@@ -113,6 +115,7 @@ class Algorithm:
     needs_space: bool = False
     studies: bool = True
     displayed: bool = False
+    group_spheres: bool = False
     sphere: Callable[[int, float], Sphere] | None = None
     classes_from_rates: Callable[[int], int] | None = None
     draw_metric: MetricDraw | None = None
@@ -139,6 +142,18 @@ class Algorithm:
     def validate(self, raw: Mapping[str, Any] | None, *, prefix: str = "") -> dict[str, Any]:
         """Validated parameters with defaults filled in; `InvalidConfigError` names the parameter."""
         return validate_params(self.params, raw, owner=self.name, prefix=prefix)
+
+    def query_region(self, space: Any) -> Sphere | tuple[Sphere, ...]:
+        """Where this algorithm's questions about ``space`` sit: one sphere per group, or the common one.
+
+        Practice, checks and final comparisons of a study come from the same region as its questions.
+        """
+        if self.group_spheres:
+            spheres = getattr(space, "group_spheres", None)
+            if spheres is not None:
+                return tuple(spheres)
+        sphere: Sphere = space.sphere
+        return sphere
 
     def knows(self, version: str) -> bool:
         """True for the current version and every earlier one this code still replays."""
