@@ -19,6 +19,12 @@ When that sphere is too small for the display to show differences (a rare class 
 women are 89 % "<= 50K", and no common sphere of useful size beats that baseline everywhere), the sphere of
 the smallest useful radius whose least accurate classifier is most accurate is used instead.
 
+`group_regions` gives every group a sphere of its own instead (centre ``o_g``, radius ``rho_g``), each the
+largest ball inside that group's feasible set (its half-spaces, not the cross-polytope) beating that
+group's baseline, with a class too rare to vary inside it pinned to a whole number of people. The fair
+cost is a function of the group rates, so an elicitor that compares rate arrays (the active one) needs no
+common centre; fair QPME's partition runs do (docs/realistic-queries.md, "One region per group").
+
 The trade-off: the metric is learned from comparisons inside this sphere, so it is trusted there (where
 realistic classifiers live) and extrapolated elsewhere; a larger sphere (the paper's ``o``) covers more of
 the rate space but asks about classifiers nobody would use.
@@ -46,6 +52,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from scipy.optimize import linprog  # type: ignore[import-untyped]
+from scipy.spatial import ConvexHull, QhullError  # type: ignore[import-untyped]
 
 from .display import DisplayGrid
 from .errors import InvalidConfigError, NumericalError
@@ -84,7 +91,8 @@ class Region:
 
     center: FloatArray
     radius: float
-    #: Distance from the centre to the feasible points ``o +- extent e_j`` in every group.
+    #: Distance from the centre to the feasible points ``o +- extent e_j`` in every group (a sphere of
+    #: `group_regions`: its radius, the ball itself being feasible).
     extent: float
     #: Share of people the sphere's least accurate classifier gets right beyond the worst group's
     #: majority-class baseline (negative: part of the sphere is below a baseline).
@@ -303,18 +311,30 @@ def _group_region(
     k = prior.shape[0]
     steps = 1.0 / people.astype(np.float64)
     spread = span / (2.0 * float(people.max()))
+    facets = _facets(rates)
 
     def solve(fixed: dict[int, float], fine: npt.NDArray[np.bool_]) -> Region | None:
         reach = float(np.linalg.norm(0.5 * steps[fine])) * (1.0 + _REACH_SLACK)
         least = max(spread, reach)
-        solution = _region_lp([rates], prior[None], margin=margin, radius=None, fixed=fixed)
-        if solution is None or solution[1] / np.sqrt(k) < least:
-            solution = _region_lp([rates], prior[None], margin=None, radius=least, fixed=fixed)
-        if solution is None:
-            return None
-        center, extent, worst = solution
+        if facets is None:
+            # A hull Qhull cannot build (a degenerate set of classifiers): Algorithm 3's cross-polytope.
+            found = _region_lp([rates], prior[None], margin=margin, radius=None, fixed=fixed)
+            if found is None or found[1] / np.sqrt(k) < least:
+                found = _region_lp([rates], prior[None], margin=None, radius=least, fixed=fixed)
+            if found is None:
+                return None
+            center, extent, worst = found
+            radius = extent / np.sqrt(k)
+        else:
+            solution = _ball_lp(facets, prior, margin=margin, radius=None, fixed=fixed)
+            if solution is None or solution[1] < least:
+                solution = _ball_lp(facets, prior, margin=None, radius=least, fixed=fixed)
+            if solution is None:
+                return None
+            center, radius, worst = solution
+            extent = radius
         center.setflags(write=False)
-        return Region(center, extent / np.sqrt(k) * (1.0 - _MARGIN), extent, worst)
+        return Region(center, radius * (1.0 - _MARGIN), extent, worst)
 
     free = solve({}, np.ones(k, dtype=bool))
     if free is None:
@@ -329,6 +349,62 @@ def _group_region(
         if region is not None and (best is None or _better(region, best)):
             best = region
     return best
+
+
+def _facets(rates: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+    """The feasible set ``conv(rates)`` as half-spaces ``A r <= b`` with unit normals (None if degenerate)."""
+    try:
+        hull = ConvexHull(rates)
+    except QhullError:
+        return None
+    normals = hull.equations[:, :-1]
+    offsets = -hull.equations[:, -1]
+    return normals, offsets
+
+
+def _ball_lp(
+    facets: tuple[FloatArray, FloatArray],
+    prior: FloatArray,
+    *,
+    margin: float | None,
+    radius: float | None,
+    fixed: dict[int, float],
+) -> tuple[FloatArray, float, float] | None:
+    """The largest ball in ``A r <= b`` beating the baseline by ``margin`` (Chebyshev centre), or the ball of
+    ``radius`` whose least accurate point is most accurate: (centre, radius, worst baseline margin).
+
+    Variables ``(o, s)``: ``s`` is the radius (``margin`` set) or the worst margin (``radius`` set).
+    """
+    normals, offsets = facets
+    k = prior.shape[0]
+    lengths = np.linalg.norm(normals, axis=1)
+    norm = float(np.linalg.norm(prior))
+    baseline = float(prior.max())
+    if radius is None:
+        # A o + s |A_i| <= b ;  -<p, o> + s |p| <= -(baseline + margin)
+        a_ub = np.vstack([np.hstack([normals, lengths[:, None]]), np.append(-prior, norm)])
+        b_ub = np.append(offsets, -(baseline + float(margin or 0.0)))
+        scalar: tuple[float | None, float | None] = (0.0, 1.0)
+    else:
+        # A o <= b - radius |A_i| ;  -<p, o> + s <= -(baseline + radius |p|)
+        a_ub = np.vstack([np.hstack([normals, np.zeros((normals.shape[0], 1))]), np.append(-prior, 1.0)])
+        b_ub = np.append(offsets - radius * lengths, -(baseline + radius * norm))
+        scalar = (None, None)
+    cost = np.zeros(k + 1)
+    cost[k] = -1.0
+    cost[:k] = -_ACCURACY_TIE_BREAK * prior
+    bounds: list[tuple[float | None, float | None]] = [(0.0, 1.0)] * k + [scalar]
+    for index, value in fixed.items():
+        bounds[index] = (value, value)
+    result = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs", options=_LP_OPTIONS)
+    if result.status == 2:
+        return None
+    if result.status != 0 or result.x is None:
+        raise NumericalError(f"the query-region linear program failed: {result.message}")
+    center = np.clip(result.x[:k], 0.0, 1.0)
+    if radius is None:
+        return center, float(result.x[k]), float(margin or 0.0)
+    return center, float(radius), float(result.x[k])
 
 
 def _grid_neighbours(rate: float, people: int) -> tuple[float, ...]:

@@ -287,9 +287,10 @@ def show_study(
 
 
 def _region(request: Request, study: Any) -> dict[str, Any]:
-    """Where the study's questions sit: the query sphere and the accuracy of the classifiers in it."""
-    space = request.app.state.session_cache.runtime(study).space
-    summary = region_summary(space.sphere, space.priors)
+    """Where the study's questions sit: the sphere (or each group's) and the accuracy of its classifiers."""
+    runtime = request.app.state.session_cache.runtime(study)
+    space = runtime.space
+    summary = region_summary(runtime.region, space.priors)
     names = list(space.group_names) or [""]
     summary["groups"] = [
         {**group, "name": name} for group, name in zip(summary["groups"], names, strict=True)

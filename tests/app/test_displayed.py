@@ -9,7 +9,7 @@ import pytest
 
 from app.algorithms import REGISTRY, group_tau
 from app.sessions.displayed import DISPLAY_MARK, build_session_elicitor, session_version
-from elicitation import ReplayMismatchError, run
+from elicitation import ReplayMismatchError, Sphere, run
 from elicitation.display import DisplayGrid
 from elicitation.oracles import (
     LogisticOracle,
@@ -71,3 +71,33 @@ def test_old_sessions_replay_their_exact_queries_and_unknown_versions_are_refuse
     with pytest.raises(ReplayMismatchError, match="active_quadratic-0"):
         build_session_elicitor(spec, space, params, seed=1, version="active_quadratic-0")
     assert session_version(REGISTRY["qpme"]) == REGISTRY["qpme"].version
+
+
+class _RegionsPerGroup(SyntheticSpace):
+    """A two-group synthetic space with a sphere of its own per group (as Adult's realistic regions)."""
+
+    SPHERES = (Sphere(np.array([0.75, 0.55]), 0.08), Sphere(np.array([0.6, 0.45]), 0.12))
+
+    @property
+    def group_spheres(self) -> tuple[Sphere, ...]:
+        return self.SPHERES
+
+
+def test_fair_sessions_ask_each_group_in_its_own_sphere_and_earlier_ones_replay_the_common_one() -> None:
+    spec = REGISTRY["active_fair"]
+    space = _RegionsPerGroup(2, radius=0.2, priors=[[0.85, 0.15], [0.7, 0.3]], n_groups=2)
+    params = spec.parse_params({"max_queries": 6})
+    assert session_version(spec) == "active_fair-2" + DISPLAY_MARK
+    assert spec.algorithm.query_region(space) == space.group_spheres
+    oracle = LogisticOracle(random_fair_metric(np.random.default_rng(1), 2, 2), 200.0, rng=0)
+    current = run(build_session_elicitor(spec, space, params, seed=5), oracle)
+    for query, _answer in current.log:
+        for side in (query.first, query.second):
+            for row, own in zip(side, space.group_spheres, strict=True):
+                assert own.contains(row)
+    # Sessions recorded before (displayed or not) keep asking every group in the common sphere.
+    for version in ("active_fair-1" + DISPLAY_MARK, "active_fair-1"):
+        earlier = run(build_session_elicitor(spec, space, params, seed=5, version=version), oracle)
+        rows = np.concatenate([np.concatenate([q.first, q.second]) for q, _ in earlier.log])
+        assert all(space.sphere.contains(row) for row in rows)
+        assert not all(space.group_spheres[0].contains(row) for row in rows[0::2])

@@ -15,7 +15,7 @@ from app.explain import Reading
 from app.models import Phase
 from app.outcome import agreement, check_summary, evaluation_summary, plain_summary
 from app.plan import EVALUATION_MIN_PAIRS, SessionPlan, elicitor_choice, wilson_interval
-from elicitation import FairQuadraticMetric, LinearMetric, QuadraticMetric, Query
+from elicitation import FairQuadraticMetric, LinearMetric, QuadraticMetric, Query, Sphere
 from elicitation.rates import SyntheticSpace
 
 
@@ -286,3 +286,41 @@ def test_no_plan_screen_displays_like_the_one_before_even_in_a_tiny_sphere() -> 
         rows.append(row(len(rows), step.phase, step.query, step.swapped))
     checks = [r for r in rows if r.phase == Phase.CHECK.value]
     assert len(checks) == 1 and len(rows) == 3 + 2 + 1 + 30
+
+
+def test_pairs_come_from_each_groups_own_sphere_when_the_questions_do() -> None:
+    space = SyntheticSpace(2, radius=0.2, priors=[[0.85, 0.15], [0.7, 0.3]], n_groups=2)
+    spheres = (Sphere(np.array([0.75, 0.55]), 0.1), Sphere(np.array([0.6, 0.45]), 0.12))
+    script = SessionPlan(
+        space=space,
+        seed=3,
+        practice_queries=2,
+        dominance_checks=1,
+        repeat_checks=0,
+        evaluation_queries=4,
+        expected_queries=10,
+        region=spheres,
+    )
+    queries = [script.practice_query(i) for i in range(4)] + [script.evaluation_query(i) for i in range(4)]
+    queries += [script.dominance_query(i) for i in range(3)]
+    for query in queries:
+        for side in (query.first, query.second):
+            for row_rates, own in zip(side, spheres, strict=True):
+                assert own.contains(row_rates)
+    # Without a region per group the script is the common sphere's, as before.
+    common = plan(seed=3, n_groups=2)
+    assert np.array_equal(
+        common.practice_query(0).first,
+        SessionPlan(
+            space=common.space,
+            seed=3,
+            practice_queries=2,
+            dominance_checks=2,
+            repeat_checks=2,
+            evaluation_queries=5,
+            expected_queries=40,
+            region=common.space.sphere,
+        )
+        .practice_query(0)
+        .first,
+    )

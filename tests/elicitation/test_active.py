@@ -28,6 +28,8 @@ from elicitation.active import (
 )
 from elicitation.active.families import FamilySpec
 from elicitation.active.selection import _tie_pairs
+from elicitation.display import DisplayGrid
+from elicitation.evaluation import sample_query_pairs
 from elicitation.oracles import (
     ExactOracle,
     LogisticOracle,
@@ -227,6 +229,45 @@ def test_active_fair_recovers_tradeoff_and_keeps_groups_in_sphere() -> None:
     assert float(np.linalg.norm(result.metric.a - metric.a)) < 0.1
     intervals = result.details["credible_intervals"]
     assert float(intervals["lam"]["lower"]) <= metric.lam <= float(intervals["lam"]["upper"])
+
+
+def test_active_fair_asks_each_group_in_its_own_sphere_and_recovers_the_metric() -> None:
+    k, m = 2, 2
+    metric = random_fair_metric(np.random.default_rng(21), k, m)
+    spheres = (Sphere(np.array([0.8, 0.6]), 0.1), Sphere(np.array([0.55, 0.45]), 0.15))
+    space = SyntheticSpace(k, radius=0.2, priors=[[0.8, 0.2], [0.6, 0.4]], n_groups=m)
+    grid = DisplayGrid.from_priors(space.priors)
+    elicitor = active_fair(
+        space,
+        tau=metric.tau,
+        seed=2,
+        beta=None,
+        max_queries=40,
+        tolerance=0.0,
+        display=grid,
+        group_spheres=spheres,
+    )
+    result = run(elicitor, ExactOracle(metric))
+    rows = np.stack([side for query, _ in result.log for side in (query.first, query.second)])
+    for group, own in enumerate(spheres):
+        assert np.all(np.linalg.norm(rows[:, group] - own.center, axis=1) <= own.radius)
+        # The queries use the group's sphere, not just its centre.
+        assert np.max(np.linalg.norm(rows[:, group] - own.center, axis=1)) > 0.6 * own.radius
+    assert np.array_equal(rows, grid.snap(rows, spheres))
+    pairs = sample_query_pairs(spheres, 2000, np.random.default_rng(3), n_groups=m)
+    agreed = np.mean(
+        [metric.prefers(a, b) == result.metric.prefers(a, b) for a, b in zip(*pairs, strict=True)]
+    )
+    assert agreed >= 0.97
+
+
+def test_active_group_spheres_are_one_per_group_for_fair_metrics_only() -> None:
+    space = SyntheticSpace(2, radius=0.2, n_groups=2)
+    tau = [[0.5, 0.5], [0.5, 0.5]]
+    with pytest.raises(InvalidConfigError, match="one Sphere per group"):
+        active_fair(space, tau=tau, seed=0, group_spheres=[space.sphere])
+    with pytest.raises(InvalidConfigError, match="fair metrics only"):
+        active_linear(SyntheticSpace(2), seed=0, group_spheres=[Sphere.around_uniform(2, 0.1)])
 
 
 def test_active_details_report_uncertainty() -> None:

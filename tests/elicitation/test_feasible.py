@@ -335,3 +335,41 @@ def test_realistic_region_of_a_fairness_space_lies_in_every_group(adult_fair: Fe
     for rates in _sphere_points(space, rng, 12):
         for group in range(space.n_groups):
             assert np.allclose(space.classifier(rates, group).rates, rates, atol=MATCH_ATOL)
+
+
+def test_a_fairness_space_has_one_realistic_sphere_per_group(adult_fair: FeasibleModel) -> None:
+    space = adult_fair.space
+    spheres = space.group_spheres
+    assert len(spheres) == space.n_groups == 2
+    rng = np.random.default_rng(9)
+    for group, own in enumerate(spheres):
+        prior = space.priors[group]
+        # Every classifier of the group's sphere is achievable and at least as accurate as the baseline.
+        assert float(prior @ own.center - own.radius * np.linalg.norm(prior)) >= prior.max()
+        for _ in range(8):
+            direction = rng.normal(size=space.n_classes)
+            point = own.center + own.radius * direction / np.linalg.norm(direction)
+            assert np.allclose(space.classifier(point, group).rates, point, atol=MATCH_ATOL)
+    # Women (89 % one class) get a small sphere among their own good classifiers; the common sphere is
+    # mostly below their baseline.
+    women = space.priors[0]
+    assert float(women @ space.sphere.center) < women.max() < float(women @ spheres[0].center)
+    stored = space.to_dict()
+    rebuilt = DatasetSpace.from_dict(json.loads(json.dumps(stored)))
+    assert all(
+        np.array_equal(a.center, b.center) and a.radius == b.radius
+        for a, b in zip(rebuilt.group_spheres, spheres, strict=True)
+    )
+    # Descriptions stored before the spheres per group existed get the same ones recomputed.
+    legacy = DatasetSpace.from_dict({key: value for key, value in stored.items() if key != "group_spheres"})
+    assert all(
+        np.array_equal(a.center, b.center) and a.radius == b.radius
+        for a, b in zip(legacy.group_spheres, spheres, strict=True)
+    )
+
+
+def test_spaces_without_groups_or_at_the_uniform_classifier_repeat_the_common_sphere(
+    cancer: FeasibleModel,
+) -> None:
+    assert cancer.space.group_spheres == (cancer.space.sphere,)
+    assert cancer.space.to_dict()["group_spheres"] is None
