@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from db_support import DATABASES, isolated_settings
 from app.admin import auth
 from app.admin import models as admin_models  # noqa: F401  (tables on Base.metadata)
 from app.admin.auth import create_api_token, create_user
+from app.main import create_app
 from app.settings import Settings
 
 
@@ -28,6 +31,16 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
     """An isolated, migrated database (root conftest) with a signing key for the back-office cookies."""
     result: Settings = isolated_settings(request, tmp_path, secret_key="test-secret-key-for-signing")
     return result
+
+
+@pytest.fixture
+def fresh_app(sqlite_template: Path, tmp_path: Path) -> Iterator[Any]:
+    """A second app on an empty migrated SQLite database (where an exported archive is imported)."""
+    path = tmp_path / "fresh.db"
+    shutil.copy(sqlite_template, path)
+    application = create_app(Settings(database_url=f"sqlite:///{path}", secret_key="another-secret"))
+    yield application
+    application.state.engine.dispose()
 
 
 @pytest.fixture

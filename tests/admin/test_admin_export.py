@@ -6,7 +6,6 @@ import copy
 import csv
 import io
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,6 @@ from fastapi.testclient import TestClient
 from app.admin.auth import create_api_token, create_user
 from app.admin.export import neutralise
 from app.cli import main
-from app.main import create_app
-from app.settings import Settings
 
 QPME = {**STUDY_CONFIG, "algorithm": "qpme", "algorithm_params": {"epsilon": 0.2}}
 
@@ -47,15 +44,6 @@ def _run_study(client: TestClient, token: str) -> str:
         headers=bearer(token),
     )
     return sid
-
-
-@pytest.fixture
-def fresh_app(sqlite_template: Path, tmp_path: Path) -> Any:
-    path = tmp_path / "fresh.db"
-    shutil.copy(sqlite_template, path)
-    application = create_app(Settings(database_url=f"sqlite:///{path}", secret_key="another-secret"))
-    yield application
-    application.state.engine.dispose()
 
 
 def test_export_import_round_trip_gives_identical_results(

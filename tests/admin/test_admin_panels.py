@@ -8,8 +8,6 @@ import csv
 import html
 import io
 import re
-import shutil
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -17,9 +15,7 @@ from admin_support import METRIC, STUDY_CONFIG, Participant, bearer, login
 from fastapi.testclient import TestClient
 
 from app.admin.auth import create_api_token, create_user
-from app.main import create_app
 from app.routes.pages import PARTICIPANT_COOKIE
-from app.settings import Settings
 
 REDIRECT = (
     "https://app.prolific.com/submissions/complete?cc={completion_code}&pid={PROLIFIC_PID}&s={SESSION_ID}"
@@ -300,7 +296,7 @@ def test_study_form_saves_and_shows_panel_completion_and_framing_settings(
 
 
 def test_panel_values_survive_an_archive_export_and_import(
-    client: TestClient, accounts: dict[str, Any], sqlite_template: Path, tmp_path: Path
+    client: TestClient, accounts: dict[str, Any], fresh_app: Any
 ) -> None:
     coordinator = accounts["alice"]["token"]
     sid = _open_study(client, coordinator, PROLIFIC)
@@ -308,23 +304,17 @@ def test_panel_values_survive_an_archive_export_and_import(
     Participant(METRIC).finish(client, token)
     archive = client.get(f"/api/v1/studies/{sid}/archive", headers=bearer(coordinator)).json()
     original = client.get(f"/api/v1/studies/{sid}/results.csv", headers=bearer(coordinator)).text
-    path = tmp_path / "fresh.db"
-    shutil.copy(sqlite_template, path)
-    fresh = create_app(Settings(database_url=f"sqlite:///{path}", secret_key="another-secret"))
-    try:
-        with fresh.state.sessionmaker() as db:
-            user = create_user(db, "importer@example.org", "a long enough password", "coordinator")
-            _token, secret = create_api_token(db, user, "import")
-        with TestClient(fresh) as other:
-            imported = other.post("/api/v1/studies/import", json=archive, headers=bearer(secret))
-            assert imported.status_code == 201, imported.text
-            assert other.get(f"/api/v1/studies/{sid}/results.csv", headers=bearer(secret)).text == original
-            bad = copy.deepcopy(archive)
-            bad["study"]["id"] = "00000000-0000-4000-8000-000000000002"
-            bad["sessions"][0]["id"] = "00000000-0000-4000-8000-000000000003"
-            bad["sessions"][0]["panel"] = {"PROLIFIC_PID": "x" * 201}
-            refused = other.post("/api/v1/studies/import", json=bad, headers=bearer(secret))
-            assert refused.status_code == 422 and "panel" in refused.json()["message"]
-    finally:
-        fresh.state.engine.dispose()
-    assert PID.replace('"', '""') in original
+    assert PID in original
+    with fresh_app.state.sessionmaker() as db:
+        user = create_user(db, "importer@example.org", "a long enough password", "coordinator")
+        _token, secret = create_api_token(db, user, "import")
+    with TestClient(fresh_app) as other:
+        imported = other.post("/api/v1/studies/import", json=archive, headers=bearer(secret))
+        assert imported.status_code == 201, imported.text
+        assert other.get(f"/api/v1/studies/{sid}/results.csv", headers=bearer(secret)).text == original
+        bad = copy.deepcopy(archive)
+        bad["study"]["id"] = "00000000-0000-4000-8000-000000000002"
+        bad["sessions"][0]["id"] = "00000000-0000-4000-8000-000000000003"
+        bad["sessions"][0]["panel"] = {"PROLIFIC_PID": "x" * 201}
+        refused = other.post("/api/v1/studies/import", json=bad, headers=bearer(secret))
+        assert refused.status_code == 422 and "panel" in refused.json()["message"]

@@ -147,13 +147,8 @@ PARTICIPANTS = (
 )
 
 
-def _coordinator_pages(page: Page, live_server: Any, device: str) -> None:
-    """Dashboard and results as a coordinator sees them, and a participant's result with curvature."""
-    study = live_server.create_study(**SCREENING_STUDY)
-    tokens = [
-        _finish_over_api(live_server.url, study.id, metric, answers=5 if index == 3 else None)
-        for index, metric in enumerate(PARTICIPANTS)
-    ]
+def _log_in(page: Page, live_server: Any) -> None:
+    """Log ``page`` in to the back office as the screenshots' coordinator (made on first use)."""
     with live_server.app.state.sessionmaker() as db:
         if find_user(db, "coordinator@example.org") is None:
             create_user(db, "coordinator@example.org", ADMIN_PASSWORD, Role.ADMIN.value)
@@ -161,6 +156,16 @@ def _coordinator_pages(page: Page, live_server: Any, device: str) -> None:
     page.get_by_test_id("login-email").fill("coordinator@example.org")
     page.get_by_test_id("login-password").fill(ADMIN_PASSWORD)
     _click_through(page, "login-submit")
+
+
+def _coordinator_pages(page: Page, live_server: Any, device: str) -> None:
+    """Dashboard and results as a coordinator sees them, and a participant's result with curvature."""
+    study = live_server.create_study(**SCREENING_STUDY)
+    tokens = [
+        _finish_over_api(live_server.url, study.id, metric, answers=5 if index == 3 else None)
+        for index, metric in enumerate(PARTICIPANTS)
+    ]
+    _log_in(page, live_server)
     page.goto(f"{live_server.url}/admin/studies/{study.id}")
     expect(page.get_by_test_id("query-region")).to_be_visible()
     _shoot(page, f"admin-study-{device}", full_page=True)
@@ -185,13 +190,7 @@ def test_screenshot_coordinator_pages_on_a_phone(phone: Page, live_server: Any) 
 
 def _panel_pages(page: Page, live_server: Any, device: str) -> None:
     """The study form's panel, completion and framing settings, and a Prolific participant's entry and end."""
-    with live_server.app.state.sessionmaker() as db:
-        if find_user(db, "coordinator@example.org") is None:
-            create_user(db, "coordinator@example.org", ADMIN_PASSWORD, Role.ADMIN.value)
-    page.goto(f"{live_server.url}/admin/login")
-    page.get_by_test_id("login-email").fill("coordinator@example.org")
-    page.get_by_test_id("login-password").fill(ADMIN_PASSWORD)
-    _click_through(page, "login-submit")
+    _log_in(page, live_server)
     page.goto(f"{live_server.url}/admin/studies/new")
     page.get_by_test_id("field-panel").select_option("prolific")
     page.get_by_test_id("field-completion-code").fill("C1A2B3C4")
