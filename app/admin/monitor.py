@@ -39,7 +39,7 @@ from ..models import (
     utcnow,
 )
 from ..outcome import accuracy_baseline
-from ..planning import comparison_ms
+from ..planning import comparison_ms, measured_seconds_per_query
 from ..sessions import (
     Failed,
     SessionCache,
@@ -104,6 +104,8 @@ class StudyDashboard:
     answers_last_5_min: int
     answers_per_minute: float
     median_seconds_per_query: float | None
+    #: People's time per comparison, as the planner prices the study with it (`planning.pace`).
+    people_seconds_per_query: float | None
     inconsistent: list[dict[str, Any]]
     dropoff: dict[int, int]
     sessions: list[dict[str, Any]] = field(default_factory=list)
@@ -117,6 +119,7 @@ class StudyDashboard:
             "answers_last_5_min": self.answers_last_5_min,
             "answers_per_minute": self.answers_per_minute,
             "median_seconds_per_query": self.median_seconds_per_query,
+            "people_seconds_per_query": self.people_seconds_per_query,
             "inconsistent": self.inconsistent,
             "dropoff": {str(key): value for key, value in sorted(self.dropoff.items())},
             "sessions": self.sessions,
@@ -256,6 +259,7 @@ def study_dashboard(
         answers_last_5_min=recent,
         answers_per_minute=recent / 5.0,
         median_seconds_per_query=median_s,
+        people_seconds_per_query=measured_seconds_per_query(db, study.id),
         inconsistent=inconsistent,
         dropoff=dict(dropoff),
         sessions=session_rows,

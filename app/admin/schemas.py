@@ -147,7 +147,13 @@ class DashboardOut(_Out):
     excluded: int
     answers_last_5_min: int
     answers_per_minute: float
-    median_seconds_per_query: float | None
+    median_seconds_per_query: float | None = Field(
+        description="median time per comparison over every answer (page timer, else the server-side gap)"
+    )
+    people_seconds_per_query: float | None = Field(
+        description="people's time per comparison as the planner measures it: participant-page answers "
+        "with a plausible timer, the median of each session's median (null before any such session)"
+    )
     inconsistent: list[InconsistentOut]
     dropoff: dict[str, int] = Field(description="unfinished sessions by number of answers given")
     sessions: list[SessionProgressOut] = Field(description="the latest 200 sessions, newest first")

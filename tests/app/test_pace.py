@@ -12,6 +12,7 @@ from app_support import new_session
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
+from app.admin.monitor import study_dashboard
 from app.models import Answer, AnswerChannel
 from app.planning import DEFAULT_SECONDS_PER_QUERY, measured_seconds_per_query, study_plan
 
@@ -60,6 +61,10 @@ def test_api_answers_never_count_as_peoples_time(client: TestClient, app: Any, s
     assert _measured(app, study) is None
     _page_answers(client, new_session(client, study), [(20_000, 0), (30_000, 0), (40_000, 0)])
     assert _measured(app, study) == 30.0
+    # The dashboard shows both: every answer's median time, and people's time that prices the plan.
+    with app.state.sessionmaker() as db:
+        dashboard = study_dashboard(db, app.state.session_cache, study)
+    assert dashboard.people_seconds_per_query == 30.0 and dashboard.median_seconds_per_query == 12.0
 
 
 def test_only_plausible_visible_page_time_counts(client: TestClient, app: Any, study: Any) -> None:
