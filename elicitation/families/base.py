@@ -147,3 +147,35 @@ class MetricFamily:
     def decode(self, data: Mapping[str, Any]) -> Metric:
         """`Metric.from_dict` restricted to this family."""
         return self.metric_type.from_dict(data)
+
+    def panel_vector(self, metric: Metric) -> FloatArray:
+        """The coefficients a panel averages (`elicitation.panel`), flattened into one vector.
+
+        The metric's value is linear in them (in the paper's normalisation), so the mean of the members'
+        vectors is a metric that scores every classifier by the members' average score; `from_panel_vector`
+        turns such a mean back into a metric of this family.
+        """
+        raise NotImplementedError
+
+    def from_panel_vector(self, vector: FloatArray, like: Metric) -> Metric:
+        """The metric of a (weighted) mean of `panel_vector` s, in this family's normalisation.
+
+        ``like`` is one of the members: it supplies what the members share and the vector does not carry
+        (shape, group prevalences).
+
+        Raises
+        ------
+        InvalidConfigError
+            If the mean has no direction (the members' metrics cancel out).
+        """
+        raise NotImplementedError
+
+    def check_panel(self, metrics: Sequence[Metric]) -> None:
+        """`InvalidConfigError` unless ``metrics`` are of this family and can be averaged (same shapes)."""
+        first = metrics[0]
+        for metric in metrics:
+            if type(metric) is not self.metric_type:
+                expected, got = self.metric_type.__name__, type(metric).__name__
+                raise InvalidConfigError(f"a panel's metrics must all be {expected}s, got a {got}")
+            if metric.n_classes != first.n_classes or self.n_groups(metric) != self.n_groups(first):
+                raise InvalidConfigError("a panel's metrics must score the same classes and groups")

@@ -10,7 +10,7 @@ from typing import Any, Final
 import numpy as np
 
 from ..oracles import random_quadratic_metric
-from ..types import Metric
+from ..types import FloatArray, Metric
 from ..variants import CubicMetric
 from .base import Draw, MetricFamily, check_same_shape, finite, norm_error
 from .linear import weight_cells, weight_columns
@@ -59,6 +59,16 @@ class CubicFamily(MetricFamily):
             for z, c in enumerate(class_names)
         }
         return weight_cells(data, class_names) | matrix_cells("B", data["B"], class_names) | tensor
+
+    def panel_vector(self, metric: Metric) -> FloatArray:
+        assert isinstance(metric, CubicMetric)
+        return np.concatenate([metric.a, metric.B.ravel(), metric.C.ravel()])
+
+    def from_panel_vector(self, vector: FloatArray, like: Metric) -> Metric:
+        k = like.n_classes
+        values = np.asarray(vector, dtype=np.float64)
+        B = values[k : k + k * k].reshape(k, k)
+        return CubicMetric(values[:k], (B + B.T) / 2.0, values[k + k * k :].reshape(k, k, k))
 
 
 FAMILY = CubicFamily()

@@ -8,7 +8,7 @@ entries span two orders of magnitude).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from .linear import weight_cells, weight_columns
 from .quadratic import matrix_cells, matrix_columns, spread_magnitudes, wishart_matrix
 
 __all__ = ["FAMILY", "FairQuadraticFamily", "random_wishart_fair_metric"]
+
+#: A part of a panel's mean cost below this norm is absent (every member put lam at 0, or at 1).
+_ZERO_PART: Final = 1e-12
 
 
 def random_wishart_fair_metric(
@@ -95,6 +98,53 @@ class FairQuadraticFamily(MetricFamily):
             cells |= matrix_cells(f"B_{group_names[u]}_{group_names[v]}", item["B"], class_names)
         cells["lam"] = float(data["lam"])
         return cells
+
+    def panel_vector(self, metric: Metric) -> FloatArray:
+        # The cost is linear in ((1 - lam) a, lam B^{uv}); a and B^{uv} follow for the two edge cases of
+        # from_panel_vector (a panel whose every lam is 0 or every lam is 1).
+        assert isinstance(metric, FairQuadraticMetric)
+        pairs = [metric.B_pairs[key].ravel() for key in pair_index(metric.n_groups)]
+        return np.concatenate(
+            [(1.0 - metric.lam) * metric.a, *(metric.lam * B for B in pairs), metric.a, *pairs]
+        )
+
+    def from_panel_vector(self, vector: FloatArray, like: Metric) -> Metric:
+        """The fair cost whose value is the mean cost: ``a``, ``B^{uv}`` and ``lam`` from the weighted means.
+
+        With ``s_a = ||mean (1 - lam) a||`` and ``s_B = 1/2 sum ||mean lam B^{uv}||_F``, the mean cost is
+        ``(s_a + s_B)`` times Definition 3's cost with ``lam = s_B / (s_a + s_B)``.
+        """
+        assert isinstance(like, FairQuadraticMetric)
+        k, keys = like.n_classes, pair_index(like.n_groups)
+        size = k + len(keys) * k * k
+        weighted, plain = np.asarray(vector[:size]), np.asarray(vector[size:])
+
+        def parts(values: FloatArray) -> tuple[FloatArray, dict[tuple[int, int], FloatArray]]:
+            blocks = values[k:].reshape(len(keys), k, k)
+            return values[:k], {key: (B + B.T) / 2.0 for key, B in zip(keys, blocks, strict=True)}
+
+        a, B_pairs = parts(weighted)
+        s_a = float(np.linalg.norm(a))
+        s_B = 0.5 * sum(float(np.linalg.norm(B)) for B in B_pairs.values())
+        plain_a, plain_B = parts(plain)
+        # lam = 0 (or 1) for every member leaves that part of the weighted mean zero: its direction, which
+        # the cost then ignores, is the members' unweighted mean.
+        lam = finite(s_B / (s_a + s_B), "the panel's trade-off")
+        return FairQuadraticMetric(
+            a=np.clip(a if s_a > _ZERO_PART else plain_a, 0.0, None),
+            B_pairs=B_pairs if s_B > _ZERO_PART else plain_B,
+            lam=float(np.clip(lam, 0.0, 1.0)),
+            tau=like.tau,
+        )
+
+    def check_panel(self, metrics: Sequence[Metric]) -> None:
+        super().check_panel(metrics)
+        first = metrics[0]
+        assert isinstance(first, FairQuadraticMetric)
+        for metric in metrics:
+            assert isinstance(metric, FairQuadraticMetric)
+            if not np.array_equal(metric.tau, first.tau):
+                raise InvalidConfigError("a panel's fair metrics must share the group prevalences tau")
 
 
 FAMILY = FairQuadraticFamily()

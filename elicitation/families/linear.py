@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..oracles import random_linear_metric
-from ..types import LinearMetric, Metric
+from ..types import FloatArray, LinearMetric, Metric
 from .base import Draw, MetricFamily, norm_error
 
 __all__ = ["FAMILY", "LinearFamily", "weight_cells", "weight_columns"]
@@ -44,6 +44,15 @@ class LinearFamily(MetricFamily):
         self, data: Mapping[str, Any], class_names: Sequence[str], group_names: Sequence[str]
     ) -> dict[str, float]:
         return weight_cells(data, class_names)
+
+    def panel_vector(self, metric: Metric) -> FloatArray:
+        assert isinstance(metric, LinearMetric)
+        return np.array(metric.a, dtype=np.float64)
+
+    def from_panel_vector(self, vector: FloatArray, like: Metric) -> Metric:
+        # The normalised mean of unit weight vectors: the direction closest to the members' on average
+        # (it maximises the summed cosine similarity), and its value is the members' mean value rescaled.
+        return LinearMetric(np.asarray(vector, dtype=np.float64))
 
 
 FAMILY = LinearFamily()

@@ -136,5 +136,21 @@ class QuadraticFamily(MetricFamily):
     ) -> dict[str, float]:
         return weight_cells(data, class_names) | matrix_cells("B", data["B"], class_names)
 
+    def panel_vector(self, metric: Metric) -> FloatArray:
+        assert isinstance(metric, QuadraticMetric)
+        return np.concatenate([metric.a, metric.B.ravel()])
+
+    def from_panel_vector(self, vector: FloatArray, like: Metric) -> Metric:
+        # A mean of NSD matrices is NSD, so the mean of QPME results is again a metric of Definition 2.
+        assert isinstance(like, QuadraticMetric)
+        k = like.n_classes
+        B = np.asarray(vector[k:], dtype=np.float64).reshape(k, k)
+        return QuadraticMetric(np.asarray(vector[:k]), (B + B.T) / 2.0, require_nsd=like.require_nsd)
+
+    def check_panel(self, metrics: Sequence[Metric]) -> None:
+        super().check_panel(metrics)
+        if len({metric.require_nsd for metric in metrics if isinstance(metric, QuadraticMetric)}) > 1:
+            raise InvalidConfigError("a panel cannot mix concave quadratic metrics with indefinite ones")
+
 
 FAMILY = QuadraticFamily()
