@@ -27,8 +27,8 @@ Theory of operation
   when that reaches ``SPLIT_SILHOUETTE`` ("reasonable structure" in Kaufman and Rousseeuw's reading),
   otherwise the panel is one camp. Each camp's centre is the consensus of its members; an outlier is
   counted with the camp it agrees with most but left out of its centre.
-* **Map.** Classical multidimensional scaling of the disagreement places each member in the plane so that
-  distances approximate how often two members answer differently.
+* **Map.** Classical multidimensional scaling of the disagreement places each member, the consensus and
+  the camps' centres in the plane so that distances approximate how often two of them answer differently.
 """
 
 from __future__ import annotations
@@ -99,13 +99,15 @@ class Camp:
     their agreement.
 
     ``within`` is the mean agreement between two members of the camp (``None`` for a camp of one);
-    ``with_consensus`` the agreement of the camp's centre with the whole panel's consensus.
+    ``with_consensus`` the agreement of the camp's centre with the whole panel's consensus; ``position``
+    the centre's place on the panel's map.
     """
 
     members: tuple[int, ...]
     centre: Metric
     within: float | None
     with_consensus: float
+    position: tuple[float, float]
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,7 +136,10 @@ class Panel:
     silhouette : float or None
         Mean silhouette of the best split tried (``None`` with fewer than three members).
     positions : ndarray, shape (n_members, 2)
-        A map of the panel (classical MDS of ``1 - agreement``).
+        A map of the panel: classical MDS of the disagreement among the members, the consensus and the
+        camps' centres (so all of them can be drawn together).
+    consensus_position : tuple of float
+        The consensus on that map.
     n_pairs, n_bootstrap, level : int, int, float
         What was asked for.
     """
@@ -149,6 +154,7 @@ class Panel:
     outliers: tuple[int, ...]
     silhouette: float | None
     positions: FloatArray
+    consensus_position: tuple[float, float]
     n_pairs: int
     n_bootstrap: int
     level: float
@@ -172,6 +178,7 @@ class Panel:
                     "centre": camp.centre.to_dict(),
                     "within": camp.within,
                     "with_consensus": camp.with_consensus,
+                    "position": list(camp.position),
                 }
                 for camp in self.camps
             ],
@@ -179,6 +186,7 @@ class Panel:
             "outliers": list(self.outliers),
             "silhouette": self.silhouette,
             "positions": self.positions.tolist(),
+            "consensus_position": list(self.consensus_position),
             "n_pairs": self.n_pairs,
             "n_bootstrap": self.n_bootstrap,
             "level": self.level,
@@ -469,6 +477,7 @@ def panel(
     centres = [_from_mean(family, vectors[list(members)].mean(axis=0), first) for members in groups_of]
     # The consensus and the camps' centres answer the members' pairs: rows n and n + 1 + c below.
     everyone = _agreement_of(np.vstack([answers, _preferences([centre, *centres], *pairs)]))
+    places = _positions(everyone)
 
     # Bootstrap: resampled participants' consensus coefficients and mean pairwise agreement.
     cells = family.export_cells(centre.to_dict(), classes, groups)
@@ -501,6 +510,7 @@ def panel(
                 else None
             ),
             with_consensus=float(everyone[n, n + 1 + index]),
+            position=(float(places[n + 1 + index, 0]), float(places[n + 1 + index, 1])),
         )
         for index, members in enumerate(groups_of)
     )
@@ -514,7 +524,8 @@ def panel(
         camp_of=split.camp_of,
         outliers=split.outliers,
         silhouette=split.silhouette,
-        positions=_positions(agreement),
+        positions=places[:n].copy(),
+        consensus_position=(float(places[n, 0]), float(places[n, 1])),
         n_pairs=count,
         n_bootstrap=resamples,
         level=float(level),

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 from fastapi import Path, Request
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
 from ..planning import PlanCache
-from . import export, studies
+from . import export, panel, studies
 from .auth import AdminError, Principal
 
 __all__ = [
@@ -18,8 +18,10 @@ __all__ = [
     "MAX_ARCHIVE_BYTES",
     "MAX_BODY_BYTES",
     "MAX_STUDY_BODY_BYTES",
+    "PANEL_EXPORTS",
     "RowIdPath",
     "answers_csv_response",
+    "panel_export",
     "parse_json_upload",
     "plan_cache",
     "results_csv_response",
@@ -104,3 +106,24 @@ def parse_json_upload(raw: bytes, limit: int) -> Any:
         raise AdminError("the file is not UTF-8 text", status_code=422) from None
     except json.JSONDecodeError as exc:
         raise AdminError(f"the file is not valid JSON: {exc}", status_code=422) from None
+
+
+#: The panel's downloads: name -> (media type, file name prefix, extension).
+PANEL_EXPORTS = {
+    "panel.json": ("application/json", "panel", "json"),
+    "panel.csv": ("text/csv; charset=utf-8", "panel", "csv"),
+    "panel-agreement.csv": ("text/csv; charset=utf-8", "panel-agreement", "csv"),
+}
+
+
+def panel_export(view: panel.PanelView, kind: str) -> Response:
+    """One of `PANEL_EXPORTS` as a download (the JSON document or one of the two CSV tables)."""
+    media_type, prefix, extension = PANEL_EXPORTS[kind]
+    if kind == "panel.json":
+        body = json.dumps(panel.panel_json(view), indent=1)
+    elif kind == "panel.csv":
+        body = "".join(panel.panel_csv(view))
+    else:
+        body = "".join(panel.agreement_csv(view))
+    headers = {"Content-Disposition": f'attachment; filename="{prefix}-{view.study.id}.{extension}"'}
+    return Response(body, media_type=media_type, headers=headers)

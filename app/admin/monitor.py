@@ -57,8 +57,10 @@ __all__ = [
     "LIVE_SESSIONS",
     "PROGRESS_REPLAY_BUDGET_S",
     "UNDO_ALERT",
+    "ElicitedMetric",
     "SessionDetail",
     "StudyDashboard",
+    "included_metrics",
     "session_detail",
     "study_dashboard",
     "verify_replay",
@@ -569,29 +571,56 @@ def candidate_table(study: Study) -> list[dict[str, Any]]:
     return candidate_rows(space, candidate_pool(space))
 
 
-def ranking_figure(db: Session, study: Study) -> dict[str, Any] | None:
-    """Rank of each pool classifier (1 = best) under each included participant's metric and accuracy."""
-    space = build_space(StudyConfig.model_validate(study.config))
-    pool = candidate_pool(space)
-    excluded = {row.session_id for row in db.scalars(select(Exclusion).where(Exclusion.lifted_at.is_(None)))}
+@dataclass(frozen=True)
+class ElicitedMetric:
+    """A finished, included session's stored metric (`Metric.to_dict`) and who it belongs to."""
+
+    session_id: uuid.UUID
+    participant_code: str | None
+    metric: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """What the back office calls the participant: their code, else the session id's first 8 digits."""
+        return self.participant_code or str(self.session_id)[:8]
+
+
+def included_metrics(db: Session, study: Study) -> list[ElicitedMetric]:
+    """Every elicited metric of the study that counts (not excluded, not failed), in enrolment order."""
+    excluded = set(
+        db.scalars(
+            select(Exclusion.session_id)
+            .join(ElicitationSession, Exclusion.session_id == ElicitationSession.id)
+            .where(ElicitationSession.study_id == study.id, Exclusion.lifted_at.is_(None))
+        )
+    )
     statement = (
         select(ElicitationSession.id, ElicitationSession.participant_code, Result.metric)
         .join(Result, Result.session_id == ElicitationSession.id)
         .where(ElicitationSession.study_id == study.id)
-        .order_by(ElicitationSession.created_at)
+        .order_by(ElicitationSession.created_at, ElicitationSession.id)
     )
+    return [
+        ElicitedMetric(session_id, code, metric)
+        for session_id, code, metric in db.execute(statement)
+        if session_id not in excluded and metric.get("type") != "failed"
+    ]
+
+
+def ranking_figure(db: Session, study: Study) -> dict[str, Any] | None:
+    """Rank of each pool classifier (1 = best) under each included participant's metric and accuracy."""
+    space = build_space(StudyConfig.model_validate(study.config))
+    pool = candidate_pool(space)
     labels: list[str] = []
     ranks: list[list[int]] = []
     accuracy = accuracy_baseline(space.priors)
-    for session_id, code, metric_json in db.execute(statement):
-        if session_id in excluded or metric_json.get("type") == "failed":
-            continue
-        metric = decode_metric(metric_json)
+    for item in included_metrics(db, study):
+        metric = decode_metric(item.metric)
         values = np.array([metric(rates) for rates in pool])
         order = np.argsort(-values if metric.higher_is_better else values, kind="stable")
         rank = np.empty(POOL_SIZE, dtype=int)
         rank[order] = np.arange(1, POOL_SIZE + 1)
-        labels.append(code or str(session_id)[:8])
+        labels.append(item.label)
         ranks.append(rank.tolist())
     if not ranks:
         return None

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, File, Form, Request, UploadFile, status
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 from fastapi.security import HTTPBearer
 from pydantic import (
     AwareDatetime,
@@ -32,7 +32,7 @@ from ..deps import CacheDep, DbSessionDep, SettingsDep
 from ..models import StudyControl
 from ..planning import PLAUSIBLE_SECONDS, study_plan
 from ..study_config import config_hash
-from . import export, monitor, studies
+from . import export, monitor, panel, studies
 from .admission import AdmittedRoute
 from .auth import AdminError, ApiUserDep, create_api_token, list_api_tokens, revoke_api_token
 from .http import (
@@ -41,6 +41,7 @@ from .http import (
     MAX_STUDY_BODY_BYTES,
     RowIdPath,
     answers_csv_response,
+    panel_export,
     parse_json_upload,
     plan_cache,
     results_csv_response,
@@ -53,6 +54,7 @@ from .schemas import (
     ExclusionLiftedOut,
     ExclusionOut,
     InvitationsOut,
+    PanelOut,
     PlanOut,
     ReplayLogOut,
     ResultsOut,
@@ -379,6 +381,36 @@ def results_csv(study_id: str, principal: ApiUserDep, request: Request) -> Strea
 def answers_csv(study_id: str, principal: ApiUserDep, request: Request) -> StreamingResponse:
     """Every answer-log row of every session (undone answers and undo rows included); streamed."""
     return answers_csv_response(request, principal, study_id)
+
+
+@router.get("/studies/{study_id}/panel", response_model=PanelOut, responses=error_responses(404, 422))
+def show_panel(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
+    """The panel of the included finished sessions: consensus metric with bootstrap intervals, agreement
+    between every two participants, and camps when the panel splits."""
+    study, _control = studies.visible_study(db, principal, study_id)
+    return panel.panel_json(panel.study_panel(db, study))
+
+
+@router.get(
+    "/studies/{study_id}/panel.csv",
+    response_class=Response,
+    responses={**CSV_RESPONSE, **error_responses(404, 422)},
+)
+def panel_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> Response:
+    """The consensus (with interval columns), each camp's centre and every participant, one row each."""
+    study, _control = studies.visible_study(db, principal, study_id)
+    return panel_export(panel.study_panel(db, study), "panel.csv")
+
+
+@router.get(
+    "/studies/{study_id}/panel-agreement.csv",
+    response_class=Response,
+    responses={**CSV_RESPONSE, **error_responses(404, 422)},
+)
+def panel_agreement_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> Response:
+    """Agreement between every two participants (percent of question pairs answered alike), one row each."""
+    study, _control = studies.visible_study(db, principal, study_id)
+    return panel_export(panel.study_panel(db, study), "panel-agreement.csv")
 
 
 @router.get("/studies/{study_id}/archive", response_model=ArchiveOut, responses=error_responses(404, 422))

@@ -26,7 +26,7 @@ from ..planning import study_plan
 from ..study_config import (
     config_hash,
 )
-from . import export, monitor, studies, study_form
+from . import export, monitor, panel, studies, study_form
 from .admission import AdmittedRoute
 from .auth import (
     AdminError,
@@ -48,8 +48,10 @@ from .http import (
     MAX_ARCHIVE_BYTES,
     MAX_BODY_BYTES,
     MAX_STUDY_BODY_BYTES,
+    PANEL_EXPORTS,
     RowIdPath,
     answers_csv_response,
+    panel_export,
     parse_json_upload,
     plan_cache,
     results_csv_response,
@@ -518,8 +520,18 @@ def show_results(
     )
 
 
+@router.get("/studies/{study_id}/panel")
+def show_panel(study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+    study, _control = studies.visible_study(db, principal, study_id)
+    view = panel.study_panel(db, study)
+    return _page(request, principal, "panel.html", study=study, view=view, figures=panel.panel_figures(view))
+
+
 @router.get("/studies/{study_id}/export/{kind}")
 def download(study_id: str, kind: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+    if kind in PANEL_EXPORTS:
+        study, _control = studies.visible_study(db, principal, study_id)
+        return panel_export(panel.study_panel(db, study), kind)
     if kind == "results.csv":
         return results_csv_response(request, principal, study_id)
     if kind == "results.json":

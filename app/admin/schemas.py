@@ -18,6 +18,7 @@ __all__ = [
     "ExclusionLiftedOut",
     "ExclusionOut",
     "InvitationsOut",
+    "PanelOut",
     "PlanOut",
     "ReplayLogOut",
     "ResultsOut",
@@ -310,3 +311,80 @@ class TokensOut(_Out):
 
 class TokenCreatedOut(TokenOut):
     token: str = Field(description="the bearer secret; shown in this answer only")
+
+
+class IntervalOut(_Out):
+    """A value with its bootstrap percentile interval."""
+
+    value: float
+    low: float
+    high: float
+
+
+class PanelStudyOut(_Out):
+    id: uuid.UUID
+    name: str
+    algorithm: str
+    config_hash: ConfigHash
+    class_names: list[str]
+    group_names: list[str]
+
+
+class PanelMethodOut(_Out):
+    """How the panel's numbers are made (the same words as the panel page)."""
+
+    consensus: str
+    agreement: str
+    camps: str
+    seed: int = Field(
+        description="seed of the question pairs and resamples (fixed: same sessions, same numbers)"
+    )
+    pairs: int = Field(description="random question pairs from the study's query region every metric answers")
+    bootstrap_resamples: int
+    level: float = Field(description="coverage of the bootstrap intervals")
+    split_silhouette: float = Field(description="mean silhouette from which the panel counts as split")
+
+
+class PanelMemberOut(_Out):
+    session_id: uuid.UUID
+    participant_code: str | None
+    camp: int | None = Field(description="index into camps (null without a panel)")
+    outlier: bool | None = Field(
+        description="in a group too small to be a camp; counted with the closest camp"
+    )
+    agreement_with_consensus: float | None = Field(description="share of question pairs answered alike")
+    position: list[float] | None = Field(description="place on the panel's map (distance ~ disagreement)")
+    metric: dict[str, Any] = Field(description="the stored metric (Metric.to_dict)")
+
+
+class PanelConsensusOut(_Out):
+    metric: dict[str, Any] = Field(description="the consensus metric (Metric.from_dict reads it)")
+    coefficients: dict[str, IntervalOut] = Field(description="by results-export column, with intervals")
+    position: list[float]
+
+
+class PanelCampOut(_Out):
+    name: str
+    members: list[uuid.UUID] = Field(description="the camp's sessions (its centre is their consensus)")
+    outliers: list[uuid.UUID] = Field(description="outliers counted with this camp (not in its centre)")
+    within: float | None = Field(description="mean agreement between two members (null for one member)")
+    with_consensus: float = Field(description="agreement of the camp's centre with the consensus")
+    centre: dict[str, Any]
+    coefficients: dict[str, float]
+    position: list[float]
+
+
+class PanelOut(_Out):
+    """A study's panel: consensus, intervals, agreement matrix and camps of its included finished sessions."""
+
+    study: PanelStudyOut
+    method: PanelMethodOut
+    available: bool = Field(description="false when there are fewer than two finished participants")
+    reason: str | None = Field(description="why there is no panel (null when there is one)")
+    members: list[PanelMemberOut]
+    consensus: PanelConsensusOut | None
+    mean_agreement: IntervalOut | None = Field(description="mean agreement over two distinct participants")
+    agreement: list[list[float]] | None = Field(description="participant by participant, in members' order")
+    split: bool | None = Field(description="whether the panel falls into more than one camp")
+    silhouette: float | None
+    camps: list[PanelCampOut]

@@ -19,6 +19,7 @@ __all__ = [
     "MUTED",
     "OKABE_ITO",
     "Figure",
+    "back_office_figure",
     "check_names",
     "class_color",
     "fmt",
@@ -100,3 +101,25 @@ def check_names(names: Sequence[str], count: int, what: str) -> list[str]:
     if any(not name.strip() for name in names):
         raise ValueError(f"{what} names must not be empty")
     return names
+
+
+#: The back office's chart frame: system font, transparent background, no legend unless asked.
+_BACK_OFFICE_LAYOUT = {
+    "font": {"family": "system-ui, sans-serif", "size": 13, "color": INK},
+    "margin": {"l": 56, "r": 12, "t": 16, "b": 48},
+    "height": 300,
+    "paper_bgcolor": "rgba(0,0,0,0)",
+    "plot_bgcolor": "rgba(0,0,0,0)",
+    "showlegend": False,
+}
+
+
+def back_office_figure(data: list[dict[str, Any]], title: str, **layout: Any) -> Figure:
+    """A back-office figure; ``title`` goes to ``layout.meta`` only, since the page's figcaption shows it.
+
+    Both axes make room for their labels (``automargin``), so no tick label or axis title is cut.
+    """
+    merged = {**_BACK_OFFICE_LAYOUT, "meta": {"title": title}, **layout}
+    for axis in ("xaxis", "yaxis"):
+        merged[axis] = {"automargin": True, **merged.get(axis, {})}
+    return {"data": data, "layout": merged}

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import INK, Figure
+from .common import back_office_figure as _figure
 
 __all__ = [
     "agreement_figure",
@@ -26,25 +26,6 @@ __all__ = [
 
 _BLUE = "#0072B2"
 _ORANGE = "#E69F00"
-_LAYOUT = {
-    "font": {"family": "system-ui, sans-serif", "size": 13, "color": INK},
-    "margin": {"l": 56, "r": 12, "t": 16, "b": 48},
-    "height": 300,
-    "paper_bgcolor": "rgba(0,0,0,0)",
-    "plot_bgcolor": "rgba(0,0,0,0)",
-    "showlegend": False,
-}
-
-
-def _figure(data: list[dict[str, Any]], title: str, **layout: Any) -> Figure:
-    """A figure dict; ``title`` goes to ``layout.meta`` only, since the page's figcaption shows it.
-
-    Both axes make room for their labels (``automargin``), so no tick label or axis title is cut.
-    """
-    merged = {**_LAYOUT, "meta": {"title": title}, **layout}
-    for axis in ("xaxis", "yaxis"):
-        merged[axis] = {"automargin": True, **merged.get(axis, {})}
-    return {"data": data, "layout": merged}
 
 
 def _count_axis(title: str, largest: int) -> dict[str, Any]:
