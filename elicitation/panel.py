@@ -127,6 +127,8 @@ class Panel:
         Mean agreement over pairs of distinct members, with its bootstrap interval.
     with_consensus : ndarray, shape (n_members,)
         Agreement of each member with the consensus.
+    with_centres : ndarray, shape (n_members, n_camps)
+        Agreement of each member with each camp's centre.
     camps : tuple of Camp
         One camp unless the panel splits; largest first.
     camp_of : tuple of int
@@ -149,6 +151,7 @@ class Panel:
     agreement: FloatArray
     mean_agreement: Interval
     with_consensus: FloatArray
+    with_centres: FloatArray
     camps: tuple[Camp, ...]
     camp_of: tuple[int, ...]
     outliers: tuple[int, ...]
@@ -172,6 +175,7 @@ class Panel:
             "agreement": self.agreement.tolist(),
             "mean_agreement": self.mean_agreement.to_dict(),
             "with_consensus": self.with_consensus.tolist(),
+            "with_centres": self.with_centres.tolist(),
             "camps": [
                 {
                     "members": list(camp.members),
@@ -245,14 +249,17 @@ def consensus(metrics: Sequence[Metric], weights: Sequence[float] | None = None)
 
 
 def _preferences(metrics: Sequence[Metric], first: FloatArray, second: FloatArray) -> BoolArray:
-    """``(len(metrics), n_pairs)``: does each metric prefer the first of each pair?"""
-    answers = np.empty((len(metrics), len(first)), dtype=bool)
-    for row, metric in enumerate(metrics):
-        left = np.array([metric(r) for r in first])
-        right = np.array([metric(r) for r in second])
-        if not (np.all(np.isfinite(left)) and np.all(np.isfinite(right))):
-            raise NumericalError(f"{type(metric).__name__} gave a non-finite value on the query pairs")
-        answers[row] = left > right if metric.higher_is_better else left < right
+    """``(len(metrics), n_pairs)``: does each metric prefer the first of each pair?
+
+    All metrics score all rates in one matrix product of the family's features and panel vectors.
+    """
+    family = family_of(metrics[0])
+    vectors = np.stack([family.panel_vector(metric) for metric in metrics])
+    left = vectors @ family.panel_features(first, metrics[0]).T
+    right = vectors @ family.panel_features(second, metrics[0]).T
+    if not (np.all(np.isfinite(left)) and np.all(np.isfinite(right))):
+        raise NumericalError("a metric gave a non-finite value on the query pairs")
+    answers: BoolArray = left > right if metrics[0].higher_is_better else left < right
     return answers
 
 
@@ -520,6 +527,7 @@ def panel(
         agreement=agreement,
         mean_agreement=mean_agreement,
         with_consensus=everyone[:n, n].copy(),
+        with_centres=everyone[:n, n + 1 :].copy(),
         camps=camp_list,
         camp_of=split.camp_of,
         outliers=split.outliers,
@@ -530,7 +538,7 @@ def panel(
         n_bootstrap=resamples,
         level=float(level),
     )
-    for array in (result.agreement, result.with_consensus, result.positions):
+    for array in (result.agreement, result.with_consensus, result.with_centres, result.positions):
         array.setflags(write=False)
     if not all(math.isfinite(item.value) for item in coefficients.values()):
         raise NumericalError("the consensus has a coefficient that is not finite")

@@ -168,7 +168,8 @@ def _coefficient_rows(view: PanelView) -> list[str]:
 
 
 def panel_figures(view: PanelView) -> list[dict[str, Any]]:
-    """The panel page's charts: the consensus with intervals, the agreement heat map and the map."""
+    """The panel page's charts: the consensus with intervals, the agreement heat map, camp membership and
+    the map of the panel."""
     result = view.result
     if result is None:
         return []
@@ -193,6 +194,12 @@ def panel_figures(view: PanelView) -> list[dict[str, Any]]:
         ),
         panel_charts.agreement_heatmap(
             names, [[100.0 * result.agreement[i, j] for j in order] for i in order], sizes
+        ),
+        panel_charts.membership_figure(
+            names,
+            [[100.0 * value for value in result.with_centres[i]] for i in order],
+            [result.camp_of[i] for i in order],
+            [view.camp_name(index) for index in range(len(result.camps))],
         ),
         panel_charts.map_figure(
             [item.label for item in view.members],

@@ -12,14 +12,23 @@ from typing import Any
 
 from .common import CLASS_COLORS, GRID, MUTED, back_office_figure
 
-__all__ = ["NAME_CHARS", "agreement_heatmap", "camp_color", "consensus_figure", "map_figure", "short_name"]
+__all__ = [
+    "NAME_CHARS",
+    "agreement_heatmap",
+    "camp_color",
+    "consensus_figure",
+    "map_figure",
+    "membership_figure",
+    "short_name",
+]
 
 #: Longest participant name drawn on a chart (longer ones end in an ellipsis; hover shows them whole).
 NAME_CHARS = 18
 #: Cells of the agreement heat map carry their percentage up to this many participants.
 _ANNOTATED_UP_TO = 16
-#: Sequential white-to-blue scale for agreement (more alike, darker).
-_AGREEMENT_SCALE = [[0.0, "#f7fbff"], [0.5, "#9ecae1"], [1.0, "#08519c"]]
+#: Sequential white-to-slate scale for agreement (more alike, darker): grey, so that the camps' coloured
+#: outlines stand out on it.
+_AGREEMENT_SCALE = [[0.0, "#f7f9fb"], [0.5, "#aab4be"], [1.0, "#323f4b"]]
 _CONSENSUS = "#000000"
 
 
@@ -69,7 +78,9 @@ def agreement_heatmap(
         "zmax": 100,
         "xgap": 1,
         "ygap": 1,
-        "colorbar": {"title": {"text": "% alike", "side": "right"}, "thickness": 12, "ticksuffix": "%"},
+        # No colour bar: plotly.js styles its fills inline, which the Content-Security-Policy refuses;
+        # the cells carry their numbers (and the hover text always does).
+        "showscale": False,
     }
     if n <= _ANNOTATED_UP_TO:
         trace["texttemplate"] = "%{z:.0f}"
@@ -93,7 +104,7 @@ def agreement_heatmap(
     side = 150 + 26 * n
     return {
         "id": "fig-panel-agreement",
-        "caption": "How often two participants' metrics answer a random question alike",
+        "caption": "How often two participants' metrics answer a question alike (%; darker: more alike)",
         "figure": back_office_figure(
             [trace],
             "Agreement between participants",
@@ -171,7 +182,7 @@ def consensus_figure(
             legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0.0},
             margin={"l": 8, "r": 16, "t": 40 if centres else 16, "b": 48},
             yaxis={"autorange": "reversed", "type": "category", "gridcolor": GRID},
-            xaxis={"title": {"text": "Coefficient (the paper's normalisation)"}, "zeroline": True},
+            xaxis={"title": {"text": "Coefficient"}, "zeroline": True},
         ),
     }
 
@@ -189,7 +200,7 @@ def map_figure(
     xs = [float(point[0]) for point in [*positions, *centres, consensus]]
     ys = [float(point[1]) for point in [*positions, *centres, consensus]]
     span = max(max(xs) - min(xs), max(ys) - min(ys), 0.05)
-    pad = 0.3 * span
+    pad = 0.15 * span
     data: list[dict[str, Any]] = []
     split = len(camp_names) > 1
     for camp, camp_name in enumerate(camp_names):
@@ -201,14 +212,13 @@ def map_figure(
             data.append(
                 {
                     "type": "scatter",
-                    "mode": "markers+text",
+                    # Names only on hover: close participants would write over each other, and the
+                    # membership chart and the tables name everyone.
+                    "mode": "markers",
                     "name": f"{camp_name}: outliers" if outlying else camp_name,
                     "x": [float(positions[i][0]) for i in chosen],
                     "y": [float(positions[i][1]) for i in chosen],
-                    "text": [short_name(names[i]) for i in chosen],
                     "customdata": [names[i] for i in chosen],
-                    "textposition": "top center",
-                    "textfont": {"size": 11, "color": MUTED},
                     "marker": {
                         "color": camp_color(camp) if split else MUTED,
                         "size": 11,
@@ -255,11 +265,51 @@ def map_figure(
         "figure": back_office_figure(
             data,
             "Map of the panel",
-            height=420,
+            height=360,
             showlegend=True,
             legend={"orientation": "h", "yanchor": "top", "y": -0.02, "x": 0.0},
             margin={"l": 8, "r": 8, "t": 16, "b": 8},
             xaxis={**hidden, "range": [min(xs) - pad, max(xs) + pad]},
             yaxis={**hidden, "range": [min(ys) - pad, max(ys) + pad], "scaleanchor": "x"},
+        ),
+    }
+
+
+def membership_figure(
+    names: Sequence[str], alike: Sequence[Sequence[float]], camp_of: Sequence[int], camp_names: Sequence[str]
+) -> dict[str, Any]:
+    """How alike each participant answers to each camp's centre (percent), one row per participant.
+
+    ``names``, ``alike`` (participants x camps) and ``camp_of`` are in camp order; a participant's own camp
+    is the longest bar unless they are an outlier.
+    """
+    ticks = _unique_ticks(names)
+    data = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": f"alike {camp_name}'s centre",
+            "x": [float(row[camp]) for row in alike],
+            "y": ticks,
+            "customdata": list(names),
+            "marker": {"color": camp_color(camp)},
+            "hovertemplate": f"%{{customdata}}: %{{x:.0f}}% alike {camp_name}'s centre<extra></extra>",
+        }
+        for camp, camp_name in enumerate(camp_names)
+    ]
+    return {
+        "id": "fig-panel-membership",
+        "caption": "Camps: how often each participant answers like each camp's centre",
+        "figure": back_office_figure(
+            data,
+            "Camp membership",
+            barmode="group",
+            bargap=0.25,
+            height=120 + (14 + 10 * len(camp_names)) * len(ticks),
+            showlegend=True,
+            legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0.0},
+            margin={"l": 8, "r": 16, "t": 40, "b": 48},
+            yaxis={"autorange": "reversed", "type": "category"},
+            xaxis={"title": {"text": "% of question pairs alike"}, "range": [0, 100], "ticksuffix": "%"},
         ),
     }

@@ -157,6 +157,16 @@ class MetricFamily:
         """
         raise NotImplementedError
 
+    def panel_features(self, rates: FloatArray, like: Metric) -> FloatArray:
+        """Features of a batch of rates whose product with a `panel_vector` is that metric's value.
+
+        ``rates`` has shape ``(n, n_classes)`` (or ``(n, n_groups, n_classes)`` for group metrics); the
+        result ``(n, len(panel_vector))`` scores many metrics on many rates in one matrix product, and
+        ``panel_features(rates, m) @ panel_vector(m)`` equals ``m`` on each rate. ``like`` supplies what
+        the members share (the group prevalences).
+        """
+        raise NotImplementedError
+
     def from_panel_vector(self, vector: FloatArray, like: Metric) -> Metric:
         """The metric of a (weighted) mean of `panel_vector` s, in this family's normalisation.
 

@@ -64,6 +64,13 @@ class CubicFamily(MetricFamily):
         assert isinstance(metric, CubicMetric)
         return np.concatenate([metric.a, metric.B.ravel(), metric.C.ravel()])
 
+    def panel_features(self, rates: FloatArray, like: Metric) -> FloatArray:
+        r = np.asarray(rates, dtype=np.float64)
+        n = len(r)
+        second = np.einsum("ni,nj->nij", r, r)
+        third = np.einsum("nij,nl->nijl", second, r)
+        return np.hstack([r, 0.5 * second.reshape(n, -1), third.reshape(n, -1) / 6.0])
+
     def from_panel_vector(self, vector: FloatArray, like: Metric) -> Metric:
         k = like.n_classes
         values = np.asarray(vector, dtype=np.float64)

@@ -108,6 +108,17 @@ class FairQuadraticFamily(MetricFamily):
             [(1.0 - metric.lam) * metric.a, *(metric.lam * B for B in pairs), metric.a, *pairs]
         )
 
+    def panel_features(self, rates: FloatArray, like: Metric) -> FloatArray:
+        assert isinstance(like, FairQuadraticMetric)
+        r = np.asarray(rates, dtype=np.float64)
+        n, k = len(r), like.n_classes
+        errors = 1.0 - np.einsum("gk,ngk->nk", like.tau, r)
+        gaps = [r[:, u] - r[:, v] for u, v in pair_index(like.n_groups)]
+        penalties = [0.5 * np.einsum("ni,nj->nij", d, d).reshape(n, k * k) for d in gaps]
+        # The unweighted a and B^{uv} at the end of the panel vector do not score.
+        unweighted = np.zeros((n, k + len(gaps) * k * k))
+        return np.hstack([errors, *penalties, unweighted])
+
     def from_panel_vector(self, vector: FloatArray, like: Metric) -> Metric:
         """The fair cost whose value is the mean cost: ``a``, ``B^{uv}`` and ``lam`` from the weighted means.
 

@@ -49,6 +49,9 @@ class LinearFamily(MetricFamily):
         assert isinstance(metric, LinearMetric)
         return np.array(metric.a, dtype=np.float64)
 
+    def panel_features(self, rates: FloatArray, like: Metric) -> FloatArray:
+        return np.asarray(rates, dtype=np.float64)
+
     def from_panel_vector(self, vector: FloatArray, like: Metric) -> Metric:
         # The normalised mean of unit weight vectors: the direction closest to the members' on average
         # (it maximises the summed cosine similarity), and its value is the members' mean value rescaled.

@@ -140,6 +140,10 @@ class QuadraticFamily(MetricFamily):
         assert isinstance(metric, QuadraticMetric)
         return np.concatenate([metric.a, metric.B.ravel()])
 
+    def panel_features(self, rates: FloatArray, like: Metric) -> FloatArray:
+        r = np.asarray(rates, dtype=np.float64)
+        return np.hstack([r, 0.5 * np.einsum("ni,nj->nij", r, r).reshape(len(r), -1)])
+
     def from_panel_vector(self, vector: FloatArray, like: Metric) -> Metric:
         # A mean of NSD matrices is NSD, so the mean of QPME results is again a metric of Definition 2.
         assert isinstance(like, QuadraticMetric)

@@ -141,6 +141,15 @@ def test_consensus_scores_every_classifier_by_the_members_average_score(family: 
 
 
 @pytest.mark.parametrize("family", ["linear", "quadratic", "fair_quadratic", "cubic"])
+def test_panel_features_times_panel_vector_is_the_metric(family: str) -> None:
+    """The batch scoring the agreement matrix uses gives each metric's own value on every rate."""
+    for metric in _members(family):
+        rates = np.array(_rates(metric, np.random.default_rng(6), 30))
+        scores = get_family(family).panel_features(rates, metric) @ get_family(family).panel_vector(metric)
+        assert np.allclose(scores, [metric(r) for r in rates], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("family", ["linear", "quadratic", "fair_quadratic", "cubic"])
 def test_consensus_of_one_metric_repeated_is_that_metric(family: str) -> None:
     metric = _members(family)[0]
     same = consensus([metric, metric, metric])

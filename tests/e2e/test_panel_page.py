@@ -1,0 +1,161 @@
+"""The expert-panel page in Chromium: reached from the results page, charts drawn, no label clipped.
+
+Twelve automated participants from two camps answer a three-class study over the JSON API (one of them
+with a long name); the coordinator opens the results page, follows the link to the panel and sees the
+split, on a laptop and on a phone. Every text Plotly draws (ticks, cell values, point labels, legends)
+must lie inside its chart.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect
+
+from app.admin.auth import create_user
+from app.admin.models import Role
+from app.sessions import create_session
+
+pytestmark = pytest.mark.e2e
+
+PASSWORD = "browser test password for a throw-away database"
+STUDY: dict[str, Any] = {
+    "name": "Screening panel",
+    "class_names": ["benign", "malignant", "needs a second biopsy"],
+    "algorithm": "lpme",
+    "algorithm_params": {"epsilon": 0.2, "cycles": 1},
+    "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [0.5, 0.3, 0.2]},
+    "practice_queries": 0,
+    "checks": False,
+    "evaluation_queries": 0,
+}
+CAMPS = (np.array([0.9, 0.35, 0.2]), np.array([0.2, 0.45, 0.9]))
+LONG_NAME = "Dr. Amelia Okonkwo-Fitzgerald (oncology, Leeds)"
+#: Every piece of text plotly.js draws in a chart, with the chart's own box.
+TEXT_BOXES = """() => [...document.querySelectorAll('[data-figure]')].map(plot => {
+  const box = plot.getBoundingClientRect();
+  const texts = [...plot.querySelectorAll('svg text')]
+    .filter(t => t.textContent.trim() && t.getBBox().width > 0);
+  return {
+    id: plot.dataset.figure,
+    box: {left: box.left, right: box.right, top: box.top, bottom: box.bottom},
+    texts: texts.map(t => { const r = t.getBoundingClientRect();
+      return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom}; }),
+  };
+})"""
+
+
+def _answer(base_url: str, token: str, weights: np.ndarray) -> None:
+    with httpx.Client(base_url=base_url, timeout=10) as client:
+        state = client.get(f"/api/v1/sessions/{token}").json()
+        while state["query"] is not None:
+            query = state["query"]
+            first, second = np.asarray(query["first"]["rates"]), np.asarray(query["second"]["rates"])
+            response = client.post(
+                f"/api/v1/sessions/{token}/answers",
+                json={
+                    "seq": query["seq"],
+                    "preferred": "first" if weights @ first >= weights @ second else "second",
+                    "time_on_page_ms": 2000,
+                },
+            )
+            assert response.status_code == 200, response.text
+            state = response.json()
+        assert state["status"] == "done"
+
+
+@pytest.fixture(scope="module")
+def panel_study(live_server: Any) -> Any:
+    study = live_server.create_study(**STUDY)
+    app = live_server.app
+    rng = np.random.default_rng(5)
+    for index in range(12):
+        code = LONG_NAME if index == 0 else f"Expert {index + 1}"
+        with app.state.sessionmaker() as db:
+            _session, token = create_session(
+                db,
+                app.state.session_cache,
+                study.id,
+                participant_code=code,
+                consented=True,
+                require_open=False,
+            )
+        _answer(live_server.url, token, CAMPS[index % 2] + 0.03 * rng.standard_normal(3))
+    with app.state.sessionmaker() as db:
+        create_user(db, "panel@example.org", PASSWORD, Role.ADMIN.value)
+    return study
+
+
+def _login(page: Page, base: str) -> None:
+    page.goto(f"{base}/admin/login")
+    page.get_by_test_id("login-email").fill("panel@example.org")
+    page.get_by_test_id("login-password").fill(PASSWORD)
+    with page.expect_navigation():
+        page.get_by_test_id("login-submit").click()
+
+
+def _open_panel(page: Page, base: str, study: Any) -> None:
+    _login(page, base)
+    page.goto(f"{base}/admin/studies/{study.id}/results")
+    with page.expect_navigation():
+        page.get_by_test_id("open-panel").click()
+    expect(page.get_by_test_id("panel-split")).to_have_text("splits into 2 camps")
+    expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
+    expect(page.locator('[data-figure="fig-panel-membership"] .ytick').first).to_be_visible()
+
+
+def _assert_no_clipped_text(page: Page) -> None:
+    charts = page.evaluate(TEXT_BOXES)
+    assert {chart["id"] for chart in charts} == {
+        "fig-panel-consensus",
+        "fig-panel-agreement",
+        "fig-panel-membership",
+        "fig-panel-map",
+    }
+    for chart in charts:
+        box = chart["box"]
+        assert chart["texts"], chart["id"]
+        for text in chart["texts"]:
+            inside = (
+                text["left"] >= box["left"] - 1
+                and text["right"] <= box["right"] + 1
+                and text["top"] >= box["top"] - 1
+                and text["bottom"] <= box["bottom"] + 1
+            )
+            assert inside, (chart["id"], text, box)
+
+
+def _screenshot(page: Page, tmp_path: Path, name: str) -> None:
+    folder = Path(os.environ.get("PANEL_SCREENSHOTS", tmp_path))
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+    for index, chart in enumerate(page.locator("figure.chart").all()):
+        chart.screenshot(path=str(folder / f"{name}-chart-{index + 1}.png"))
+
+
+def test_laptop_panel_page_shows_both_camps_with_every_label_inside_its_chart(
+    page: Page, live_server: Any, panel_study: Any, health: Any, tmp_path: Path
+) -> None:
+    page.set_viewport_size({"width": 1366, "height": 900})
+    _open_panel(page, live_server.url, panel_study)
+    _assert_no_clipped_text(page)
+    # The long name is cut on the charts, whole in the tables.
+    expect(page.get_by_test_id("panel-members")).to_contain_text(LONG_NAME)
+    expect(page.get_by_test_id("panel-camp")).to_have_count(2)
+    with page.expect_download() as download:
+        page.get_by_test_id("download-panel-csv").click()
+    assert download.value.suggested_filename == f"panel-{panel_study.id}.csv"
+    _screenshot(page, tmp_path, "admin-panel-desktop")
+
+
+def test_phone_panel_page_keeps_every_label_inside_its_chart(
+    phone: Page, live_server: Any, panel_study: Any, tmp_path: Path
+) -> None:
+    _open_panel(phone, live_server.url, panel_study)
+    _assert_no_clipped_text(phone)
+    _screenshot(phone, tmp_path, "admin-panel-phone")
