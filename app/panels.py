@@ -41,6 +41,8 @@ _PARAMETER_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]{0,63}$")
 #: Placeholders every redirect template may use, beside the names of the study's stored parameters.
 REDIRECT_PLACEHOLDERS = ("completion_code", "participant_code")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+#: Characters a coordinator's address may not hold: they would need escaping wherever it is written out.
+_FORBIDDEN = frozenset("\\\"'<>`")
 
 
 class PanelConfig(BaseModel):
@@ -184,8 +186,8 @@ def check_redirect_template(template: str, allowed: tuple[str, ...]) -> str:
     parts = urlsplit(template)
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise ValueError("the redirect address must start with https:// or http:// and name a host")
-    if any(ch.isspace() for ch in template) or "\\" in template:
-        raise ValueError("the redirect address may not contain spaces or backslashes")
+    if any(ch.isspace() or not ch.isprintable() or ch in _FORBIDDEN for ch in template):
+        raise ValueError("the redirect address may not contain spaces, quotes, < > or backslashes")
     head = template.split("?", 1)[0]
     if "{" in head or "}" in head:
         raise ValueError("placeholders such as {completion_code} may only appear after the ? of the address")

@@ -73,8 +73,11 @@ def test_fill_redirect_encodes_every_value(
         ("data:text/html,hi?{rid}", "https:// or http://"),
         ("//p.org/?x={rid}", "https:// or http://"),
         ("https:///?x=1", "https:// or http://"),
-        ("https://p.org/a b", "spaces or backslashes"),
-        ("https://p.org\\@evil.org/", "spaces or backslashes"),
+        ("https://p.org/a b", "may not contain spaces"),
+        ("https://p.org\\@evil.org/", "may not contain spaces"),
+        ('https://p.org/?a="x"', "may not contain spaces"),
+        ("https://p.org/?a=<b>", "may not contain spaces"),
+        ("https://p.org/?a=\x7f", "may not contain spaces"),
     ],
 )
 def test_check_redirect_template_refuses_with_the_reason(template: str, message: str) -> None:
