@@ -22,7 +22,11 @@ over a grid, or ``None`` for the noise-free oracle of Definition 1) and, before 
 
 It stops when the posterior spread (expected distance, in the paper's normalised parameters, between a
 posterior draw and the estimate) falls to ``tolerance``, or after ``max_queries`` answers. The estimate is
-the posterior mean of the normalised parameters (it stays in the family's convex cone). The result's
+the posterior mean of the normalised parameters (it stays in the family's convex cone) or, with
+``estimate="consensus"``, the posterior's consensus: among the particles and the mean, the metric whose
+order of random pairs of the sphere agrees most with the posterior's (for a metric nearly flat across
+the sphere the posterior is wide and curved, and the mean of directions can order pairs unlike any
+plausible metric). The result's
 ``details`` report credible intervals, the spread history, the noise-level posterior and a posterior
 sample used by `ranking_probability`. While running, the `ActiveElicitor` wrapper exposes
 ``expected_remaining`` (for progress bars) and the current estimate.
@@ -51,6 +55,7 @@ from .elicitor import (
     DEFAULT_MIN_CELL_GAP,
     DEFAULT_N_PARTICLES,
     DEFAULT_TOLERANCE,
+    ESTIMATES,
     FAMILIES,
     MAX_DEFAULT_PARTICLES,
     PARTICLE_BUDGET,
@@ -70,6 +75,7 @@ __all__ = [
     "DEFAULT_MIN_CELL_GAP",
     "DEFAULT_N_PARTICLES",
     "DEFAULT_TOLERANCE",
+    "ESTIMATES",
     "FAMILIES",
     "MAX_DEFAULT_PARTICLES",
     "PARTICLE_BUDGET",

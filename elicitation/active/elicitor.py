@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_MIN_CELL_GAP",
     "DEFAULT_N_PARTICLES",
     "DEFAULT_TOLERANCE",
+    "ESTIMATES",
     "FAMILIES",
     "MAX_DEFAULT_PARTICLES",
     "PARTICLE_BUDGET",
@@ -67,6 +68,14 @@ MAX_DEFAULT_PARTICLES = 2000
 #: "auto": variance for the noise-free model, information gain for noisy answers (docs/benchmarks.md,
 #: "Measurements behind the defaults").
 CRITERIA = ("auto", "variance", "information")
+#: How the result is read off the posterior: the mean of the normalised parameters (in the family's cone),
+#: or the *consensus*: among the posterior's particles and its mean, the metric that orders the most random
+#: pairs of the sphere as the posterior majority does (the largest posterior expected agreement). When the
+#: posterior is wide and curved (a metric nearly flat across the sphere, its optimum inside), the mean of
+#: directions can order pairs unlike any plausible metric; the consensus cannot.
+ESTIMATES = ("mean", "consensus")
+#: Random pairs, uniform in the sphere, on which the consensus estimate is scored.
+_CONSENSUS_PAIRS = 2048
 #: Level of the reported per-coefficient credible intervals.
 DEFAULT_CREDIBLE_LEVEL = 0.95
 #: Size of the posterior sample kept in ``details`` for `ranking_probability`.
@@ -159,6 +168,28 @@ def _posterior_estimate(
     estimate = mean / scale
     spread = float(weights @ np.linalg.norm(theta - estimate, axis=1))
     return spec.metric(estimate), estimate, spread
+
+
+def _consensus_estimate(
+    config: Config, posterior: ParticlePosterior, mean: FloatArray, rng: np.random.Generator
+) -> tuple[FloatArray, float]:
+    """(normalised parameters, posterior expected agreement) of the consensus estimate (`ESTIMATES`).
+
+    On random pairs uniform in the sphere, ``q`` is the posterior's mean vote (``+1``: every particle
+    prefers the first); a candidate's expected agreement with a posterior draw is
+    ``(1 + mean(sign * q)) / 2``. The candidates are the posterior mean (first: it wins ties) and every
+    particle.
+    """
+    first = config.geometry.uniform(rng, _CONSENSUS_PAIRS)
+    second = config.geometry.uniform(rng, _CONSENSUS_PAIRS)
+    features = config.spec.features(first, second)
+    candidates = np.vstack([mean[None, :], posterior.normalised()])
+    votes = np.sign(features @ candidates.T)
+    majority = votes[:, 1:] @ posterior.weights
+    expected = 0.5 * (1.0 + (majority @ votes) / features.shape[0])
+    best = int(np.argmax(expected))
+    result: FloatArray = candidates[best] / float(posterior.family.norm(candidates[best][None, :])[0])
+    return result, float(expected[best])
 
 
 def _weighted_quantiles(values: FloatArray, weights: FloatArray, levels: Sequence[float]) -> FloatArray:
@@ -295,8 +326,15 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
         posterior.update(feature if answer else -feature)
         state.spreads.append(_posterior_estimate(config.spec, posterior)[2])
     metric, estimate, spread = _posterior_estimate(config.spec, posterior)
+    extra: dict[str, Any] = {}
+    if config.estimate == "consensus":
+        estimate, expected = _consensus_estimate(config, posterior, estimate, rng)
+        metric = config.spec.metric(estimate)
+        extra = {"expected_agreement": expected}
     details: dict[str, Any] = {
         "family": config.spec.to_dict(),
+        "estimate": config.estimate,
+        **extra,
         "parameters": estimate,
         "posterior_spread": spread,
         "spread_history": list(state.spreads),
@@ -349,6 +387,12 @@ def _check_criterion(criterion: object, betas: tuple[float, ...] | None) -> str:
     return str(criterion)
 
 
+def _check_estimate(estimate: object) -> str:
+    if estimate not in ESTIMATES:
+        raise InvalidConfigError(f"estimate must be one of {list(ESTIMATES)}, got {estimate!r}")
+    return str(estimate)
+
+
 #: The metric families an active elicitor can elicit.
 FAMILIES = ("linear", "quadratic", "fair")
 
@@ -368,6 +412,7 @@ class ActiveOptions(TypedDict, total=False):
     criterion: str
     display: DisplayGrid | None
     group_spheres: Sequence[Sphere] | None
+    estimate: str
 
 
 def active_elicitor(
@@ -387,6 +432,7 @@ def active_elicitor(
     criterion: str = "auto",
     display: DisplayGrid | None = None,
     group_spheres: Sequence[Sphere] | None = None,
+    estimate: str = "mean",
 ) -> ActiveElicitor[Any]:
     """Elicit a metric of ``family`` with active, noise-robust Bayesian queries (the one implementation).
 
@@ -439,6 +485,11 @@ def active_elicitor(
         ``"fair"`` only: one query sphere per group (`elicitation.region.group_regions`), group ``g``'s rates
         asked inside the ``g``-th; default every group in the space's common sphere. The fair cost is a
         function of the group rates, so any sphere per group inside its feasible set identifies it.
+    estimate : {"mean", "consensus"}
+        How the result is read off the final posterior (`ESTIMATES`): the posterior mean, or the metric
+        among the particles and the mean with the largest posterior expected agreement on random pairs
+        of the sphere (reported as ``details["expected_agreement"]``). It changes the result only, never
+        the questions.
 
     Returns
     -------
@@ -502,6 +553,7 @@ def active_elicitor(
         credible_level=_check_float(credible_level, "credible_level", 0.0, 1.0, open_low=True),
         criterion=_check_criterion(criterion, check_betas(beta)),
         name=f"active-{family}",
+        estimate=_check_estimate(estimate),
     )
     radii = (
         np.full(geometry.priors.shape[0], geometry.sphere.radius)

@@ -160,18 +160,33 @@ class Geometry:
         assert centers.shape[0] == rows
         return centers, radii
 
+    def _directions(self, rng: np.random.Generator, count: int) -> FloatArray:
+        """``count`` random unit directions per group row, ``(count, rows, k)``."""
+        k = self.sphere.n_classes
+        direction = rng.standard_normal((count, int(np.prod(self.shape)) // k, k))
+        result: FloatArray = direction / np.linalg.norm(direction, axis=2, keepdims=True)
+        return result
+
     def sample(self, rng: np.random.Generator, count: int) -> FloatArray:
         """``count`` rate arrays inside the sphere (each group row inside its own), ``(count, *shape)``."""
-        k = self.sphere.n_classes
-        rows = int(np.prod(self.shape)) // k
-        direction = rng.standard_normal((count, rows, k))
-        direction /= np.linalg.norm(direction, axis=2, keepdims=True)
+        direction = self._directions(rng, count)
+        rows = direction.shape[1]
+        shape = (count, rows, 1)
         radius = np.where(
-            rng.random((count, rows, 1)) < _SURFACE_SHARE, 1.0, rng.random((count, rows, 1)) ** (1.0 / k)
+            rng.random(shape) < _SURFACE_SHARE, 1.0, rng.random(shape) ** (1.0 / self.sphere.n_classes)
         )
         center, sphere_radius = self._centers_radii(rows)
         points = center + sphere_radius * radius * direction
         return self._clean(points.reshape((count, *self.shape)))
+
+    def uniform(self, rng: np.random.Generator, count: int) -> FloatArray:
+        """``count`` exact rate arrays uniform in the sphere (each group row independently in its own), as
+        the agreement of two metrics is measured (`elicitation.evaluation.agreement`)."""
+        direction = self._directions(rng, count)
+        radius = rng.random((*direction.shape[:2], 1)) ** (1.0 / self.sphere.n_classes)
+        center, sphere_radius = self._centers_radii(direction.shape[1])
+        points: FloatArray = center + sphere_radius * radius * direction
+        return points.reshape((count, *self.shape))
 
     def perturb(self, rng: np.random.Generator, points: FloatArray, scale: float) -> FloatArray:
         """Gaussian perturbations of ``points`` (``(n, *shape)``) pulled back into the sphere."""
@@ -291,3 +306,5 @@ class Config:
     credible_level: float
     criterion: str
     name: str
+    #: How the result is read off the posterior: its mean, or the consensus of `ESTIMATES`.
+    estimate: str = "mean"

@@ -417,6 +417,13 @@ def _active_linear(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicit
 
 
 def _active_quadratic(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    return active_quadratic(
+        setting.query_space("active_quadratic"), **_active_options(p, seed), estimate="consensus"
+    )
+
+
+def _active_quadratic_mean(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    """Active quadratic as version active_quadratic-2 answered: the same questions, the posterior mean."""
     return active_quadratic(setting.query_space("active_quadratic"), **_active_options(p, seed))
 
 
@@ -454,12 +461,13 @@ register(
 register(
     Algorithm(
         name="active_quadratic",
-        version="active_quadratic-2",
+        version="active_quadratic-3",
         description="Active quadratic (recommended): few questions, tolerates slips",
         elicits="quadratic metric <a, r> + r^T B r / 2, Bayesian queries on a study's space",
         family=get_family("quadratic"),
         params=_ACTIVE_PARAMS,
         builder=_active_quadratic,
+        earlier={"active_quadratic-2": _active_quadratic_mean},
         seeded=True,
         needs_space=True,
         displayed=True,

@@ -101,3 +101,26 @@ def test_fair_sessions_ask_each_group_in_its_own_sphere_and_earlier_ones_replay_
         rows = np.concatenate([np.concatenate([q.first, q.second]) for q, _ in earlier.log])
         assert all(space.sphere.contains(row) for row in rows)
         assert not all(space.group_spheres[0].contains(row) for row in rows[0::2])
+
+
+def test_displayed_sessions_of_an_earlier_version_replay_that_version() -> None:
+    # active_quadratic-2 asked the same questions but reported the posterior mean, not its consensus.
+    spec = REGISTRY["active_quadratic"]
+    space = SPACES[1]
+    params = spec.parse_params({"max_queries": 4})
+    rng = np.random.default_rng(0)
+    metric = random_quadratic_metric(rng, 2)
+    earlier = run(
+        build_session_elicitor(spec, space, params, seed=2, version="active_quadratic-2" + DISPLAY_MARK),
+        LogisticOracle(metric, 200.0, rng=np.random.default_rng(1)),
+    )
+    current = run(
+        build_session_elicitor(spec, space, params, seed=2),
+        LogisticOracle(metric, 200.0, rng=np.random.default_rng(1)),
+    )
+    assert [query.first.tolist() for query, _ in earlier.log] == [
+        query.first.tolist() for query, _ in current.log
+    ]
+    assert earlier.details["estimate"] == "mean" and current.details["estimate"] == "consensus"
+    with pytest.raises(ReplayMismatchError, match="active_quadratic-1"):
+        build_session_elicitor(spec, space, params, seed=2, version="active_quadratic-1" + DISPLAY_MARK)

@@ -28,8 +28,8 @@ from elicitation.active import (
 )
 from elicitation.active.families import FamilySpec
 from elicitation.active.selection import _tie_pairs
-from elicitation.display import DisplayGrid
-from elicitation.evaluation import sample_query_pairs
+from elicitation.display import DisplayGrid, displayed
+from elicitation.evaluation import agreement, sample_query_pairs
 from elicitation.oracles import (
     ExactOracle,
     LogisticOracle,
@@ -416,3 +416,39 @@ def test_active_quadratic_with_exact_answers_and_no_tolerance_runs_to_its_budget
     result = run(elicitor, ExactOracle(metric))
     assert result.num_queries == 140
     assert np.all(np.isfinite(result.metric.a)) and np.all(np.isfinite(result.metric.B))
+
+
+def test_active_consensus_estimate_asks_the_same_questions_and_orders_a_flat_metric_better() -> None:
+    # A metric whose optimum lies inside the sphere: nearly flat there, its posterior wide and curved.
+    space = SyntheticSpace(2, radius=0.155, priors=[0.65, 0.35])
+    curvature = np.array([[0.5, 0.05], [0.05, 0.6]])
+    metric = QuadraticMetric(curvature @ np.array([0.53, 0.46]), -curvature)
+    gains = []
+
+    def elicit(seed: int, estimate: str):
+        def build(shown):
+            return active_quadratic(shown, seed=seed, max_queries=24, estimate=estimate)
+
+        return run(displayed(build, space), ExactOracle(metric))
+
+    for seed in (1, 2, 3):
+        results = {estimate: elicit(seed, estimate) for estimate in ("mean", "consensus")}
+        mean, consensus = results["mean"], results["consensus"]
+        assert [(q.first.tolist(), q.second.tolist(), a) for q, a in mean.log] == [
+            (q.first.tolist(), q.second.tolist(), a) for q, a in consensus.log
+        ]
+        assert mean.details["estimate"] == "mean" and "expected_agreement" not in mean.details
+        assert consensus.details["estimate"] == "consensus"
+        assert 0.5 <= consensus.details["expected_agreement"] <= 1.0
+        measured = {
+            name: agreement(metric, result.metric, space.sphere, np.random.default_rng(0), n_pairs=2000)
+            for name, result in results.items()
+        }
+        assert measured["consensus"] >= 0.95
+        gains.append(measured["consensus"] - measured["mean"])
+    assert np.mean(gains) > 0.03
+
+
+def test_active_rejects_an_unknown_estimate() -> None:
+    with pytest.raises(InvalidConfigError, match="estimate"):
+        active_quadratic(Sphere.around_uniform(2, 0.2), seed=0, estimate="median")
