@@ -17,6 +17,7 @@ from ..admin.studies import give_study
 from ..db import make_engine, make_sessionmaker
 from ..models import SessionStatus, StudyControl
 from ..schema import alembic_config, upgrade_database
+from ..server import HeaderDeadlineProtocol
 from ..sessions import create_study
 from ..settings import Settings
 from ..study_config import StudyConfigError, load_study_config, parse_study_config
@@ -73,6 +74,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         port=args.port,
         workers=args.workers,
         proxy_headers=True,
+        http=HeaderDeadlineProtocol,
     )
     return 0
 

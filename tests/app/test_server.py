@@ -1,0 +1,128 @@
+"""`elicit serve`'s protocol: request headers must arrive in time; bodies and normal requests pass."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+
+from app.cli import web
+from app.server import HEADER_TIMEOUT_S, HeaderDeadlineProtocol
+
+DEADLINE_S = 0.5
+
+
+class _ShortDeadline(HeaderDeadlineProtocol):
+    header_timeout_s = DEADLINE_S
+
+
+async def _echo_length(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """A tiny ASGI app: answers with the number of body bytes it received."""
+    if scope["type"] != "http":
+        return
+    size, more = 0, True
+    while more:
+        message = await receive()
+        size += len(message.get("body", b""))
+        more = message.get("more_body", False)
+    body = str(size).encode()
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(body))]}
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+@pytest.fixture
+def port() -> Iterator[int]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = int(probe.getsockname()[1])
+    config = uvicorn.Config(
+        _echo_length, host="127.0.0.1", port=free, http=_ShortDeadline, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.02)
+    yield free
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def _closed_within(connection: socket.socket, seconds: float) -> bool:
+    """Whether the server closes ``connection`` (reads EOF) within ``seconds``."""
+    connection.settimeout(seconds)
+    try:
+        while True:
+            if connection.recv(4096) == b"":
+                return True
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def _response_body(connection: socket.socket) -> bytes:
+    """Read one response (headers, then its Content-Length of body) and return the body."""
+    connection.settimeout(5)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += connection.recv(4096)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+    while len(body) < length:
+        body += connection.recv(4096)
+    return body
+
+
+def _request(connection: socket.socket, body: bytes = b"") -> bytes:
+    connection.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    return _response_body(connection)
+
+
+def test_unfinished_headers_are_cut_off(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n")  # no blank line: the headers never end
+        assert not _closed_within(connection, DEADLINE_S / 2)
+        assert _closed_within(connection, DEADLINE_S * 4)
+
+
+def test_a_silent_connection_is_cut_off(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        assert _closed_within(connection, DEADLINE_S * 4)
+
+
+def test_a_kept_alive_connection_gets_a_new_deadline_for_each_request(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        assert _request(connection, b"abc") == b"3"
+        time.sleep(DEADLINE_S * 0.6)
+        assert _request(connection, b"abcd") == b"4"  # the deadline restarted with the response
+        connection.sendall(b"GET / HTTP/1.1\r\nHo")  # then a trickle that never ends its headers
+        assert _closed_within(connection, DEADLINE_S * 4)
+
+
+def test_a_slow_body_after_complete_headers_is_not_cut_off(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.sendall(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nab")
+        time.sleep(DEADLINE_S * 2)
+        connection.sendall(b"cde")
+        assert _response_body(connection) == b"5"
+
+
+def test_elicit_serve_runs_uvicorn_with_the_header_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda *args, **kwargs: seen.update(kwargs))
+    args = argparse.Namespace(no_migrate=True, host="127.0.0.1", port=8123, workers=2)
+    assert web._cmd_serve(args) == 0
+    assert (
+        seen["http"] is HeaderDeadlineProtocol and HeaderDeadlineProtocol.header_timeout_s == HEADER_TIMEOUT_S
+    )
