@@ -21,6 +21,7 @@ from .evaluation import (
 )
 from .fair import fair_qpme, tradeoff_search
 from .lpme import DEFAULT_TOLERANCE, lpme
+from .optimal import BestRates, best_rates
 from .oracles import (
     ExactOracle,
     LogisticOracle,
@@ -49,6 +50,7 @@ from .types import (
 __all__ = [
     "DEFAULT_TOLERANCE",
     "REPLAY_ATOL",
+    "BestRates",
     "CheckpointError",
     "DegenerateMetricError",
     "Done",
@@ -76,6 +78,7 @@ __all__ = [
     "ThresholdNoiseOracle",
     "agreement",
     "as_generator",
+    "best_rates",
     "confusion_from_labels",
     "elicitation_errors",
     "fair_qpme",

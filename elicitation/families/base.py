@@ -23,6 +23,7 @@ __all__ = [
     "GENERATORS",
     "Draw",
     "MetricFamily",
+    "QuadraticForm",
     "check_generator",
     "check_same_shape",
     "finite",
@@ -76,6 +77,24 @@ def norm_error(true: FloatArray, estimate: FloatArray, name: str) -> float:
     """``||true - estimate||`` (2-norm of a vector, Frobenius of a matrix), finite, shapes checked."""
     check_same_shape(true, estimate, name)
     return finite(float(np.linalg.norm(true - estimate)), f"{name} error")
+
+
+@dataclass(frozen=True, eq=False)
+class QuadraticForm:
+    """A metric as a utility ``u(x) = constant + <linear, x> + 1/2 x^T hessian x`` (higher is better).
+
+    ``x`` is the metric's rates flattened row by row: ``(n_classes,)``, or ``(n_groups * n_classes,)`` for
+    a metric of group rates. A cost (``higher_is_better = False``) appears negated, so maximising ``u``
+    always finds the best classifier; ``u`` is concave exactly when ``hessian`` is negative semi-definite.
+    """
+
+    linear: FloatArray
+    hessian: FloatArray
+    constant: float = 0.0
+
+    def __call__(self, x: npt.ArrayLike) -> float:
+        point = np.asarray(x, dtype=np.float64)
+        return float(self.constant + self.linear @ point + 0.5 * point @ self.hessian @ point)
 
 
 class MetricFamily:
@@ -132,6 +151,14 @@ class MetricFamily:
 
     def n_groups(self, metric: Metric) -> int | None:
         """Number of groups whose rates the metric scores (``None``: one rate vector, no groups)."""
+        return None
+
+    def quadratic_form(self, metric: Metric) -> QuadraticForm | None:
+        """``metric`` as a quadratic utility of its flattened rates, or ``None`` when it is not quadratic.
+
+        The optimiser of `elicitation.optimal` solves quadratic metrics exactly (when concave) and
+        searches the others locally.
+        """
         return None
 
     def export_columns(self, class_names: Sequence[str], group_names: Sequence[str]) -> list[str]:

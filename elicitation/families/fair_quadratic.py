@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import InvalidConfigError
 from ..oracles import DEFAULT_TRADEOFF_RANGE, random_fair_metric
 from ..types import FairQuadraticMetric, FloatArray, Metric, check_tau, pair_index
-from .base import Draw, MetricFamily, finite, norm_error
+from .base import Draw, MetricFamily, QuadraticForm, finite, norm_error
 from .linear import weight_cells, weight_columns
 from .quadratic import matrix_cells, matrix_columns, spread_magnitudes, wishart_matrix
 
@@ -81,6 +81,21 @@ class FairQuadraticFamily(MetricFamily):
     def n_groups(self, metric: Metric) -> int | None:
         assert isinstance(metric, FairQuadraticMetric)
         return metric.n_groups
+
+    def quadratic_form(self, metric: Metric) -> QuadraticForm:
+        """Minus the cost: ``-(1 - lam) <a, 1 - sum_g tau^g r^g> - lam/2 sum (r^u - r^v)^T B^{uv} (...)``."""
+        assert isinstance(metric, FairQuadraticMetric)
+        m, k = metric.n_groups, metric.n_classes
+        lam = metric.lam
+        linear = ((1.0 - lam) * metric.tau * metric.a).reshape(m * k)
+        cost_hessian = np.zeros((m * k, m * k))
+        for (u, v), B in metric.B_pairs.items():
+            block_u, block_v = slice(u * k, (u + 1) * k), slice(v * k, (v + 1) * k)
+            cost_hessian[block_u, block_u] += lam * B
+            cost_hessian[block_v, block_v] += lam * B
+            cost_hessian[block_u, block_v] -= lam * B
+            cost_hessian[block_v, block_u] -= lam * B
+        return QuadraticForm(linear, -cost_hessian, -(1.0 - lam) * float(metric.a.sum()))
 
     def export_columns(self, class_names: Sequence[str], group_names: Sequence[str]) -> list[str]:
         columns = weight_columns(class_names)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..oracles import random_linear_metric
 from ..types import FloatArray, LinearMetric, Metric
-from .base import Draw, MetricFamily, norm_error
+from .base import Draw, MetricFamily, QuadraticForm, norm_error
 
 __all__ = ["FAMILY", "LinearFamily", "weight_cells", "weight_columns"]
 
@@ -36,6 +36,11 @@ class LinearFamily(MetricFamily):
 
     def _coefficient_errors(self, true: LinearMetric, estimate: LinearMetric) -> dict[str, float]:
         return {"a": norm_error(true.a, estimate.a, "a")}
+
+    def quadratic_form(self, metric: Metric) -> QuadraticForm:
+        assert isinstance(metric, LinearMetric)
+        k = metric.n_classes
+        return QuadraticForm(metric.a.copy(), np.zeros((k, k)))
 
     def export_columns(self, class_names: Sequence[str], group_names: Sequence[str]) -> list[str]:
         return weight_columns(class_names)

@@ -22,7 +22,7 @@ from ..oracles import (
 )
 from ..qpme import default_inner_radius
 from ..types import FloatArray, Metric, QuadraticMetric, Sphere
-from .base import Draw, MetricFamily, norm_error
+from .base import Draw, MetricFamily, QuadraticForm, norm_error
 from .linear import weight_cells, weight_columns
 
 __all__ = [
@@ -127,6 +127,10 @@ class QuadraticFamily(MetricFamily):
 
     def _coefficient_errors(self, true: QuadraticMetric, estimate: QuadraticMetric) -> dict[str, float]:
         return {"a": norm_error(true.a, estimate.a, "a"), "B": norm_error(true.B, estimate.B, "B")}
+
+    def quadratic_form(self, metric: Metric) -> QuadraticForm:
+        assert isinstance(metric, QuadraticMetric)
+        return QuadraticForm(metric.a.copy(), metric.B.copy())
 
     def export_columns(self, class_names: Sequence[str], group_names: Sequence[str]) -> list[str]:
         return weight_columns(class_names) + matrix_columns("B", class_names)

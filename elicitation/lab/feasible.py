@@ -249,14 +249,16 @@ class _GroupPolytope:
         lam: FloatArray = np.clip(result.x, 0.0, None)
         return lam
 
-    def mixture(self, rates: FloatArray) -> tuple[IntArray, FloatArray]:
+    def mixture(self, rates: FloatArray, lam: FloatArray | None = None) -> tuple[IntArray, FloatArray]:
         """Support and mixture weights with ``sum lambda_l R_l = rates`` (at most ``k + 1`` parts).
 
         Queries inside the sphere decompose in closed form over Algorithm 3's anchors (fast and exact);
-        other feasible rates fall back to a linear program. Carathéodory reduction then keeps at most
-        ``k + 1`` plug-ins, and a small exact solve on that support removes rounding drift.
+        other feasible rates fall back to a linear program; a caller that already holds weights over
+        every plug-in (``lam``, e.g. an optimiser's) skips both. Carathéodory reduction then keeps at
+        most ``k + 1`` plug-ins, and a small exact solve on that support removes rounding drift.
         """
-        lam = self._cross_polytope_mixture(rates)
+        if lam is None:
+            lam = self._cross_polytope_mixture(rates)
         if lam is None:
             lam = self._lp_mixture(rates)
         support, weights = _caratheodory(self.a_eq, lam)
@@ -426,6 +428,48 @@ class DatasetSpace(SpaceBase):
         """Held-out rates of group ``group``'s plug-in classifiers, shape ``(n_plug_ins, n_classes)``."""
         return self._polytopes[group].rates.copy()
 
+    def mixed_classifier(self, weights: npt.ArrayLike, group: int = 0) -> RandomizedClassifier:
+        """The randomised classifier mixing group ``group``'s plug-ins with ``weights`` (one per plug-in).
+
+        The mixture is reduced to at most ``n_classes + 1`` plug-ins with the same rates (Carathéodory),
+        so the classifier reaches ``plug_in_rates(group).T @ weights`` within ``MATCH_ATOL``.
+
+        Raises
+        ------
+        InvalidConfigError
+            If ``weights`` is not a distribution over the group's plug-ins.
+        """
+        polytope = self._polytopes[self._check_group(group)]
+        lam = as_rate_array(weights, "weights", ndim=1)
+        if lam.shape != (polytope.rates.shape[0],) or np.any(lam < 0.0) or abs(lam.sum() - 1.0) > 1e-9:
+            raise InvalidConfigError(
+                f"weights must be {polytope.rates.shape[0]} non-negative numbers summing to one "
+                f"(one per plug-in of the group)"
+            )
+        return self._classifier(polytope, polytope.rates.T @ lam, lam, int(group))
+
+    def _check_group(self, group: int) -> int:
+        if (
+            isinstance(group, bool)
+            or not isinstance(group, int | np.integer)
+            or not 0 <= group < self.n_groups
+        ):
+            raise InvalidConfigError(f"group must be an integer in 0..{self.n_groups - 1}, got {group!r}")
+        return int(group)
+
+    @staticmethod
+    def _classifier(
+        polytope: _GroupPolytope, target: FloatArray, lam: FloatArray | None, group: int
+    ) -> RandomizedClassifier:
+        support, weights = polytope.mixture(target, lam)
+        counts = np.tensordot(weights, polytope.counts[support], axes=1)
+        achieved = polytope.rates[support].T @ weights
+        for array in (weights, achieved, counts):
+            array.setflags(write=False)
+        plug_ins = polytope.weights[support].copy()
+        plug_ins.setflags(write=False)
+        return RandomizedClassifier(plug_ins, weights, achieved, counts, group)
+
     def classifier(self, rates: npt.ArrayLike, group: int = 0) -> RandomizedClassifier:
         """The randomised classifier achieving ``rates`` (within ``group`` when there are groups).
 
@@ -448,22 +492,8 @@ class DatasetSpace(SpaceBase):
         NumericalError
             If the linear program fails.
         """
-        if (
-            isinstance(group, bool)
-            or not isinstance(group, int | np.integer)
-            or not 0 <= group < self.n_groups
-        ):
-            raise InvalidConfigError(f"group must be an integer in 0..{self.n_groups - 1}, got {group!r}")
-        polytope = self._polytopes[group]
-        target = check_rates(rates, (self.n_classes,))
-        support, lam = polytope.mixture(target)
-        counts = np.tensordot(lam, polytope.counts[support], axes=1)
-        achieved = polytope.rates[support].T @ lam
-        for array in (lam, achieved, counts):
-            array.setflags(write=False)
-        weights = polytope.weights[support].copy()
-        weights.setflags(write=False)
-        return RandomizedClassifier(weights, lam, achieved, counts, int(group))
+        polytope = self._polytopes[self._check_group(group)]
+        return self._classifier(polytope, check_rates(rates, (self.n_classes,)), None, int(group))
 
     def classifiers(self, rates: npt.ArrayLike) -> tuple[RandomizedClassifier, ...]:
         """One classifier per group for rates of shape `rate_shape` (a 1-tuple without groups)."""
