@@ -2,9 +2,10 @@
 
 Routes and the back office call the use cases re-exported here; the modules behind them are
 `tokens` (secrets and lookup), `log` (undo-aware reading of the answer log), `replay` (the one
-replay-and-verify), `runtime` (per-process study runtimes and live elicitors), `enrolment` (is the study
-taking people), `study` (storing a new study), `views` (what pages and the API show) and `service` (the use
-cases, which own their transactions).
+replay-and-verify), `checkpoints` (the active elicitor's state saved beside the log, so that any worker
+continues a session without replaying it), `runtime` (per-process study runtimes and live elicitors),
+`enrolment` (is the study taking people), `study` (storing a new study), `views` (what pages and the API
+show) and `service` (the use cases, which own their transactions).
 """
 
 from .enrolment import check_enrolment, find_study, open_study, status_of
