@@ -8,7 +8,7 @@ they change only when the queries an algorithm asks change.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -200,42 +200,21 @@ register(
 )
 
 
-def _fair_qpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
-    return fair_qpme(
-        setting.sphere,
-        groups=setting.n_groups,
-        tau=setting.group_weights(p["group_shares"]),
-        epsilon=p["epsilon"],
-        inner_radius=p["inner_radius"],
-        cycles=p["cycles"],
-    )
+def _fair_qpme_asking(**options: Any) -> Callable[[Setting, Mapping[str, Any], int], _Elicitor]:
+    """A fair QPME builder with ``options`` on top of the declared parameters (one per version asked)."""
 
+    def build(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+        return fair_qpme(
+            setting.sphere,
+            groups=setting.n_groups,
+            tau=setting.group_weights(p["group_shares"]),
+            epsilon=p["epsilon"],
+            inner_radius=p["inner_radius"],
+            cycles=p["cycles"],
+            **options,
+        )
 
-def _fair_qpme_signed_only(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
-    """Fair QPME as version fair_qpme-2 asked: the signed solve only, never the lines-only one."""
-    return fair_qpme(
-        setting.sphere,
-        groups=setting.n_groups,
-        tau=setting.group_weights(p["group_shares"]),
-        epsilon=p["epsilon"],
-        inner_radius=p["inner_radius"],
-        cycles=p["cycles"],
-        fit="signed",
-    )
-
-
-def _fair_qpme_lines_only(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
-    """Fair QPME as version fair_qpme-1 asked: lines-only solves, no search at the trade-off's ends."""
-    return fair_qpme(
-        setting.sphere,
-        groups=setting.n_groups,
-        tau=setting.group_weights(p["group_shares"]),
-        epsilon=p["epsilon"],
-        inner_radius=p["inner_radius"],
-        cycles=p["cycles"],
-        reconstruction="lstsq",
-        resolve_degenerate=False,
-    )
+    return build
 
 
 register(
@@ -246,8 +225,13 @@ register(
         elicits="fair quadratic metric (a, B^{uv}, lam) (Section 4)",
         family=get_family("fair_quadratic"),
         params=(_epsilon(), _inner_radius("radius of the small spheres"), _GROUP_SHARES, _CYCLES),
-        builder=_fair_qpme,
-        earlier={"fair_qpme-1": _fair_qpme_lines_only, "fair_qpme-2": _fair_qpme_signed_only},
+        builder=_fair_qpme_asking(),
+        earlier={
+            # version 1: lines-only solves, no search at the trade-off's ends
+            "fair_qpme-1": _fair_qpme_asking(reconstruction="lstsq", resolve_degenerate=False),
+            # version 2: the signed solve only, never the lines-only one
+            "fair_qpme-2": _fair_qpme_asking(fit="signed"),
+        },
         needs_groups=True,
     )
 )
