@@ -187,7 +187,11 @@ def _describe(region: Any) -> Any:
 def run_study(
     config: dict[str, Any], people: int, draw: Callable[[np.random.Generator, Any], Metric], seed: int
 ) -> dict[str, Any]:
-    """Simulate ``people`` participants of ``config`` on a fresh temporary database."""
+    """Simulate ``people`` participants of ``config`` on a fresh temporary database.
+
+    The same ``seed`` gives the same people (hidden metrics); the questions they are asked still vary,
+    because every session draws its own seed as in the web app.
+    """
     with tempfile.TemporaryDirectory() as folder:
         settings = Settings(database_url=f"sqlite:///{folder}/bench.db")
         upgrade_database(settings)
@@ -195,9 +199,15 @@ def run_study(
         with app.state.sessionmaker() as db:
             study = create_study(db, config)
             space = build_space(parse_study_config(study.config))
+        # The people (their hidden metrics) are fixed by the seed, whatever their sessions ask; each
+        # person's answers and agreement pairs come from a generator of their own.
         rng = np.random.default_rng(seed)
+        metrics = [draw(rng, space) for _ in range(people)]
         with TestClient(app) as client:
-            results = [simulate(client, study, draw(rng, space), space.n_groups, rng) for _ in range(people)]
+            results = [
+                simulate(client, study, metric, space.n_groups, np.random.default_rng([seed, index]))
+                for index, metric in enumerate(metrics)
+            ]
     shown = sum(person.shown_classifiers for person in results)
     summary = {
         "study": config["name"],
