@@ -2,7 +2,7 @@
 
 The core's families (`elicitation.families`) own codec, random draws, errors and export columns; what
 only a person looks at stays here: Plotly figures for the participant and the coordinator, the plain
-sentences of the thank-you page, the scoring snippet of the results page and the command line's text.
+sentences of the thank-you page and the command line's text.
 A new metric family adds one `MetricView` to `VIEWS`.
 """
 
@@ -36,8 +36,6 @@ __all__ = [
 
 #: ``{"id", "caption", "figure"}`` entries the templates render with static/js/charts.js.
 Figures = list[dict[str, Any]]
-#: ``cell(column, default)``: an exported coefficient of the example participant, rounded for display.
-Cell = Callable[[str, float], float]
 
 
 @dataclass(frozen=True)
@@ -50,8 +48,6 @@ class MetricView:
     coordinator_figures: Callable[[Mapping[str, Any], Sequence[str], Sequence[str]], Figures]
     #: The metric in plain words (costs per person and per rate, curvature, trade-off), `app.explain`.
     words: Callable[[Metric, Reading], MetricWords]
-    #: Python lines that build one participant's metric for the results page's snippet.
-    snippet: Callable[[list[float], Cell, Sequence[str]], list[str]]
     #: Indented lines of coefficients for the command line.
     text: Callable[[Metric], list[str]]
 
@@ -125,30 +121,6 @@ def _coordinator_fair(metric: Mapping[str, Any], classes: Sequence[str], groups:
     return figures
 
 
-def _linear_snippet(a: list[float], cell: Cell, classes: Sequence[str]) -> list[str]:
-    return ["from elicitation import LinearMetric", "", f"metric = LinearMetric(a=np.array({a}))"]
-
-
-def _quadratic_snippet(a: list[float], cell: Cell, classes: Sequence[str]) -> list[str]:
-    B = [[cell(f"B_{r}_{c}", 0.0) for c in classes] for r in classes]
-    return [
-        "from elicitation import QuadraticMetric",
-        "",
-        f"metric = QuadraticMetric(a=np.array({a}),",
-        f"                         B=np.array({B}))",
-    ]
-
-
-def _archived_snippet(a: list[float], cell: Cell, classes: Sequence[str]) -> list[str]:
-    return [
-        "from elicitation import FairQuadraticMetric",
-        "from app.codec import decode_metric",
-        "",
-        "# the participant's metric from the study archive (export -> archive JSON):",
-        "metric = decode_metric(archive['sessions'][0]['result']['metric'])",
-    ]
-
-
 def rate_text(array: np.ndarray[Any, Any]) -> str:
     """Rates on one line; group rates ``(m, k)`` as ``[group 1 | group 2 | ...]``."""
     rows = np.atleast_2d(array)
@@ -178,7 +150,6 @@ _QUADRATIC = MetricView(
     participant_figures=lambda metric, words, population: _costs(words, population),
     coordinator_figures=_coordinator_curvature,
     words=curved_words,
-    snippet=_quadratic_snippet,
     text=_quadratic_text,
 )
 
@@ -187,19 +158,17 @@ VIEWS: Mapping[str, MetricView] = {
         participant_figures=lambda metric, words, population: _costs(words, population),
         coordinator_figures=_coordinator_weights,
         words=linear_words,
-        snippet=_linear_snippet,
         text=_linear_text,
     ),
     "quadratic": _QUADRATIC,
-    # A cubic metric is shown by its quadratic part; its snippet loads the stored metric whole.
-    "cubic": replace(_QUADRATIC, snippet=_archived_snippet, text=_linear_text),
+    # A cubic metric is shown by its quadratic part.
+    "cubic": replace(_QUADRATIC, text=_linear_text),
     "fair_quadratic": MetricView(
         participant_figures=lambda metric, words, population: (
             _costs(words, population) + _tradeoff(metric, words, population)
         ),
         coordinator_figures=_coordinator_fair,
         words=fair_words,
-        snippet=_archived_snippet,
         text=_fair_text,
     ),
 }

@@ -19,11 +19,9 @@ import io
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 import orjson
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -32,7 +30,6 @@ from sqlalchemy.orm import Session
 from elicitation.families import get_family
 
 from ..algorithms import get_algorithm
-from ..metric_views import VIEWS
 from ..models import (
     Answer,
     ElicitationSession,
@@ -595,49 +592,3 @@ def _existing_sessions(db: Session, session_ids: list[uuid.UUID], token_hashes: 
         if db.scalars(clash.limit(1)).first() is not None:
             return True
     return False
-
-
-@dataclass(frozen=True)
-class MetricSnippet:
-    """The results page's scoring example: ``code`` holds numbers and fixed text only, never anything a
-    participant or coordinator typed; whose coefficients they are and the class order are shown beside
-    it as page text (escaped like all page text)."""
-
-    code: str
-    participant: str | None
-    classes: list[str]
-    groups: list[str]
-
-
-def metric_snippet(study: Study, rows: list[dict[str, Any]]) -> MetricSnippet:
-    """A short Python example: score a confusion matrix with one participant's elicited metric."""
-    classes = list(study.config["class_names"])
-    groups = list(study.config.get("group_names") or [])
-    k = len(classes)
-    example = next((row for row in rows if row.get("metric_type") not in (None, "failed")), None)
-
-    def cell(name: str, default: float) -> float:
-        value = example.get(name) if example else None
-        return round(float(value), 4) if isinstance(value, int | float) and np.isfinite(value) else default
-
-    a = [cell(f"a_{name}", round(1 / k, 4)) for name in classes]
-    confusion = (np.eye(k) * 40 + 20 / k).round(1).tolist()
-    lines = ["import numpy as np", ""]
-    family = get_algorithm(study.algorithm).algorithm.family
-    lines += VIEWS[family.name].snippet(a, cell, classes)
-    lines += [
-        "",
-        "# a classifier's confusion matrix: rows = true classes, columns = predicted (order as listed above)",
-        f"confusion = np.array({confusion})",
-        "rates = np.diag(confusion) / confusion.sum(axis=1)  # per-class rate of correct predictions",
-    ]
-    if groups:
-        lines.append(f"rates = np.stack([rates] * {len(groups)})  # one row of rates per group")
-    lines += [
-        "print(metric(rates))  # the metric's value: compare classifiers by it",
-        "# (fair metrics are costs: lower is better; metric.prefers(r1, r2) answers which is better)",
-    ]
-    participant = None
-    if example:
-        participant = example["participant_code"] or example["session_id"][:8]
-    return MetricSnippet(code="\n".join(lines), participant=participant, classes=classes, groups=groups)

@@ -26,7 +26,7 @@ from ..planning import study_plan
 from ..study_config import (
     config_hash,
 )
-from . import export, monitor, panel, studies, study_form
+from . import export, monitor, panel, snippets, studies, study_form
 from .admission import AdmittedRoute
 from .auth import (
     AdminError,
@@ -512,7 +512,7 @@ def show_results(
             *monitor.coefficient_figures(study, finished),
             *[item for item in [monitor.ranking_figure(db, study)] if item is not None],
         ],
-        snippet=export.metric_snippet(study, finished),
+        snippet=snippets.results_snippet(study, monitor.included_metrics(db, study)),
         words=monitor.participant_words(db, cache, study),
         candidates=monitor.candidate_table(study),
         labels=monitor.coefficient_labels(study),
@@ -524,7 +524,15 @@ def show_results(
 def show_panel(study_id: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
     study, _control = studies.visible_study(db, principal, study_id)
     view = panel.study_panel(db, study)
-    return _page(request, principal, "panel.html", study=study, view=view, figures=panel.panel_figures(view))
+    return _page(
+        request,
+        principal,
+        "panel.html",
+        study=study,
+        view=view,
+        figures=panel.panel_figures(view),
+        snippet=snippets.consensus_snippet(study),
+    )
 
 
 @router.get("/studies/{study_id}/export/{kind}")

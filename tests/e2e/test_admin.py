@@ -123,7 +123,7 @@ def test_coordinator_plans_invites_watches_and_downloads(
     expect(page.get_by_test_id("answer-log").locator("tbody tr")).not_to_have_count(0)
 
     page.goto(monitor_url.replace("/monitor", "/results"))
-    expect(page.get_by_test_id("snippet")).to_contain_text("LinearMetric")
+    expect(page.get_by_test_id("snippet")).to_contain_text("load_results")
     expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
     with page.expect_download() as download_info:
         page.get_by_test_id("download-csv").click()
