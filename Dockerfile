@@ -1,5 +1,6 @@
 # Two stages: build the wheel from the checkout, then install only that wheel into a slim runtime image
-# that migrates and serves as a non-root user. The wheel carries the templates, static files and migrations.
+# that migrates and serves as a non-root user. The wheel carries the templates, static files, migrations and
+# translations.
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
@@ -8,6 +9,7 @@ COPY app ./app
 COPY migrations ./migrations
 COPY templates ./templates
 COPY static ./static
+COPY locales ./locales
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /dist .
 
 FROM python:3.11-slim

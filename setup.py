@@ -1,6 +1,8 @@
-"""Packaging beyond what pyproject.toml can declare: the web app's templates, static files and migrations.
+"""Packaging beyond what pyproject.toml can declare: the web app's templates, static files, migrations and
+translations.
 
-They stay top-level folders of the repository (``templates/``, ``static/``, ``migrations/``), and a wheel
+They stay top-level folders of the repository (``templates/``, ``static/``, ``migrations/``,
+``locales/``), and a wheel
 carries them inside the ``app`` package (``app/templates`` …), where ``app.resources`` finds them when no
 checkout is around. Everything else about the project is in pyproject.toml.
 """
@@ -10,7 +12,12 @@ from pathlib import Path
 from setuptools import find_packages, setup
 
 #: Wheel package -> repository folder, for the folders the web app reads at run time.
-RESOURCE_FOLDERS = {"app.templates": "templates", "app.static": "static", "app.migrations": "migrations"}
+RESOURCE_FOLDERS = {
+    "app.templates": "templates",
+    "app.static": "static",
+    "app.migrations": "migrations",
+    "app.locales": "locales",
+}
 
 
 def resource_packages() -> list[str]:

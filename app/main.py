@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -21,6 +21,7 @@ from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
 from .embedding import CONTENT_SECURITY_POLICY
 from .errors import NotFoundError, install_error_handlers
+from .i18n import LANGUAGES, Catalogues, configure_templates, shipped_catalogues
 from .metrics import RequestMetrics, StudyCollector, resume_counter
 from .resources import resource_dir
 from .routes import api, docs, operations, pages
@@ -114,6 +115,13 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
     yield
 
 
+def _language(request: Request) -> dict[str, object]:
+    """Every page's gettext callables, ``lang`` and ``dir``: the language a route chose (its study's,
+    `app.routes.pages.use_language`), else English (the back office)."""
+    catalogues: Catalogues = request.app.state.catalogues
+    return catalogues.template_context(getattr(request.state, "language", None))
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app for ``settings`` (default: from the environment). No import-time globals."""
     settings = settings or Settings()
@@ -138,8 +146,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics_registry = CollectorRegistry(auto_describe=True)
     app.state.session_cache.on_resume = resume_counter(app.state.metrics_registry)
     app.state.study_collector = StudyCollector(app.state.sessionmaker)
-    templates = Jinja2Templates(directory=str(resource_dir("templates")))
+    app.state.catalogues = shipped_catalogues()
+    templates = Jinja2Templates(directory=str(resource_dir("templates")), context_processors=[_language])
+    configure_templates(templates.env)
     templates.env.globals["app_name"] = "Elicitation Studio"
+    templates.env.globals["languages"] = LANGUAGES
     templates.env.filters["figure_json"] = figure_json
     app.state.templates = templates
 

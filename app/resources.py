@@ -1,4 +1,5 @@
-"""Where the web app's templates, static files and migrations are, in a checkout and in an installed wheel.
+"""Where the web app's templates, static files, migrations and translations are, in a checkout and in a
+wheel.
 
 A checkout keeps them as top-level folders beside the ``app`` package; a wheel carries them inside it
 (see ``setup.py``). One lookup serves both, so no code path depends on an editable install.
@@ -14,7 +15,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def resource_dir(name: str) -> Path:
-    """The folder ``name`` (templates, static or migrations): inside the package, else beside it."""
+    """The folder ``name`` (templates, static, migrations or locales): inside the package, else beside it."""
     for base in (PACKAGE_DIR, PACKAGE_DIR.parent):
         candidate = base / name
         if candidate.is_dir():

@@ -24,12 +24,14 @@ from elicitation.lab.spaces import space_from_dict
 
 from .algorithms import REGISTRY, UnknownAlgorithmError, get_algorithm
 from .embedding import MAX_FRAME_ANCESTORS, normalise_origin
+from .i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, shipped_catalogues
 from .panels import PANEL_PRESETS, PanelConfig, check_redirect_template, redirect_placeholders
 
 __all__ = [
     "DEFAULT_ALGORITHM",
     "DEFAULT_CONSENT_TEXT",
     "DEFAULT_INSTRUCTIONS_TEXT",
+    "DEFAULT_POPULATION",
     "StudyConfig",
     "StudyConfigError",
     "build_space",
@@ -44,16 +46,25 @@ __all__ = [
 #: pairs that display differently, and copes with the odd inconsistent answer (the paper's QPME stays a
 #: choice).
 DEFAULT_ALGORITHM = "active_quadratic"
-DEFAULT_CONSENT_TEXT = (
+DEFAULT_CONSENT_TEXT = N_(
     "This study asks you to compare pairs of classifiers and say which one you would rather use. "
     "We record your answers, how long each one took, and nothing that identifies you. You may stop at "
     "any time; your answers are then not used."
 )
-DEFAULT_INSTRUCTIONS_TEXT = (
+DEFAULT_INSTRUCTIONS_TEXT = N_(
     "Each question shows two classifiers that were applied to the same 100 people. Look at how many of "
     "each group they get right and wrong, and pick the one you would rather use. There are no right or "
     "wrong answers: we want to learn which mistakes matter most to you."
 )
+#: Who the classifier decides about, unless a study says: its participants' word for people.
+DEFAULT_POPULATION = N_("people")
+#: The fields whose defaults are written in the study's language (the default in any language is replaced
+#: by the default in the study's, so changing a study's language changes the texts nobody edited).
+_TRANSLATED_DEFAULTS = {
+    "consent_text": DEFAULT_CONSENT_TEXT,
+    "instructions_text": DEFAULT_INSTRUCTIONS_TEXT,
+    "population": DEFAULT_POPULATION,
+}
 
 #: A study-wide completion code: what panels accept, and nothing that needs escaping in a link.
 _COMPLETION_CODE = re.compile(r"^[A-Za-z0-9_-]{0,32}$")
@@ -74,7 +85,14 @@ class StudyConfig(BaseModel):
     )
     class_names: list[str] = Field(min_length=2, max_length=10)
     group_names: list[str] = Field(default_factory=list, max_length=10)
-    population: str = Field(default="people", min_length=1, max_length=60, description='e.g. "patients"')
+    population: str = Field(
+        default=DEFAULT_POPULATION, min_length=1, max_length=60, description='e.g. "patients"'
+    )
+    language: str = Field(
+        default=DEFAULT_LANGUAGE,
+        description="the language of the participant pages",
+        json_schema_extra={"enum": list(LANGUAGES)},
+    )
     algorithm: str = DEFAULT_ALGORITHM
     algorithm_params: dict[str, Any] = Field(default_factory=dict)
     query_space: dict[str, Any] = Field(default_factory=lambda: {"kind": "synthetic"})
@@ -158,6 +176,23 @@ class StudyConfig(BaseModel):
         if isinstance(value, str) and not value.strip():
             return None
         return str(value) if value is not None and not isinstance(value, str) else value
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, code: str) -> str:
+        if code not in LANGUAGES:
+            known = ", ".join(f"{key} ({name})" for key, name in LANGUAGES.items())
+            raise ValueError(f"language {code!r} is not offered; choose one of {known}")
+        return code
+
+    @model_validator(mode="after")
+    def _defaults_in_language(self) -> StudyConfig:
+        """Default texts nobody edited follow the study's language."""
+        catalogues = shipped_catalogues()
+        for field, default in _TRANSLATED_DEFAULTS.items():
+            if getattr(self, field) in catalogues.every_translation(default):
+                setattr(self, field, catalogues.translations(self.language).gettext(default))
+        return self
 
     @field_validator("algorithm")
     @classmethod

@@ -83,6 +83,7 @@ def blank_form() -> dict[str, Any]:
         "class_names": _EXAMPLES["class_names"],
         "group_names": "",
         "population": _EXAMPLES["population"],
+        "language": _default("language"),
         "algorithm": _default("algorithm"),
         "epsilon": "",
         "radius": DEFAULT_SYNTHETIC_RADIUS,
@@ -131,7 +132,7 @@ def config_from_form(form: dict[str, Any]) -> dict[str, Any]:
         "resume_by_participant_code": form.get("resume_by_participant_code") == "on",
         "frame_ancestors": _split(str(form.get("frame_ancestors", "")).replace("\n", ",")),
     }
-    for field in ("population", "algorithm", "consent_text", "instructions_text", "redirect_url"):
+    for field in ("population", "language", "algorithm", "consent_text", "instructions_text", "redirect_url"):
         if _text(form, field):
             config[field] = form[field]
     if _text(form, "completion_code"):
@@ -210,6 +211,7 @@ def form_from_config(config: dict[str, Any]) -> dict[str, Any]:
         "class_names": ", ".join(config.get("class_names", [])),
         "group_names": ", ".join(config.get("group_names", [])),
         "population": config.get("population", _default("population")),
+        "language": config.get("language", _default("language")),
         "algorithm": algorithm,
         "epsilon": params.get(TOLERANCE_PARAM, "") if _takes_tolerance(algorithm) else "",
         "radius": space.get("radius", DEFAULT_SYNTHETIC_RADIUS),

@@ -19,6 +19,7 @@ from ..deps import CacheDep, DbSessionDep
 from ..embedding import allow_framing, cookie_in_frames, set_partitioned_cookie
 from ..errors import AppError, ConflictError
 from ..explain import MetricWords
+from ..i18n import N_, Catalogues, Translator, negotiate
 from ..metric_views import participant_figures, stored_metric_words
 from ..models import AnswerChannel, SessionStatus
 from ..panels import PanelValues, panel_values
@@ -28,6 +29,9 @@ from ..study_config import StudyConfig
 __all__ = ["router"]
 
 router = APIRouter(include_in_schema=False)
+
+#: The consent form sent without its box ticked (translated where the form is rendered).
+_CONSENT_MISSING = N_("Please tick the box to confirm that you agree to take part.")
 
 
 def _blank_to_none(value: Any) -> Any:
@@ -51,6 +55,17 @@ class UndoForm(BaseModel):
 class JoinForm(BaseModel):
     consent: Literal["yes"] | None = None
     participant_code: Annotated[str | None, BeforeValidator(_blank_to_none), Field(max_length=200)] = None
+
+
+def use_language(request: Request, config: StudyConfig) -> None:
+    """Pages of this request (and its error page) speak the study's language."""
+    request.state.language = config.language
+
+
+def _translator(request: Request) -> Translator:
+    """The translations of the language `use_language` chose for this request."""
+    catalogues: Catalogues = request.app.state.catalogues
+    return catalogues.translations(getattr(request.state, "language", None) or "")
 
 
 def _render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> Response:
@@ -155,7 +170,8 @@ def _estimate(request: Request, db: DbSessionDep, study: Any) -> StudyEstimate |
 
 @router.get("/")
 def home(request: Request) -> Response:
-    """Landing page."""
+    """Landing page (in the browser's language, when it is one the studies can use)."""
+    request.state.language = negotiate(request.headers.get("accept-language"))
     return _render(request, "home.html", {})
 
 
@@ -168,6 +184,7 @@ def show_join(study_id: str, request: Request, db: DbSessionDep, cache: CacheDep
     """
     study = sessions.open_study(db, study_id)
     config = StudyConfig.model_validate(study.config)
+    use_language(request, config)
     arrived = panel_values(config.panel, request.query_params)
     token = request.cookies.get(PARTICIPANT_COOKIE)
     returning = sessions.returning_view(db, cache, study.id, token, arrived.participant_code)
@@ -231,10 +248,11 @@ def join_study(
     """Create a consented session and continue with the instructions (or continue the returning one)."""
     study = sessions.open_study(db, study_id)
     config = StudyConfig.model_validate(study.config)
+    use_language(request, config)
     arrived = panel_values(config.panel, request.query_params)
     problem = _panel_problem(config, arrived)
     if form.consent != "yes" or problem is not None:
-        errors = [problem or "Please tick the box to confirm that you agree to take part."]
+        errors = [problem or _CONSENT_MISSING]
         context = {
             "study": study,
             "config": config,
@@ -263,6 +281,7 @@ def join_study(
 def show_session(token: str, request: Request, db: DbSessionDep, cache: CacheDep) -> Response:
     """The current question (or the consent page, or a redirect to the thank-you page)."""
     view = sessions.get_view(db, cache, token)
+    use_language(request, view.config)
     if view.status is SessionStatus.DONE:
         return _see_other(f"/sessions/{token}/result")
     if view.status is SessionStatus.INVITED:
@@ -271,7 +290,9 @@ def show_session(token: str, request: Request, db: DbSessionDep, cache: CacheDep
     context = {
         "view": view,
         "token": token,
-        "question": comparison_view(view.comparison) if view.comparison is not None else None,
+        "question": comparison_view(view.comparison, _translator(request))
+        if view.comparison is not None
+        else None,
         "personal_link": _personal_link(request, token),
     }
     response = _render(request, "sessions/show.html", context)
@@ -289,7 +310,8 @@ def give_consent(
     """Record consent and continue with the instructions."""
     if consent != "yes":
         view = sessions.get_view(db, cache, token)
-        errors = ["Please tick the box to confirm that you agree to take part."]
+        use_language(request, view.config)
+        errors = [_CONSENT_MISSING]
         context = {
             "view": view,
             "token": token,
@@ -305,12 +327,13 @@ def give_consent(
 def show_instructions(token: str, request: Request, db: DbSessionDep, cache: CacheDep) -> Response:
     """How to read the charts, with a worked example."""
     view, example = sessions.get_instructions(db, cache, token)
+    use_language(request, view.config)
     if view.status is SessionStatus.INVITED:
         return _see_other(f"/sessions/{token}")
     context = {
         "view": view,
         "token": token,
-        "question": comparison_view(example),
+        "question": comparison_view(example, _translator(request)),
         "personal_link": _personal_link(request, token),
         "estimate": _estimate(request, db, view.study),
     }
@@ -369,16 +392,18 @@ def undo_answer(
 def show_result(token: str, request: Request, db: DbSessionDep, cache: CacheDep) -> Response:
     """Thank-you page: completion code, optional redirect and a plain-language summary."""
     view = sessions.get_view(db, cache, token)
+    use_language(request, view.config)
     if view.status is not SessionStatus.DONE or view.result is None:
         return _see_other(f"/sessions/{token}")
-    words = _result_words(view, db, cache)
-    figures = participant_figures(view.result.metric, words, view.config.population)
+    tr = _translator(request)
+    words = _result_words(view, db, cache, tr)
+    figures = participant_figures(view.result.metric, words, tr)
     context = {"view": view, "token": token, "figures": figures, "words": words}
     return _page(request, "sessions/result.html", context, view.config)
 
 
 def _result_words(
-    view: sessions.SessionView, db: Session, cache: sessions.SessionCache
+    view: sessions.SessionView, db: Session, cache: sessions.SessionCache, tr: Translator
 ) -> MetricWords | None:
     """The revealed metric in plain words, read in the study's own query space."""
     result = view.result
@@ -387,4 +412,4 @@ def _result_words(
     runtime = cache.runtime_of(db, view.session.study_id)
     group_shares = getattr(runtime.params, "group_shares", None)
     space, population = runtime.space, view.config.population
-    return stored_metric_words(result.metric, result.details, space, population, group_shares)
+    return stored_metric_words(result.metric, result.details, space, population, group_shares, tr)
