@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from elicitation import ReplayMismatchError
 
 from .embedding import allow_framing
+from .i18n import N_, negotiate
 
 __all__ = [
     "AppError",
@@ -39,7 +40,7 @@ class AppError(Exception):
 
     status_code = 500
     code = "error"
-    title = "Something went wrong"
+    title = N_("Something went wrong")
     #: False when going back to the session cannot help (the study does not take the person now).
     resumable = True
     #: Origins that may frame the error page: those of the study whose page failed (default: nobody).
@@ -55,10 +56,10 @@ class NotFoundError(AppError):
 
     status_code = 404
     code = "not_found"
-    title = "Link not found"
+    title = N_("Link not found")
 
     def __init__(
-        self, message: str = "This link is not valid. Please check that you copied all of it."
+        self, message: str = N_("This link is not valid. Please check that you copied all of it.")
     ) -> None:
         super().__init__(message)
 
@@ -76,7 +77,7 @@ class ConflictError(AppError):
 
     status_code = 409
     code = "conflict"
-    title = "This question has moved on"
+    title = N_("This question has moved on")
 
     def __init__(
         self,
@@ -117,8 +118,50 @@ def _wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/")
 
 
+#: Participant pages of a conflict whose message names a question number (the API keeps the message):
+#: code -> (title, message).
+_CONFLICT_PAGES = {
+    "already_answered": (
+        N_("This question has moved on"),
+        N_("You already answered this question differently; your recorded answer stands."),
+    ),
+    "stale_seq": (
+        N_("This question has moved on"),
+        N_("This page is out of date: your answers have moved on since it was shown."),
+    ),
+    "session_finished": (
+        N_("You have finished"),
+        N_("You have already answered every question of this study."),
+    ),
+    "consent_required": (
+        N_("Please confirm your consent first"),
+        N_("Please confirm that you agree to take part before answering."),
+    ),
+    "nothing_to_undo": (N_("Nothing to undo"), N_("There is no answer to undo.")),
+}
+
+
+def _page_language(request: Request, view: Any) -> str | None:
+    """The error page's language: the page's own (its study's), else the session's, else the browser's.
+
+    The back office stays English.
+    """
+    chosen = getattr(request.state, "language", None)
+    if chosen is None and view is not None and getattr(view, "config", None) is not None:
+        chosen = view.config.language
+    if chosen is None and not request.url.path.startswith("/admin"):
+        chosen = negotiate(request.headers.get("accept-language"))
+    return chosen
+
+
 def _page(request: Request, status: int, context: dict[str, Any]) -> Response:
+    """The error page in the person's language (the title and message are catalogue msgids, or shown as
+    they are when they are not)."""
     templates = request.app.state.templates
+    language = _page_language(request, context.get("view"))
+    request.state.language = language
+    tr = request.app.state.catalogues.translations(language or "")
+    context = {**context, "title": tr.gettext(context["title"]), "message": tr.gettext(context["message"])}
     template = f"errors/{status}.html" if status in (404, 409, 422) else "errors/500.html"
     token = request.path_params.get("token")
     resumable = context.pop("resumable", True)
@@ -141,7 +184,8 @@ def install_error_handlers(app: FastAPI) -> None:
             if view is not None:
                 body["state"] = view.to_api()
             return JSONResponse(body, status_code=exc.status_code)
-        context = {"title": exc.title, "message": exc.message, "view": view, "resumable": exc.resumable}
+        title, message = _CONFLICT_PAGES.get(exc.code, (exc.title, exc.message))
+        context = {"title": title, "message": message, "view": view, "resumable": exc.resumable}
         # A study shown in another site's frame shows its errors there too (a paused study, a stale answer).
         config = getattr(view, "config", None)
         ancestors = exc.frame_ancestors or getattr(config, "frame_ancestors", ())
@@ -150,14 +194,14 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ReplayMismatchError)
     def _replay_mismatch(request: Request, exc: ReplayMismatchError) -> Response:
         logger.warning("replay mismatch on %s: %s", request.url.path, exc)
-        message = (
+        message = N_(
             "This session was recorded with a different version of the study or of the elicitation "
             "software, so it cannot be continued safely. Your answers so far are kept. Please contact "
             "the study team."
         )
         if _wants_json(request):
             return JSONResponse({"error": "replay_mismatch", "message": message}, status_code=409)
-        return _page(request, 409, {"title": "This session cannot be continued", "message": message})
+        return _page(request, 409, {"title": N_("This session cannot be continued"), "message": message})
 
     @app.exception_handler(RequestValidationError)
     def _invalid(request: Request, exc: RequestValidationError) -> Response:
@@ -167,20 +211,23 @@ def install_error_handlers(app: FastAPI) -> None:
             return JSONResponse(
                 {"error": "validation_error", "message": summary, "fields": messages}, status_code=422
             )
-        return _page(
-            request, 422, {"title": "That answer could not be read", "message": summary, "fields": messages}
-        )
+        context = {
+            "title": N_("That answer could not be read"),
+            "message": N_("The page sent something the study cannot use. Please go back and try again."),
+            "fields": messages,
+        }
+        return _page(request, 422, context)
 
     @app.exception_handler(StarletteHTTPException)
     def _http(request: Request, exc: StarletteHTTPException) -> Response:
         status = exc.status_code
         if status == 404:
-            error: AppError = NotFoundError("There is no page at this address.")
+            error: AppError = NotFoundError(N_("There is no page at this address."))
         else:
             error = AppError(str(exc.detail))
             error.status_code = status
             error.code = "http_error"
-            error.title = "This request could not be handled"
+            error.title = N_("This request could not be handled")
         if _wants_json(request):
             return JSONResponse({"error": error.code, "message": error.message}, status_code=status)
         return _page(request, status, {"title": error.title, "message": error.message})
@@ -188,11 +235,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     def _unexpected(request: Request, exc: Exception) -> Response:
         logger.exception("unhandled error on %s %s", request.method, request.url.path)
-        message = "Something went wrong on our side. Your previous answers are safe; please try again."
+        message = N_("Something went wrong on our side. Your previous answers are safe; please try again.")
         if _wants_json(request):
             return JSONResponse({"error": "internal_error", "message": message}, status_code=500)
         try:
-            return _page(request, 500, {"title": "Something went wrong", "message": message})
+            return _page(request, 500, {"title": N_("Something went wrong"), "message": message})
         except Exception:  # the error page itself failed; fall back to plain HTML
             logger.exception("error page failed")
             return HTMLResponse("<h1>Something went wrong</h1>", status_code=500)

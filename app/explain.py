@@ -27,6 +27,8 @@ import numpy as np
 from elicitation import FairQuadraticMetric, LinearMetric, Metric
 from elicitation.posterior import sym_from_vec
 
+from .i18n import ENGLISH, Translator
+
 __all__ = [
     "CURVATURE_NEGLIGIBLE",
     "PEOPLE",
@@ -36,6 +38,7 @@ __all__ = [
     "curved_words",
     "fair_words",
     "linear_words",
+    "person_word",
     "reading_for",
     "singular",
 ]
@@ -52,8 +55,6 @@ _REGION_SEED = 20221
 SAME_RATIO = 1.15
 #: A weight below this share of the largest one counts as "hardly mattered".
 NEGLIGIBLE_WEIGHT = 1e-3
-#: How the formula of a curved metric ends: its weights are those of a typical classifier shown.
-CURVED_SUFFIX = ", with the weights of a typical classifier shown (curvature shifts them, see below)"
 #: Gap between groups, in percentage points, used to give the fairness penalty a size people can picture.
 EXAMPLE_GAP_POINTS = 10
 
@@ -82,7 +83,8 @@ class ClassCost:
 class MetricWords:
     """Everything the result pages say about one metric, as plain text and numbers."""
 
-    #: The population word and one of them ("patients", "patient").
+    #: The population word and one of them ("patients", "patient"; the translation's word for one person
+    #: in a language where the population word has no rule for its singular).
     population: str
     person: str
     headline: str
@@ -120,10 +122,18 @@ def _times(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _mistake(name: str, population: str, others: Sequence[str]) -> str:
+def _mistake(tr: Translator, name: str, person: str, others: Sequence[str]) -> str:
     """ "a mistake on one malignant patient (calling them benign)"."""
-    called = others[0] if len(others) == 1 else "anything else"
-    return f"a mistake on one {name} {singular(population)} (calling them {called})"
+    if len(others) == 1:
+        text = tr.gettext("a mistake on one %(name)s %(person)s (calling them %(other)s)")
+        return text % {"name": name, "person": person, "other": others[0]}
+    text = tr.gettext("a mistake on one %(name)s %(person)s (calling them anything else)")
+    return text % {"name": name, "person": person}
+
+
+def _capitalized(text: str) -> str:
+    """The first letter in upper case, the rest as written (class names keep their own capitals)."""
+    return text[:1].upper() + text[1:]
 
 
 def singular(population: str) -> str:
@@ -132,6 +142,17 @@ def singular(population: str) -> str:
     if word == "people":
         return "person"
     return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
+def person_word(population: str, tr: Translator = ENGLISH) -> str:
+    """The word for one of ``population`` in the page's language.
+
+    English makes it from the population word (`singular`); a translation whose population words have no
+    such rule gives a word of its own ("Person"), and its sentences are written around it.
+    """
+    # Translators: the word for one of the study's population ("patient" from "patients"). English keeps
+    # %(singular)s; a language without a rule for the singular of any noun gives its word for "person".
+    return tr.pgettext("one of the population", "%(singular)s") % {"singular": singular(population)}
 
 
 def _posterior_thetas(details: Mapping[str, Any] | None, kind: str, k: int) -> np.ndarray | None:
@@ -182,6 +203,8 @@ class Reading:
     group_names: tuple[str, ...] = ()
     #: The elicitor's stored details (an active elicitor's posterior sample gives credible intervals).
     details: Mapping[str, Any] | None = None
+    #: The language the words are written in (English: the stored summary, the back office).
+    tr: Translator = ENGLISH
 
 
 def reading_for(
@@ -190,6 +213,7 @@ def reading_for(
     *,
     group_shares: Sequence[float] | None = None,
     details: Mapping[str, Any] | None = None,
+    tr: Translator = ENGLISH,
 ) -> Reading:
     """The reading of a study's query ``space`` (its priors, per group weighted by ``group_shares``)."""
     priors = np.atleast_2d(np.asarray(space.priors, dtype=np.float64))
@@ -208,6 +232,7 @@ def reading_for(
         radius=float(sphere.radius),
         group_names=tuple(str(name) for name in getattr(space, "group_names", ())),
         details=details,
+        tr=tr,
     )
 
 
@@ -274,74 +299,120 @@ def _level(details: Mapping[str, Any] | None, sample: np.ndarray | None) -> floa
     return float(level) if isinstance(level, int | float) and 0.0 < float(level) < 1.0 else None
 
 
-def _headline(costs: Sequence[ClassCost], cheapest: int, dearest: int, population: str) -> str:
+def _headline(
+    tr: Translator, costs: Sequence[ClassCost], cheapest: int, dearest: int, population: str
+) -> str:
+    _ = tr.gettext
     names = [cost.name for cost in costs]
+    person = person_word(population, tr)
     top, bottom = costs[dearest], costs[cheapest]
     if top.per_person <= 1e-300 or bottom.per_person <= NEGLIGIBLE_WEIGHT * top.per_person:
-        return (
-            f"Only mistakes on {top.name} {population} changed your choices; mistakes on {bottom.name} "
-            f"{population} hardly counted."
+        text = _(
+            "Only mistakes on %(top)s %(population)s changed your choices; mistakes on %(bottom)s "
+            "%(population)s hardly counted."
         )
+        return text % {"top": top.name, "bottom": bottom.name, "population": population}
     others_top = [name for name in names if name != top.name]
     others_bottom = [name for name in names if name != bottom.name]
     if top.times_per_person < SAME_RATIO:
-        return f"A mistake costs you about the same for every {singular(population)}, whatever their class."
-    return (
-        f"{_mistake(top.name, population, others_top).capitalize()} costs you about "
-        f"{_times(top.times_per_person)} times as much as {_mistake(bottom.name, population, others_bottom)}."
+        return _("A mistake costs you about the same for every %(person)s, whatever their class.") % {
+            "person": person
+        }
+    return _capitalized(
+        _("%(mistake)s costs you about %(times)s times as much as %(other_mistake)s.")
+        % {
+            "mistake": _mistake(tr, top.name, person, others_top),
+            "times": _times(top.times_per_person),
+            "other_mistake": _mistake(tr, bottom.name, person, others_bottom),
+        }
     )
 
 
-def _per_rate_sentence(costs: Sequence[ClassCost], population: str) -> str:
+def _per_rate_sentence(tr: Translator, costs: Sequence[ClassCost], population: str) -> str:
+    _ = tr.gettext
     per_rate = [abs(cost.per_rate) for cost in costs]
     top, bottom = costs[int(np.argmax(per_rate))], costs[int(np.argmin(per_rate))]
     if max(per_rate) <= 0.0 or bottom.times_per_rate * SAME_RATIO > top.times_per_rate:
-        return (
+        text = _(
             "Per rate the classes weigh about the same: one percentage point more of any class's "
-            f"{population} decided correctly counts about equally."
+            "%(population)s decided correctly counts about equally."
         )
+        return text % {"population": population}
     if abs(bottom.per_rate) <= NEGLIGIBLE_WEIGHT * abs(top.per_rate):
-        return f"Per rate the same holds: only the share of {top.name} {population} decided correctly counts."
-    ratio = abs(top.per_rate) / abs(bottom.per_rate)
-    same_people = abs(top.people - bottom.people) < 0.5
-    because = (
-        ""
-        if same_people
-        else (
-            f" Per person and per rate differ because there are {_count(top.people)} {top.name} and "
-            f"{_count(bottom.people)} {bottom.name} {population} in every {PEOPLE}: each "
-            f"{'rarer' if top.people < bottom.people else 'commoner'} {singular(population)} is a "
-            f"{'bigger' if top.people < bottom.people else 'smaller'} part of their share."
+        text = _(
+            "Per rate the same holds: only the share of %(name)s %(population)s decided correctly counts."
         )
+        return text % {"name": top.name, "population": population}
+    ratio = abs(top.per_rate) / abs(bottom.per_rate)
+    values = {
+        "times": _times(ratio),
+        "top": top.name,
+        "bottom": bottom.name,
+        "population": population,
+        "person": person_word(population, tr),
+        "top_people": _count(top.people),
+        "bottom_people": _count(bottom.people),
+        "total": PEOPLE,
+    }
+    sentence = _(
+        "Per rate it is %(times)s times: one percentage point more of the %(top)s %(population)s decided "
+        "correctly is worth %(times)s times as much as one point more of the %(bottom)s %(population)s."
     )
-    return (
-        f"Per rate it is {_times(ratio)} times: one percentage point more of the {top.name} {population} "
-        f"decided correctly is worth {_times(ratio)} times as much as one point more of the {bottom.name} "
-        f"{population}.{because}"
+    if abs(top.people - bottom.people) < 0.5:
+        return sentence % values
+    if top.people < bottom.people:
+        because = _(
+            "Per person and per rate differ because there are %(top_people)s %(top)s and %(bottom_people)s "
+            "%(bottom)s %(population)s in every %(total)s: each rarer %(person)s is a bigger part of their "
+            "share."
+        )
+    else:
+        because = _(
+            "Per person and per rate differ because there are %(top_people)s %(top)s and %(bottom_people)s "
+            "%(bottom)s %(population)s in every %(total)s: each commoner %(person)s is a smaller part of "
+            "their share."
+        )
+    return f"{sentence % values} {because % values}"
+
+
+def _score_terms(tr: Translator, weights: Sequence[float], names: Sequence[str], population: str) -> str:
+    """The formula's sum: "0.400 × (share of benign patients decided correctly) + ..."."""
+    term = tr.gettext("%(weight)s × (share of %(name)s %(population)s decided correctly)")
+    return " + ".join(
+        term % {"weight": _fmt(float(w)), "name": name, "population": population}
+        for w, name in zip(weights, names, strict=True)
     )
 
 
 def _linear_words(
     weights: np.ndarray, reading: Reading, sample: np.ndarray | None, *, curved: bool
 ) -> MetricWords:
-    names, population, shares = reading.class_names, reading.population, reading.class_shares
+    names, population, shares, tr = reading.class_names, reading.population, reading.class_shares, reading.tr
+    _ = tr.gettext
     level = _level(reading.details, sample)
     costs, cheapest, dearest = _costs(weights, names, shares, sample if level else None, level)
-    terms = " + ".join(
-        f"{_fmt(float(w))} × (share of {name} {population} decided correctly)"
-        for w, name in zip(weights, names, strict=True)
-    )
-    formula = f"score ≈ {terms}{CURVED_SUFFIX}" if curved else f"score = {terms}"
-    units = (
-        f"Each share runs from 0 to 1 (0% to 100% of that class's {population}); higher scores are better, "
-        "and only differences between classifiers mean anything."
-    )
+    terms = _score_terms(tr, [float(w) for w in weights], names, population)
     if curved:
-        units += " For a curved metric these weights are measured at the middle of the classifiers shown."
-    return _words(costs, cheapest, dearest, population, formula, units, _curvature_rule(curved), level)
+        formula = _(
+            "score ≈ %(terms)s, with the weights of a typical classifier shown (curvature shifts them, "
+            "see below)"
+        )
+    else:
+        formula = _("score = %(terms)s")
+    units = _(
+        "Each share runs from 0 to 1 (0%% to 100%% of that class's %(population)s); higher scores are "
+        "better, and only differences between classifiers mean anything."
+    ) % {"population": population}
+    if curved:
+        units += " " + _(
+            "For a curved metric these weights are measured at the middle of the classifiers shown."
+        )
+    rule = _curvature_rule(tr, curved)
+    return _words(tr, costs, cheapest, dearest, population, formula % {"terms": terms}, units, rule, level)
 
 
 def _words(
+    tr: Translator,
     costs: tuple[ClassCost, ...],
     cheapest: int,
     dearest: int,
@@ -355,9 +426,9 @@ def _words(
     """The words every family shares: headline per person, the per-rate sentence, formula and units."""
     return MetricWords(
         population=population,
-        person=singular(population),
-        headline=_headline(costs, cheapest, dearest, population),
-        per_rate=_per_rate_sentence(costs, population),
+        person=person_word(population, tr),
+        headline=_headline(tr, costs, cheapest, dearest, population),
+        per_rate=_per_rate_sentence(tr, costs, population),
         formula=formula,
         units=units,
         costs=costs,
@@ -368,20 +439,22 @@ def _words(
     )
 
 
-def _curvature_rule(curved: bool) -> str:
+def _curvature_rule(tr: Translator, curved: bool) -> str:
     if not curved:
-        return (
+        return tr.gettext(
             "This kind of metric has no curvature: a mistake costs the same however good the classifier is."
         )
-    return (
+    text = tr.gettext(
         "A curved metric lets a mistake's cost depend on how good the classifier already is. It is shown "
-        "only when it changes any of the relative costs above by more than "
-        f"{round(100 * CURVATURE_NEGLIGIBLE)}% somewhere among the classifiers the questions showed."
+        "only when it changes any of the relative costs above by more than %(percent)s%% somewhere among "
+        "the classifiers the questions showed."
     )
+    return text % {"percent": round(100 * CURVATURE_NEGLIGIBLE)}
 
 
 def _with_curvature(words: MetricWords, gradient_of: Any, reading: Reading) -> MetricWords:
-    names, population, shares = reading.class_names, reading.population, reading.class_shares
+    names, population, shares, tr = reading.class_names, reading.population, reading.class_shares, reading.tr
+    _ = tr.gettext
     reference, radius = reading.center, reading.radius
     costs = words.costs
     cheapest = int(np.argmin([cost.per_person for cost in costs]))
@@ -392,9 +465,8 @@ def _with_curvature(words: MetricWords, gradient_of: Any, reading: Reading) -> M
     at_center = np.array([cost.times_per_person for cost in costs])
     change = np.max(np.abs(ratios / np.maximum(at_center, 1e-300) - 1.0))
     if not np.isfinite(change) or change <= CURVATURE_NEGLIGIBLE:
-        formula = words.formula.replace("score ≈", "score =").replace(
-            CURVED_SUFFIX, "; its curvature is too small to matter here"
-        )
+        terms = _score_terms(tr, [cost.per_rate for cost in costs], names, population)
+        formula = _("score = %(terms)s; its curvature is too small to matter here") % {"terms": terms}
         return replace(words, formula=formula)
     if dearest == cheapest:
         # Equal costs at the centre: describe the class whose relative cost moves most across the region.
@@ -412,25 +484,36 @@ def _with_curvature(words: MetricWords, gradient_of: Any, reading: Reading) -> M
     step[dearest] = radius
     weak = _per_person_ratios(np.asarray(gradient_of(np.clip(reference - step, 0, 1))), shares, cheapest)
     strong = _per_person_ratios(np.asarray(gradient_of(np.clip(reference + step, 0, 1))), shares, cheapest)
-    more_when = (
-        f"still misses many {top.name} {population}"
-        if weak[dearest] >= strong[dearest]
-        else f"already gets most {top.name} {population} right"
-    )
-    sentence = (
-        "How much a mistake costs depends on how good the classifier already is: among the classifiers "
-        f"you compared, {_mistake(top.name, population, [n for n in names if n != top.name])} cost "
-        "between "
-        f"{_times(low)} and {_times(high)} times as much as one on a {bottom.name} "
-        f"{singular(population)}, more when the classifier {more_when}."
-    )
-    return replace(words, costs=ranged, curvature=sentence)
+    person = person_word(population, tr)
+    values = {
+        "mistake": _mistake(tr, top.name, person, [n for n in names if n != top.name]),
+        "low": _times(low),
+        "high": _times(high),
+        "top": top.name,
+        "bottom": bottom.name,
+        "person": person,
+        "population": population,
+    }
+    if weak[dearest] >= strong[dearest]:
+        sentence = _(
+            "How much a mistake costs depends on how good the classifier already is: among the classifiers "
+            "you compared, %(mistake)s cost between %(low)s and %(high)s times as much as one on a "
+            "%(bottom)s %(person)s, more when the classifier still misses many %(top)s %(population)s."
+        )
+    else:
+        sentence = _(
+            "How much a mistake costs depends on how good the classifier already is: among the classifiers "
+            "you compared, %(mistake)s cost between %(low)s and %(high)s times as much as one on a "
+            "%(bottom)s %(person)s, more when the classifier already gets most %(top)s %(population)s right."
+        )
+    return replace(words, costs=ranged, curvature=sentence % values)
 
 
 def fair_words(metric: Metric, reading: Reading) -> MetricWords:
     """A fair cost: mistakes overall (per person and rate), the trade-off, a group gap priced in mistakes."""
     assert isinstance(metric, FairQuadraticMetric)
-    names, population, shares = reading.class_names, reading.population, reading.class_shares
+    names, population, shares, tr = reading.class_names, reading.population, reading.class_shares, reading.tr
+    _ = tr.gettext
     group_names, details = reading.group_names, reading.details
     k = len(names)
     error_weights = (1.0 - metric.lam) * np.asarray(metric.a)
@@ -446,32 +529,38 @@ def fair_words(metric: Metric, reading: Reading) -> MetricWords:
             lam_interval = _interval(1.0 - norms, level)
     costs, cheapest, dearest = _costs(error_weights, names, shares, sample if level else None, level)
     share = round(100 * metric.lam)
-    tradeoff = (
+    tradeoff = _(
         "When fewer mistakes overall and equal treatment of the groups pull in different directions, you "
-        f"put about {share}% of the weight on treating the groups equally and {100 - share}% on making fewer "
-        "mistakes overall."
-    )
+        "put about %(fair)s%% of the weight on treating the groups equally and %(accurate)s%% on making "
+        "fewer mistakes overall."
+    ) % {"fair": share, "accurate": 100 - share}
     if lam_interval is not None and level is not None:
-        tradeoff += (
-            f" ({round(100 * level)}% credible interval for the weight on equal treatment: "
-            f"{round(100 * lam_interval[0])}% to {round(100 * lam_interval[1])}%.)"
+        interval = _(
+            "(%(level)s%% credible interval for the weight on equal treatment: %(low)s%% to %(high)s%%.)"
         )
+        tradeoff += " " + interval % {
+            "level": round(100 * level),
+            "low": round(100 * lam_interval[0]),
+            "high": round(100 * lam_interval[1]),
+        }
+    term = _("%(weight)s × (share of %(name)s %(population)s decided wrongly)")
     terms = " + ".join(
-        f"{_fmt(float(w))} × (share of {name} {population} decided wrongly)"
+        term % {"weight": _fmt(float(w)), "name": name, "population": population}
         for w, name in zip(metric.a, names, strict=True)
     )
-    formula = (
-        f"cost = {100 - share}% × [{terms}] + {share}% × (penalty for gaps between groups in those shares)"
-    )
-    units = (
-        f"Shares run from 0 to 1 over all {population} of a class; the penalty grows with the square of a "
+    formula = _(
+        "cost = %(accurate)s%% × [%(terms)s] + %(fair)s%% × (penalty for gaps between groups in those shares)"
+    ) % {"accurate": 100 - share, "terms": terms, "fair": share}
+    units = _(
+        "Shares run from 0 to 1 over all %(population)s of a class; the penalty grows with the square of a "
         "gap. Lower costs are better; only differences between classifiers mean anything."
-    )
-    rule = (
+    ) % {"population": population}
+    rule = _(
         "Within a group a mistake costs the same however good the classifier is; unequal treatment "
         "of the groups costs more the wider the gap."
     )
     return _words(
+        tr,
         costs,
         cheapest,
         dearest,
@@ -481,15 +570,15 @@ def fair_words(metric: Metric, reading: Reading) -> MetricWords:
         rule,
         level,
         tradeoff=tradeoff,
-        gap_example=_gap_example(metric, names, population, shares, group_names, costs),
+        gap_example=_gap_example(tr, metric, names, population, group_names, costs),
     )
 
 
 def _gap_example(
+    tr: Translator,
     metric: FairQuadraticMetric,
     names: Sequence[str],
     population: str,
-    shares: np.ndarray,
     group_names: Sequence[str],
     costs: Sequence[ClassCost],
 ) -> str | None:
@@ -505,8 +594,17 @@ def _gap_example(
     if gap_cost <= 0.0 or per_person <= 0.0:
         return None
     mistakes = gap_cost / per_person
-    return (
-        f"A gap of {EXAMPLE_GAP_POINTS} percentage points between {group_names[u]} and {group_names[v]} in "
-        f"the share of {names[worst]} {population} decided correctly costs you about as much as "
-        f"{_count(mistakes)} more mistakes on {names[worst]} {population} (in every {PEOPLE})."
+    text = tr.gettext(
+        "A gap of %(points)s percentage points between %(first)s and %(second)s in the share of %(name)s "
+        "%(population)s decided correctly costs you about as much as %(mistakes)s more mistakes on %(name)s "
+        "%(population)s (in every %(total)s)."
     )
+    return text % {
+        "points": EXAMPLE_GAP_POINTS,
+        "first": group_names[u],
+        "second": group_names[v],
+        "name": names[worst],
+        "population": population,
+        "mistakes": _count(mistakes),
+        "total": PEOPLE,
+    }

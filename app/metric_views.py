@@ -19,7 +19,8 @@ from elicitation.variants import CubicMetric
 
 from .charts import result as result_charts
 from .codec import decode_metric
-from .explain import MetricWords, Reading, curved_words, fair_words, linear_words, reading_for, singular
+from .explain import MetricWords, Reading, curved_words, fair_words, linear_words, reading_for
+from .i18n import ENGLISH, Translator
 
 __all__ = [
     "VIEWS",
@@ -42,8 +43,8 @@ Figures = list[dict[str, Any]]
 class MetricView:
     """The app's presentation of one metric family (stored dicts from `Metric.to_dict`)."""
 
-    #: Charts of the revealed metric on the thank-you page (stored metric, its words, population word).
-    participant_figures: Callable[[Mapping[str, Any], MetricWords, str], Figures]
+    #: Charts of the revealed metric on the thank-you page (stored metric, its words, the page's language).
+    participant_figures: Callable[[Mapping[str, Any], MetricWords, Translator], Figures]
     #: Charts of an elicited metric on the coordinator's session page (classes, groups).
     coordinator_figures: Callable[[Mapping[str, Any], Sequence[str], Sequence[str]], Figures]
     #: The metric in plain words (costs per person and per rate, curvature, trade-off), `app.explain`.
@@ -52,35 +53,38 @@ class MetricView:
     text: Callable[[Metric], list[str]]
 
 
-def _costs(words: MetricWords, population: str) -> Figures:
+def _costs(words: MetricWords, tr: Translator) -> Figures:
     """What a mistake on one person of each class costs, relative to the cheapest (per person)."""
+    _ = tr.gettext
     credible = any(cost.credible for cost in words.costs)
     ranges = [cost.credible if credible else cost.region_range for cost in words.costs]
-    label = (
-        f"{round(100 * (words.credible_level or 0))}% credible interval"
-        if credible
-        else "across the classifiers shown"
-    )
+    if credible:
+        label = _("%(level)s%% credible interval") % {"level": round(100 * (words.credible_level or 0))}
+    else:
+        label = _("across the classifiers shown")
+    one = _("one %(name)s %(person)s")
     return [
         {
             "id": "metric-costs",
-            "caption": f"What a mistake on one {singular(population)} costs, relative to the cheapest",
+            "caption": _("What a mistake on one %(person)s costs, relative to the cheapest")
+            % {"person": words.person},
             "figure": result_charts.mistake_cost_figure(
-                [f"one {cost.name} {singular(population)}" for cost in words.costs],
+                [one % {"name": cost.name, "person": words.person} for cost in words.costs],
                 [cost.times_per_person for cost in words.costs],
                 ranges,
                 range_label=label,
+                tr=tr,
             ),
         }
     ]
 
 
-def _tradeoff(metric: Mapping[str, Any], words: MetricWords, population: str) -> Figures:
+def _tradeoff(metric: Mapping[str, Any], tr: Translator) -> Figures:
     return [
         {
             "id": "metric-tradeoff",
-            "caption": "Fewer mistakes versus equal treatment of groups",
-            "figure": result_charts.tradeoff_figure(metric["lam"]),
+            "caption": tr.gettext("Fewer mistakes versus equal treatment of groups"),
+            "figure": result_charts.tradeoff_figure(metric["lam"], tr=tr),
         }
     ]
 
@@ -147,7 +151,7 @@ def _fair_text(metric: Metric) -> list[str]:
 
 
 _QUADRATIC = MetricView(
-    participant_figures=lambda metric, words, population: _costs(words, population),
+    participant_figures=lambda metric, words, tr: _costs(words, tr),
     coordinator_figures=_coordinator_curvature,
     words=curved_words,
     text=_quadratic_text,
@@ -155,7 +159,7 @@ _QUADRATIC = MetricView(
 
 VIEWS: Mapping[str, MetricView] = {
     "linear": MetricView(
-        participant_figures=lambda metric, words, population: _costs(words, population),
+        participant_figures=lambda metric, words, tr: _costs(words, tr),
         coordinator_figures=_coordinator_weights,
         words=linear_words,
         text=_linear_text,
@@ -164,9 +168,7 @@ VIEWS: Mapping[str, MetricView] = {
     # A cubic metric is shown by its quadratic part.
     "cubic": replace(_QUADRATIC, text=_linear_text),
     "fair_quadratic": MetricView(
-        participant_figures=lambda metric, words, population: (
-            _costs(words, population) + _tradeoff(metric, words, population)
-        ),
+        participant_figures=lambda metric, words, tr: _costs(words, tr) + _tradeoff(metric, tr),
         coordinator_figures=_coordinator_fair,
         words=fair_words,
         text=_fair_text,
@@ -179,10 +181,12 @@ def view_of(kind: object) -> MetricView | None:
     return VIEWS.get(kind) if isinstance(kind, str) else None
 
 
-def participant_figures(metric: Mapping[str, Any], words: MetricWords | None, population: str) -> Figures:
-    """The thank-you page's charts of a stored metric (none for a failed session)."""
+def participant_figures(
+    metric: Mapping[str, Any], words: MetricWords | None, tr: Translator = ENGLISH
+) -> Figures:
+    """The thank-you page's charts of a stored metric (none for a failed session), in ``tr``'s language."""
     view = view_of(metric.get("type"))
-    return view.participant_figures(metric, words, population) if view is not None and words else []
+    return view.participant_figures(metric, words, tr) if view is not None and words else []
 
 
 def stored_metric_words(
@@ -191,12 +195,13 @@ def stored_metric_words(
     space: Any,
     population: str,
     group_shares: Sequence[float] | None = None,
+    tr: Translator = ENGLISH,
 ) -> MetricWords | None:
     """The words of a session's stored metric in its study's space (None for a failed session)."""
     view = view_of(metric.get("type"))
     if view is None:
         return None
-    reading = reading_for(space, population, group_shares=group_shares, details=details)
+    reading = reading_for(space, population, group_shares=group_shares, details=details, tr=tr)
     return view.words(decode_metric(dict(metric)), reading)
 
 

@@ -27,6 +27,7 @@ from elicitation import Metric, Query, Sphere
 from elicitation.display import DisplayGrid
 
 from .codec import decode_query
+from .i18n import N_
 from .models import Phase
 
 __all__ = [
@@ -117,6 +118,7 @@ class Section:
     """One part of a session as the progress display names it: comparisons done of (about) how many."""
 
     key: str
+    #: English (the JSON API shows it so); pages translate it.
     label: str
     done: int
     total: int
@@ -383,18 +385,22 @@ class SessionPlan:
         phase = step.phase if step is not None else None
         parts = [
             Section(
-                "practice", "Practice", counts[Phase.PRACTICE], self.practice_queries, phase is Phase.PRACTICE
+                "practice",
+                N_("Practice"),
+                counts[Phase.PRACTICE],
+                self.practice_queries,
+                phase is Phase.PRACTICE,
             ),
             Section(
                 "questions",
-                "Questions",
+                N_("Questions"),
                 elicited + counts[Phase.CHECK],
                 questions_total,
                 phase in (Phase.ELICITATION, Phase.CHECK),
             ),
             Section(
                 "final",
-                "Last comparisons",
+                N_("Last comparisons"),
                 counts[Phase.EVALUATION],
                 max(self.evaluation_queries if step is not None else 0, counts[Phase.EVALUATION]),
                 phase is Phase.EVALUATION,

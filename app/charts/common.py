@@ -8,11 +8,13 @@ with the locally served plotly.js. Nothing here touches the database, the reques
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from gettext import NullTranslations
 from typing import Any
 
 __all__ = [
     "CLASS_COLORS",
     "DIVERGING_SCALE",
+    "ENGLISH",
     "FONT",
     "GRID",
     "INK",
@@ -23,11 +25,16 @@ __all__ = [
     "check_names",
     "class_color",
     "fmt",
+    "join_names",
     "rgba",
     "set_title",
     "stacked_bar_layout",
 ]
 
+
+#: Chart text is English unless a caller passes its page's translations (``tr``, see app.i18n); the
+#: charts only call ``tr.gettext`` and the like, so they need nothing of the app.
+ENGLISH = NullTranslations()
 
 #: A Plotly figure as plain JSON-safe data: ``{"data": [...], "layout": {...}}``.
 Figure = dict[str, Any]
@@ -123,3 +130,10 @@ def back_office_figure(data: list[dict[str, Any]], title: str, **layout: Any) ->
     for axis in ("xaxis", "yaxis"):
         merged[axis] = {"automargin": True, **merged.get(axis, {})}
     return {"data": data, "layout": merged}
+
+
+def join_names(names: Sequence[str], tr: NullTranslations = ENGLISH) -> str:
+    """Names as a list in words: "a", "a and b", "a, b and c"."""
+    if len(names) <= 1:
+        return "".join(names)
+    return tr.gettext("%(names)s and %(last)s") % {"names": ", ".join(names[:-1]), "last": names[-1]}

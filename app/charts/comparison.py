@@ -10,6 +10,7 @@ mean the same class; correct and wrong predictions also differ without colour (h
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from gettext import NullTranslations
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy.typing as npt
 from elicitation.display import DISPLAY_DECIMALS, apportion
 
 from .common import (
+    ENGLISH,
     FONT,
     GRID,
     INK,
@@ -27,6 +29,7 @@ from .common import (
     check_names,
     class_color,
     fmt,
+    join_names,
     rgba,
     set_title,
     stacked_bar_layout,
@@ -137,6 +140,7 @@ def sankey_figure(
     population: str = "people",
     decimals: int = 0,
     title: str | None = None,
+    tr: NullTranslations = ENGLISH,
 ) -> Figure:
     """Flow chart from true class (left boxes) to predicted class (right boxes) for one classifier.
 
@@ -153,9 +157,15 @@ def sankey_figure(
     population = _population_label(population)
     true_totals = matrix.sum(axis=1)
     predicted_totals = matrix.sum(axis=0)
+    _ = tr.gettext
     labels = [
-        f"Actually {name}<br>{fmt(true_totals[i], decimals)} in total" for i, name in enumerate(names)
-    ] + [f"Predicted {name}<br>{fmt(predicted_totals[j], decimals)} in total" for j, name in enumerate(names)]
+        _("Actually %(name)s<br>%(count)s in total") % {"name": name, "count": fmt(true_totals[i], decimals)}
+        for i, name in enumerate(names)
+    ] + [
+        _("Predicted %(name)s<br>%(count)s in total")
+        % {"name": name, "count": fmt(predicted_totals[j], decimals)}
+        for j, name in enumerate(names)
+    ]
     node_colors = [class_color(i) for i in range(k)] * 2
     # Fixed node positions keep class i at the same height on both sides, so correct flows run straight
     # across and mistakes visibly cross over: the shape says correct/wrong without relying on colour.
@@ -172,10 +182,7 @@ def sankey_figure(
             targets.append(k + j)
             values.append(value)
             link_colors.append(rgba(class_color(j), _CORRECT_ALPHA if correct else _WRONG_ALPHA))
-            verdict = "correct" if correct else "wrong"
-            link_labels.append(
-                f"{fmt(value, decimals)} actually {names[i]} {population} predicted {names[j]} ({verdict})"
-            )
+            link_labels.append(_flow_text(tr, value, decimals, names[i], names[j], population))
     layout: dict[str, Any] = {
         "font": {**FONT, "size": 13, "color": INK},
         # Wide side margins hold the box labels (static/js/charts.js writes them there), so that no label
@@ -234,6 +241,7 @@ def bar_figure(
     y_max: float | None = None,
     title: str | None = None,
     show_legend: bool = True,
+    tr: NullTranslations = ENGLISH,
 ) -> Figure:
     """Grouped bars: for each true class, how many were predicted as each class (out of 100).
 
@@ -254,26 +262,27 @@ def bar_figure(
         raise ValueError(f"y_max must be a positive number, got {y_max!r}")
     true_totals = matrix.sum(axis=1)
     predicted_totals = matrix.sum(axis=0)
+    _ = tr.gettext
     categories = [
-        f"Actually {name}<br>({fmt(true_totals[i], decimals)} in total)" for i, name in enumerate(names)
+        _("Actually %(name)s<br>(%(count)s in total)")
+        % {"name": name, "count": fmt(true_totals[i], decimals)}
+        for i, name in enumerate(names)
     ]
+    verdicts = (_("wrong"), _("correct"))
     traces = []
     for j, name in enumerate(names):
         column = matrix[:, j]
         traces.append(
             {
                 "type": "bar",
-                "name": f"Predicted {name} ({fmt(predicted_totals[j], decimals)})",
+                "name": _predicted_total(tr, name, fmt(predicted_totals[j], decimals)),
                 "legendgroup": f"class-{j}",
                 # A trace's legend swatch copies its first bar, hatched or not; the legend entries
                 # below show the plain class colour and explain the hatching once.
                 "showlegend": False,
                 "x": categories,
                 "y": [float(value) for value in column],
-                "text": [
-                    f"{fmt(value, decimals)}<br>{'correct' if i == j else 'wrong'}"
-                    for i, value in enumerate(column)
-                ],
+                "text": [f"{fmt(value, decimals)}<br>{verdicts[i == j]}" for i, value in enumerate(column)],
                 "textposition": "outside",
                 "cliponaxis": False,
                 "textfont": {"size": 12, "color": INK},
@@ -289,8 +298,7 @@ def bar_figure(
                     },
                 },
                 "customdata": [
-                    f"{fmt(value, decimals)} actually {names[i]} {population} predicted {name} "
-                    f"({'correct' if i == j else 'wrong'})"
+                    _flow_text(tr, float(value), decimals, names[i], name, population)
                     for i, value in enumerate(column)
                 ],
                 "hovertemplate": "%{customdata}<extra></extra>",
@@ -300,10 +308,10 @@ def bar_figure(
         for j, name in enumerate(names):
             traces.append(
                 _legend_entry(
-                    f"Predicted {name} ({fmt(predicted_totals[j], decimals)})", class_color(j), "", j
+                    _predicted_total(tr, name, fmt(predicted_totals[j], decimals)), class_color(j), "", j
                 )
             )
-        traces.append(_legend_entry("Wrong prediction (hatched)", _LEGEND_GREY, _WRONG_PATTERN, k))
+        traces.append(_legend_entry(_("Wrong prediction (hatched)"), _LEGEND_GREY, _WRONG_PATTERN, k))
     layout: dict[str, Any] = {
         "barmode": "group",
         "bargap": 0.25,
@@ -314,7 +322,7 @@ def bar_figure(
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "yaxis": {
-            "title": {"text": f"{population.capitalize()} (out of 100)"},
+            "title": {"text": _("%(population)s (out of 100)") % {"population": _capitalized(population)}},
             "range": [0, y_max * 1.18],
             "gridcolor": GRID,
             "zeroline": True,
@@ -414,10 +422,7 @@ def counts_table(counts: npt.ArrayLike, class_names: Sequence[str], *, decimals:
     }
 
 
-_SIDES = (("left", "Classifier A"), ("right", "Classifier B"))
-
-
-def comparison_view(comparison: Mapping[str, Any]) -> dict[str, Any]:
+def comparison_view(comparison: Mapping[str, Any], tr: NullTranslations = ENGLISH) -> dict[str, Any]:
     """Everything ``templates/sessions/_comparison.html`` draws for one query, from the route's context.
 
     ``comparison`` is the app's dict ``{"seq", "left": {"confusion"}, "right": {...}, "class_names",
@@ -445,8 +450,9 @@ def comparison_view(comparison: Mapping[str, Any]) -> dict[str, Any]:
     y_max = _nice_ceiling(max(float(shown["left"].max()), float(shown["right"].max())))
     seq = comparison.get("seq", 0)
     differs = [not np.array_equal(shown["left"][group], shown["right"][group]) for group in range(n_groups)]
+    same_groups = [name for name, changed in zip(group_names, differs, strict=False) if not changed]
     sides = []
-    for key, label in _SIDES:
+    for key, label in (("left", tr.gettext("Classifier A")), ("right", tr.gettext("Classifier B"))):
         panels = []
         for group in range(n_groups):
             matrix = shown[key][group]
@@ -458,7 +464,9 @@ def comparison_view(comparison: Mapping[str, Any]) -> dict[str, Any]:
                     "group": group_name,
                     "differs": differs[group],
                     "heading": f"{label}: {group_name}" if group_name else label,
-                    "sankey": sankey_figure(matrix, class_names, population=population, decimals=decimals),
+                    "sankey": sankey_figure(
+                        matrix, class_names, population=population, decimals=decimals, tr=tr
+                    ),
                     "bar": bar_figure(
                         matrix,
                         class_names,
@@ -466,9 +474,10 @@ def comparison_view(comparison: Mapping[str, Any]) -> dict[str, Any]:
                         decimals=decimals,
                         y_max=y_max,
                         show_legend=False,
+                        tr=tr,
                     ),
                     "table": counts_table(matrix, class_names, decimals=decimals),
-                    "summary": _panel_summary(matrix, class_names, population, decimals),
+                    "summary": _panel_summary(matrix, class_names, population, decimals, tr),
                 }
             )
         sides.append({"key": key, "label": label, "panels": panels})
@@ -481,20 +490,54 @@ def comparison_view(comparison: Mapping[str, Any]) -> dict[str, Any]:
         "decimals": decimals,
         "sides": sides,
         "legend": [{"name": name, "color": class_color(index)} for index, name in enumerate(class_names)],
-        "same_groups": [name for name, changed in zip(group_names, differs, strict=True) if not changed]
-        if group_names
-        else [],
+        "same_groups": same_groups,
+        "groups_text": join_names(group_names, tr),
+        "same_groups_text": join_names(same_groups, tr),
     }
 
 
-def _panel_summary(matrix: np.ndarray, class_names: Sequence[str], population: str, decimals: int) -> str:
+def _panel_summary(
+    matrix: np.ndarray,
+    class_names: Sequence[str],
+    population: str,
+    decimals: int,
+    tr: NullTranslations = ENGLISH,
+) -> str:
     """One sentence per chart for ``aria-label``: how many of each class were classified correctly."""
+    _ = tr.gettext
     parts = [
-        f"{fmt(matrix[i, i], decimals)} of {fmt(matrix[i].sum(), decimals)} {name} {population} "
-        "correctly predicted"
+        _("%(correct)s of %(total)s %(name)s %(population)s correctly predicted")
+        % {
+            "correct": fmt(matrix[i, i], decimals),
+            "total": fmt(matrix[i].sum(), decimals),
+            "name": name,
+            "population": population,
+        }
         for i, name in enumerate(class_names)
     ]
-    return "Out of 100 " + population + ": " + "; ".join(parts) + "."
+    return _("Out of 100 %(population)s: %(counts)s.") % {
+        "population": population,
+        "counts": "; ".join(parts),
+    }
+
+
+def _flow_text(
+    tr: NullTranslations, value: float, decimals: int, actual: str, predicted: str, population: str
+) -> str:
+    """A flow or bar in words: "12 actually malignant patients predicted benign (wrong)"."""
+    text = tr.gettext("%(count)s actually %(actual)s %(population)s predicted %(predicted)s (%(verdict)s)")
+    verdict = tr.gettext("correct") if actual == predicted else tr.gettext("wrong")
+    values = {"count": fmt(value, decimals), "actual": actual, "population": population}
+    return text % {**values, "predicted": predicted, "verdict": verdict}
+
+
+def _predicted_total(tr: NullTranslations, name: str, count: str) -> str:
+    return tr.gettext("Predicted %(name)s (%(count)s)") % {"name": name, "count": count}
+
+
+def _capitalized(word: str) -> str:
+    """The first letter in upper case, the rest as written (a German noun keeps its own capitals)."""
+    return word[:1].upper() + word[1:]
 
 
 def progress_figure(answered: int, estimated_total: int, *, title: str | None = None) -> Figure:

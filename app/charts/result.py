@@ -7,6 +7,7 @@ metric's group-pair terms one heat map each, and its trade-off between performan
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from gettext import NullTranslations
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy.typing as npt
 
 from .common import (
     DIVERGING_SCALE,
+    ENGLISH,
     FONT,
     GRID,
     INK,
@@ -153,15 +155,15 @@ def pair_heatmap_figures(
     return figures
 
 
-def tradeoff_figure(lam: float, *, title: str | None = None) -> Figure:
+def tradeoff_figure(lam: float, *, title: str | None = None, tr: NullTranslations = ENGLISH) -> Figure:
     """A single horizontal bar splitting the fair metric between performance (1 - lambda) and fairness."""
     lam = float(lam)
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lambda must lie in [0, 1], got {lam!r}")
     layout = stacked_bar_layout({"range": [0, 1], "tickformat": ".0%"}, title)
     parts = (
-        ("Predictive performance", 1.0 - lam, OKABE_ITO["blue"], ""),
-        ("Fairness", lam, OKABE_ITO["orange"], "/"),
+        (tr.gettext("Predictive performance"), 1.0 - lam, OKABE_ITO["blue"], ""),
+        (tr.gettext("Fairness"), lam, OKABE_ITO["orange"], "/"),
     )
     return {
         "data": [
@@ -201,6 +203,7 @@ def mistake_cost_figure(
     *,
     range_label: str,
     title: str | None = None,
+    tr: NullTranslations = ENGLISH,
 ) -> Figure:
     """Horizontal bars: what a mistake on one person of each class costs, relative to the cheapest class.
 
@@ -218,8 +221,18 @@ def mistake_cost_figure(
     highs = [(pair[1] if pair else value) - value for value, pair in zip(values, ranges, strict=True)]
     shown = any(pair is not None for pair in ranges)
     top = max([value + high for value, high in zip(values, highs, strict=True)] + [1.0])
+    ranged = tr.gettext("%(label)s: %(value)s× (%(range)s %(low)s× to %(high)s×)")
     hover = [
-        f"{label}: {value:.1f}×" + (f" ({range_label} {pair[0]:.1f}× to {pair[1]:.1f}×)" if pair else "")
+        ranged
+        % {
+            "label": label,
+            "value": f"{value:.1f}",
+            "range": range_label,
+            "low": f"{pair[0]:.1f}",
+            "high": f"{pair[1]:.1f}",
+        }
+        if pair
+        else f"{label}: {value:.1f}×"
         for label, value, pair in zip(labels, values, ranges, strict=True)
     ]
     layout: dict[str, Any] = {
@@ -229,7 +242,7 @@ def mistake_cost_figure(
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "xaxis": {
-            "title": {"text": "× the cheapest mistake"},
+            "title": {"text": tr.gettext("× the cheapest mistake")},
             "range": [0, float(np.ceil(top * 1.15))],
             "gridcolor": GRID,
             "fixedrange": True,

@@ -143,18 +143,19 @@ def _join_action(study_id: uuid.UUID, arrived: PanelValues) -> str:
     return f"{_study_path(study_id)}/join" + (f"?{query}" if query else "")
 
 
-def _panel_problem(config: StudyConfig, arrived: PanelValues) -> str | None:
+def _panel_problem(config: StudyConfig, arrived: PanelValues, tr: Translator) -> str | None:
     """Why this link cannot start a session (a malformed or missing panel ID), or None."""
     panel = config.panel
     if panel is None:
         return None
     if arrived.problems:
-        return (
-            f"This link's {', '.join(arrived.problems)} is not valid. "
-            f"Please open the study again from {panel.name}."
-        )
+        text = tr.gettext("This link's %(fields)s is not valid. Please open the study again from %(panel)s.")
+        return text % {"fields": ", ".join(arrived.problems), "panel": panel.name}
     if panel.require_id and arrived.participant_code is None:
-        return f"To take part, please open this study from {panel.name}: this link does not say who you are."
+        text = tr.gettext(
+            "To take part, please open this study from %(panel)s: this link does not say who you are."
+        )
+        return text % {"panel": panel.name}
     return None
 
 
@@ -211,7 +212,7 @@ def show_join(study_id: str, request: Request, db: DbSessionDep, cache: CacheDep
         return _page(request, "studies/welcome_back.html", context, config)
     with _framed_errors(config):
         sessions.check_enrolment(db, study)
-    problem = _panel_problem(config, arrived)
+    problem = _panel_problem(config, arrived, _translator(request))
     context = {
         "study": study,
         "config": config,
@@ -250,9 +251,9 @@ def join_study(
     config = StudyConfig.model_validate(study.config)
     use_language(request, config)
     arrived = panel_values(config.panel, request.query_params)
-    problem = _panel_problem(config, arrived)
+    problem = _panel_problem(config, arrived, _translator(request))
     if form.consent != "yes" or problem is not None:
-        errors = [problem or _CONSENT_MISSING]
+        errors = [problem or _translator(request).gettext(_CONSENT_MISSING)]
         context = {
             "study": study,
             "config": config,
@@ -311,7 +312,7 @@ def give_consent(
     if consent != "yes":
         view = sessions.get_view(db, cache, token)
         use_language(request, view.config)
-        errors = [_CONSENT_MISSING]
+        errors = [_translator(request).gettext(_CONSENT_MISSING)]
         context = {
             "view": view,
             "token": token,

@@ -14,23 +14,25 @@ from sqlalchemy.orm import Session
 
 from .. import repository as repo
 from ..errors import ConflictError, NotFoundError
+from ..i18n import N_
 from ..models import ElicitationSession, Invitation, Study, StudyControl, StudyStatus, as_utc, utcnow
 
 __all__ = ["check_enrolment", "find_study", "open_study", "status_of"]
 
-#: What a person sees when the study does not take them now: (page title, message), by study status.
+#: What a person sees when the study does not take them now: (page title, message), by study status
+#: (English; the error page shows them in the study's language).
 _MESSAGES = {
     StudyStatus.DRAFT: (
-        "This study has not started yet",
-        "The study team has not opened this study yet. Please try this link again later.",
+        N_("This study has not started yet"),
+        N_("The study team has not opened this study yet. Please try this link again later."),
     ),
     StudyStatus.PAUSED: (
-        "This study is paused",
-        "This study is paused at the moment: nobody can start. Please try this link again later.",
+        N_("This study is paused"),
+        N_("This study is paused at the moment: nobody can start. Please try this link again later."),
     ),
     StudyStatus.CLOSED: (
-        "This study has closed",
-        "This study has closed and takes no new participants. Thank you for your interest.",
+        N_("This study has closed"),
+        N_("This study has closed and takes no new participants. Thank you for your interest."),
     ),
 }
 
@@ -73,17 +75,17 @@ def check_enrolment(db: Session, study: Study, session: ElicitationSession | Non
     if session is None:
         if control.enrolment_expires_at is not None and as_utc(control.enrolment_expires_at) <= now:
             raise ConflictError(
-                "This link has expired. Thank you for your interest.",
+                N_("This link has expired. Thank you for your interest."),
                 code="link_expired",
-                title="This link has expired",
+                title=N_("This link has expired"),
                 resumable=False,
             )
         return
     invitation = db.scalars(select(Invitation).where(Invitation.session_id == session.id)).first()
     if invitation is not None and invitation.expires_at is not None and as_utc(invitation.expires_at) <= now:
         raise ConflictError(
-            "This invitation has expired. Thank you for your interest.",
+            N_("This invitation has expired. Thank you for your interest."),
             code="link_expired",
-            title="This invitation has expired",
+            title=N_("This invitation has expired"),
             resumable=False,
         )

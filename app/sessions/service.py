@@ -22,6 +22,7 @@ from .. import repository as repo
 from ..codec import decode_query, encode_metric, encode_query, to_jsonable
 from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..explain import reading_for
+from ..i18n import N_
 from ..models import (
     Answer,
     AnswerChannel,
@@ -626,7 +627,7 @@ def _check_config_unchanged(db: Session, cache: SessionCache, context: _Context)
         db.rollback()
         cache.forget_study(study_id)
         raise ConflictError(
-            "This study was changed a moment ago. Please reload the page to see the current question.",
+            N_("This study was changed a moment ago. Please reload the page to see the current question."),
             code="study_changed",
         )
 

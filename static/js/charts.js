@@ -175,7 +175,7 @@
         total.setAttribute("class", "sankey-box-label__total");
         total.setAttribute("x", x.toFixed(1));
         total.setAttribute("dy", "1.2em");
-        total.textContent = boxes.totals[index] + " in total";
+        total.textContent = window.PageStrings.text("inTotal", { count: boxes.totals[index] });
         text.appendChild(name);
         text.appendChild(total);
       }
@@ -249,7 +249,7 @@
     document.querySelectorAll("[data-table-toggle]").forEach(function (button) {
       var scope = button.closest(".comparison") || document;
       var labelShow = button.textContent;
-      var labelHide = "Hide the tables";
+      var labelHide = window.PageStrings.text("hideTables");
       scope.classList.add("is-tables-collapsed");
       button.hidden = false;
       button.addEventListener("click", function () {

@@ -1,12 +1,13 @@
 /* Participant query page behaviour: keyboard answers, a double-submit guard, and the timing fields.
 
-   - ArrowLeft / ArrowRight choose Classifier A / B; T answers "about the same" (ArrowDown stays free for scrolling).
+   - ArrowLeft / ArrowRight choose the classifier on that side (A / B; B / A on a right-to-left page); T
+     answers "about the same" (ArrowDown stays free for scrolling).
    - The first submission wins: later clicks or key presses are ignored and the buttons are disabled
      (the server is idempotent anyway; this keeps the page honest about what was sent).
    - Hidden inputs time_on_page_ms (since the page loaded) and hidden_ms (time the tab was hidden, from
      the Page Visibility API) are filled just before the form is sent.
    - When the participant comes back to a hidden tab, a notice says the study was paused and nothing was
-     lost. */
+     lost, in the page's language (static/js/strings.js). */
 (function () {
   "use strict";
 
@@ -21,6 +22,11 @@
     t: "choose-tie",
     T: "choose-tie",
   };
+  // A right-to-left page shows Classifier A on the right: each arrow key still picks the side it points to.
+  if (document.documentElement.dir === "rtl") {
+    KEY_CHOICES.ArrowLeft = "choose-right";
+    KEY_CHOICES.ArrowRight = "choose-left";
+  }
   // Shorter absences are tab flicks, not pauses worth a notice.
   var PAUSE_NOTICE_MIN_MS = 2000;
 
@@ -66,10 +72,9 @@
   function formatDuration(ms) {
     var seconds = Math.round(ms / 1000);
     if (seconds < 60) {
-      return seconds + " second" + (seconds === 1 ? "" : "s");
+      return window.PageStrings.plural("seconds", seconds);
     }
-    var minutes = Math.round(seconds / 60);
-    return minutes + " minute" + (minutes === 1 ? "" : "s");
+    return window.PageStrings.plural("minutes", Math.round(seconds / 60));
   }
 
   function showResumeNotice(awayMs) {
@@ -86,9 +91,7 @@
         document.body.insertBefore(notice, document.body.firstChild);
       }
     }
-    notice.textContent =
-      "Welcome back. The study was paused for " + formatDuration(awayMs) +
-      " while this tab was in the background; nothing was lost. Take your time with this question.";
+    notice.textContent = window.PageStrings.text("pausedNotice", { duration: formatDuration(awayMs) });
     notice.hidden = false;
   }
 

@@ -14,6 +14,7 @@ import pytest
 from app.charts import common, result
 from app.charts import comparison as comparison_charts
 from app.charts.inert import figure_json
+from app.i18n import configure_templates
 from elicitation.rates import SyntheticSpace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -307,6 +308,7 @@ def test_comparison_view_rejects_inconsistent_input(change: dict[str, object], m
 
 def _render_partial(comparison: dict[str, object]) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(ROOT / "templates"), autoescape=True)
+    configure_templates(env)
     env.filters["figure_json"] = figure_json  # as app.main registers it
     return env.get_template("sessions/_comparison.html").render(
         question=comparison_charts.comparison_view(comparison)

@@ -37,7 +37,7 @@ def test_figures_follow_the_stored_metrics_family(
         tuple(CLASSES), "patients", np.array([0.6, 0.4]), np.array([0.5, 0.5]), 0.2, tuple(GROUPS)
     )
     words = VIEWS[kind].words(metric, reading)
-    shown = participant_figures(data, words, "patients")
+    shown = participant_figures(data, words)
     assert [figure["id"] for figure in shown] == participant
     assert [figure["id"] for figure in coordinator_figures(data, CLASSES, GROUPS)] == coordinator
     costs = shown[0]["figure"]["data"][0]
@@ -47,7 +47,7 @@ def test_figures_follow_the_stored_metrics_family(
 
 def test_a_failed_session_has_no_metric_figures() -> None:
     failed = {"type": "failed", "reason": "inconsistent answers"}
-    assert participant_figures(failed, None, "patients") == []
+    assert participant_figures(failed, None) == []
     assert coordinator_figures(failed, CLASSES, GROUPS) == []
 
 

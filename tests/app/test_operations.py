@@ -60,7 +60,7 @@ def test_elicit_version_prints_the_installed_version() -> None:
     assert __version__ != "0+unknown"
 
 
-@pytest.mark.parametrize("name", ["templates", "static", "migrations"])
+@pytest.mark.parametrize("name", ["templates", "static", "migrations", "locales"])
 def test_resources_are_found_beside_the_package_in_a_checkout(name: str) -> None:
     assert resource_dir(name) == REPOSITORY / name
     assert PACKAGE_DIR == REPOSITORY / "app"
