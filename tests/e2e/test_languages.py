@@ -81,7 +81,7 @@ def test_a_german_study_is_german_from_consent_to_thank_you(
         with page.expect_navigation():
             page.keyboard.press("ArrowLeft")
     expect(page.get_by_role("heading", name="Vielen Dank!")).to_be_visible()
-    expect(page.get_by_test_id("result-headline")).to_contain_text("der Klasse „")
+    expect(page.get_by_test_id("result-headline")).to_contain_text("Fehler")
     expect(page.get_by_test_id("cost-table")).to_contain_text("Kosten pro Person")
 
 
