@@ -20,6 +20,8 @@ from playwright.sync_api import Page, expect
 from app.admin.auth import create_user
 from app.admin.models import Role
 from app.sessions import create_session
+from elicitation import FairQuadraticMetric, LinearMetric, Metric
+from elicitation.catalogue.registry import group_tau
 
 pytestmark = pytest.mark.e2e
 
@@ -50,7 +52,7 @@ TEXT_BOXES = """() => [...document.querySelectorAll('[data-figure]')].map(plot =
 })"""
 
 
-def _answer(base_url: str, token: str, weights: np.ndarray) -> None:
+def _answer(base_url: str, token: str, metric: Metric) -> None:
     with httpx.Client(base_url=base_url, timeout=10) as client:
         state = client.get(f"/api/v1/sessions/{token}").json()
         while state["query"] is not None:
@@ -60,7 +62,7 @@ def _answer(base_url: str, token: str, weights: np.ndarray) -> None:
                 f"/api/v1/sessions/{token}/answers",
                 json={
                     "seq": query["seq"],
-                    "preferred": "first" if weights @ first >= weights @ second else "second",
+                    "preferred": "first" if metric.prefers(first, second) else "second",
                     "time_on_page_ms": 2000,
                 },
             )
@@ -85,10 +87,30 @@ def panel_study(live_server: Any) -> Any:
                 consented=True,
                 require_open=False,
             )
-        _answer(live_server.url, token, CAMPS[index % 2] + 0.03 * rng.standard_normal(3))
+        _answer(live_server.url, token, LinearMetric(CAMPS[index % 2] + 0.03 * rng.standard_normal(3)))
     with app.state.sessionmaker() as db:
         create_user(db, "panel@example.org", PASSWORD, Role.ADMIN.value)
     return study
+
+
+def _fill_fair_panel(live_server: Any, study: Any) -> None:
+    """Six participants of a two-group fairness study: three care mostly about mistakes, three about gaps."""
+    app = live_server.app
+    tau = group_tau(study.config["query_space"]["priors"], None)
+    for index in range(6):
+        metric = FairQuadraticMetric(
+            a=np.array([0.5, 0.85]), B_pairs={(0, 1): np.eye(2)}, lam=(0.05, 0.8)[index % 2], tau=tau
+        )
+        with app.state.sessionmaker() as db:
+            _session, token = create_session(
+                db,
+                app.state.session_cache,
+                study.id,
+                participant_code=f"Reviewer {index + 1}",
+                consented=True,
+                require_open=False,
+            )
+        _answer(live_server.url, token, metric)
 
 
 def _login(page: Page, base: str) -> None:
@@ -99,8 +121,9 @@ def _login(page: Page, base: str) -> None:
         page.get_by_test_id("login-submit").click()
 
 
-def _open_panel(page: Page, base: str, study: Any) -> None:
-    _login(page, base)
+def _open_panel(page: Page, base: str, study: Any, *, login: bool = True) -> None:
+    if login:
+        _login(page, base)
     page.goto(f"{base}/admin/studies/{study.id}/results")
     with page.expect_navigation():
         page.get_by_test_id("open-panel").click()
@@ -159,3 +182,14 @@ def test_phone_panel_page_keeps_every_label_inside_its_chart(
     _open_panel(phone, live_server.url, panel_study)
     _assert_no_clipped_text(phone)
     _screenshot(phone, tmp_path, "admin-panel-phone")
+
+
+def test_fair_panel_page_names_the_gap_penalties_without_clipping(
+    page: Page, live_server: Any, panel_study: Any, fairness_study: Any, health: Any, tmp_path: Path
+) -> None:
+    _fill_fair_panel(live_server, fairness_study)
+    page.set_viewport_size({"width": 1366, "height": 900})
+    _open_panel(page, live_server.url, fairness_study)
+    _assert_no_clipped_text(page)
+    expect(page.get_by_test_id("panel-coefficients")).to_contain_text("share on equal treatment")
+    _screenshot(page, tmp_path, "admin-panel-fair-desktop")
