@@ -31,7 +31,7 @@ from app.i18n import (
 )
 from app.main import create_app
 from app.models import StudyControl, StudyStatus
-from app.sessions import create_study
+from app.sessions import create_session, create_study
 from app.study_config import DEFAULT_CONSENT_TEXT, StudyConfig, StudyConfigError, parse_study_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -259,6 +259,14 @@ def test_pseudo_locale_leaves_no_english_on_any_participant_page(
         join = client.get(link)
         assert join.status_code == 200
         assert ('data-testid="panel-id"' in join.text) == ("panel" in config)
+        with app.state.sessionmaker() as db:
+            _invited, invitation = create_session(db, app.state.session_cache, study.id, require_open=False)
+        invited = client.get(f"/sessions/{invitation}")
+        assert 'data-testid="consent"' in invited.text
+        _assert_translated(invited, "invitation's consent page")
+        not_ticked = client.post(f"/sessions/{invitation}/consent", data={})
+        assert not_ticked.status_code == 422
+        _assert_translated(not_ticked, "invitation's consent page without consent")
         _assert_translated(join, "consent page")
         refused = client.post(link, data={})
         assert refused.status_code == 422
