@@ -27,6 +27,7 @@ import numpy as np
 from elicitation import FairQuadraticMetric, LinearMetric, Metric
 from elicitation.posterior import sym_from_vec
 
+from .charts.common import fmt
 from .i18n import ENGLISH, Translator
 
 __all__ = [
@@ -108,18 +109,18 @@ class MetricWords:
         return " ".join(part for part in parts if part)
 
 
-def _fmt(value: float) -> str:
+def _fmt(value: float, tr: Translator) -> str:
     """A coefficient with three decimals, never a negative zero."""
-    return f"{round(value, 3) + 0.0:.3f}"
+    return fmt(round(value, 3) + 0.0, 3, tr)
 
 
-def _count(value: float) -> str:
+def _count(value: float, tr: Translator) -> str:
     """People: whole when they are (the shares of 100 usually are), else one decimal."""
-    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
+    return fmt(value, 0 if abs(value - round(value)) < 0.05 else 1, tr)
 
 
-def _times(value: float) -> str:
-    return f"{value:.1f}"
+def _times(value: float, tr: Translator) -> str:
+    return fmt(value, 1, tr)
 
 
 def _mistake(tr: Translator, name: str, person: str, others: Sequence[str]) -> str:
@@ -322,7 +323,7 @@ def _headline(
         _("%(mistake)s costs you about %(times)s times as much as %(other_mistake)s.")
         % {
             "mistake": _mistake(tr, top.name, person, others_top),
-            "times": _times(top.times_per_person),
+            "times": _times(top.times_per_person, tr),
             "other_mistake": _mistake(tr, bottom.name, person, others_bottom),
         }
     )
@@ -345,13 +346,13 @@ def _per_rate_sentence(tr: Translator, costs: Sequence[ClassCost], population: s
         return text % {"name": top.name, "population": population}
     ratio = abs(top.per_rate) / abs(bottom.per_rate)
     values = {
-        "times": _times(ratio),
+        "times": _times(ratio, tr),
         "top": top.name,
         "bottom": bottom.name,
         "population": population,
         "person": person_word(population, tr),
-        "top_people": _count(top.people),
-        "bottom_people": _count(bottom.people),
+        "top_people": _count(top.people, tr),
+        "bottom_people": _count(bottom.people, tr),
         "total": PEOPLE,
     }
     sentence = _(
@@ -379,7 +380,7 @@ def _score_terms(tr: Translator, weights: Sequence[float], names: Sequence[str],
     """The formula's sum: "0.400 × (share of benign patients decided correctly) + ..."."""
     term = tr.gettext("%(weight)s × (share of %(name)s %(population)s decided correctly)")
     return " + ".join(
-        term % {"weight": _fmt(float(w)), "name": name, "population": population}
+        term % {"weight": _fmt(float(w), tr), "name": name, "population": population}
         for w, name in zip(weights, names, strict=True)
     )
 
@@ -487,8 +488,8 @@ def _with_curvature(words: MetricWords, gradient_of: Any, reading: Reading) -> M
     person = person_word(population, tr)
     values = {
         "mistake": _mistake(tr, top.name, person, [n for n in names if n != top.name]),
-        "low": _times(low),
-        "high": _times(high),
+        "low": _times(low, tr),
+        "high": _times(high, tr),
         "top": top.name,
         "bottom": bottom.name,
         "person": person,
@@ -545,7 +546,7 @@ def fair_words(metric: Metric, reading: Reading) -> MetricWords:
         }
     term = _("%(weight)s × (share of %(name)s %(population)s decided wrongly)")
     terms = " + ".join(
-        term % {"weight": _fmt(float(w)), "name": name, "population": population}
+        term % {"weight": _fmt(float(w), tr), "name": name, "population": population}
         for w, name in zip(metric.a, names, strict=True)
     )
     formula = _(
@@ -605,6 +606,6 @@ def _gap_example(
         "second": group_names[v],
         "name": names[worst],
         "population": population,
-        "mistakes": _count(mistakes),
+        "mistakes": _count(mistakes, tr),
         "total": PEOPLE,
     }

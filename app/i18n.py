@@ -26,6 +26,7 @@ from jinja2 import Environment, pass_context
 from jinja2.runtime import Context
 from markupsafe import Markup
 
+from .charts.common import fmt
 from .resources import resource_dir
 
 __all__ = [
@@ -214,6 +215,8 @@ class Catalogues:
                 # left-to-right page and on the right in a right-to-left one.
                 "arrows": {"left": "←", "right": "→"} if direction == "ltr" else {"left": "→", "right": "←"},
                 "page_strings": self.page_strings(code),
+                # Numbers with the language's decimal mark: number(1.5, 1) is "1,5" in German.
+                "number": lambda value, decimals: fmt(value, decimals, tr),
             }
             self._contexts[code] = context
         return context

@@ -24,9 +24,11 @@ __all__ = [
     "back_office_figure",
     "check_names",
     "class_color",
+    "decimal_mark",
     "fmt",
     "join_names",
     "rgba",
+    "separators",
     "set_title",
     "stacked_bar_layout",
 ]
@@ -74,8 +76,23 @@ def rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({red},{green},{blue},{alpha:g})"
 
 
-def fmt(value: float, decimals: int) -> str:
-    return f"{value:.{decimals}f}"
+def decimal_mark(tr: NullTranslations = ENGLISH) -> str:
+    """The decimal mark of ``tr``'s language ("." in English, "," in German)."""
+    # Translators: the character between the whole and the fractional part of a number (1.5 in English).
+    return tr.pgettext("decimal mark", ".")
+
+
+def fmt(value: float, decimals: int, tr: NullTranslations = ENGLISH) -> str:
+    """``value`` with ``decimals`` decimals, written with the decimal mark of ``tr``'s language."""
+    text = f"{value:.{decimals}f}"
+    mark = decimal_mark(tr)
+    return text if mark == "." else text.replace(".", mark)
+
+
+def separators(tr: NullTranslations = ENGLISH) -> str:
+    """Plotly's ``layout.separators`` for ``tr``'s language: the decimal mark, then the thousands mark."""
+    mark = decimal_mark(tr)
+    return mark + ("," if mark == "." else ".")
 
 
 def set_title(layout: dict[str, Any], title: str | None) -> None:

@@ -31,6 +31,7 @@ from .common import (
     fmt,
     join_names,
     rgba,
+    separators,
     set_title,
     stacked_bar_layout,
 )
@@ -159,11 +160,12 @@ def sankey_figure(
     predicted_totals = matrix.sum(axis=0)
     _ = tr.gettext
     labels = [
-        _("Actually %(name)s<br>%(count)s in total") % {"name": name, "count": fmt(true_totals[i], decimals)}
+        _("Actually %(name)s<br>%(count)s in total")
+        % {"name": name, "count": fmt(true_totals[i], decimals, tr)}
         for i, name in enumerate(names)
     ] + [
         _("Predicted %(name)s<br>%(count)s in total")
-        % {"name": name, "count": fmt(predicted_totals[j], decimals)}
+        % {"name": name, "count": fmt(predicted_totals[j], decimals, tr)}
         for j, name in enumerate(names)
     ]
     node_colors = [class_color(i) for i in range(k)] * 2
@@ -185,6 +187,7 @@ def sankey_figure(
             link_labels.append(_flow_text(tr, value, decimals, names[i], names[j], population))
     layout: dict[str, Any] = {
         "font": {**FONT, "size": 13, "color": INK},
+        "separators": separators(tr),
         # Wide side margins hold the box labels (static/js/charts.js writes them there), so that no label
         # is drawn over a flow; charts.js narrows them on small screens, where only the totals fit.
         "margin": {"l": SANKEY_LABEL_MARGIN, "r": SANKEY_LABEL_MARGIN, "t": 36 if title else 8, "b": 8},
@@ -197,7 +200,7 @@ def sankey_figure(
         # For static/js/charts.js: the box labels it draws beside the boxes, outside the flows.
         "boxes": {
             "names": names + names,
-            "totals": [fmt(total, decimals) for total in [*true_totals, *predicted_totals]],
+            "totals": [fmt(total, decimals, tr) for total in [*true_totals, *predicted_totals]],
         },
         # Narrow screens: only the totals beside the boxes (the page's legend names the class colours).
         "compact": {"layout": {"height": 125, "margin": {"l": 30, "r": 30, "t": 4, "b": 4}}},
@@ -222,7 +225,7 @@ def sankey_figure(
                     "value": values,
                     "color": link_colors,
                     # Short counts: static/js/charts.js writes them on the flows themselves.
-                    "label": [fmt(value, decimals) for value in values],
+                    "label": [fmt(value, decimals, tr) for value in values],
                     "customdata": link_labels,
                     "hovertemplate": "%{customdata}<extra></extra>",
                 },
@@ -265,7 +268,7 @@ def bar_figure(
     _ = tr.gettext
     categories = [
         _("Actually %(name)s<br>(%(count)s in total)")
-        % {"name": name, "count": fmt(true_totals[i], decimals)}
+        % {"name": name, "count": fmt(true_totals[i], decimals, tr)}
         for i, name in enumerate(names)
     ]
     verdicts = (_("wrong"), _("correct"))
@@ -275,14 +278,16 @@ def bar_figure(
         traces.append(
             {
                 "type": "bar",
-                "name": _predicted_total(tr, name, fmt(predicted_totals[j], decimals)),
+                "name": _predicted_total(tr, name, fmt(predicted_totals[j], decimals, tr)),
                 "legendgroup": f"class-{j}",
                 # A trace's legend swatch copies its first bar, hatched or not; the legend entries
                 # below show the plain class colour and explain the hatching once.
                 "showlegend": False,
                 "x": categories,
                 "y": [float(value) for value in column],
-                "text": [f"{fmt(value, decimals)}<br>{verdicts[i == j]}" for i, value in enumerate(column)],
+                "text": [
+                    f"{fmt(value, decimals, tr)}<br>{verdicts[i == j]}" for i, value in enumerate(column)
+                ],
                 "textposition": "outside",
                 "cliponaxis": False,
                 "textfont": {"size": 12, "color": INK},
@@ -308,7 +313,7 @@ def bar_figure(
         for j, name in enumerate(names):
             traces.append(
                 _legend_entry(
-                    _predicted_total(tr, name, fmt(predicted_totals[j], decimals)), class_color(j), "", j
+                    _predicted_total(tr, name, fmt(predicted_totals[j], decimals, tr)), class_color(j), "", j
                 )
             )
         traces.append(_legend_entry(_("Wrong prediction (hatched)"), _LEGEND_GREY, _WRONG_PATTERN, k))
@@ -317,6 +322,7 @@ def bar_figure(
         "bargap": 0.25,
         "bargroupgap": 0.08,
         "font": {**FONT, "size": 13, "color": INK},
+        "separators": separators(tr),
         "margin": {"l": 56, "r": 8, "t": 36 if title else 12, "b": 8},
         "height": 300 if show_legend else 215,
         "paper_bgcolor": "rgba(0,0,0,0)",
@@ -347,7 +353,7 @@ def bar_figure(
     # shows one legend above both classifiers) and smaller text, so that A and B fit side by side.
     compact = {
         "categories": {
-            full: f"{name}<br>({fmt(true_totals[i], decimals)})"
+            full: f"{name}<br>({fmt(true_totals[i], decimals, tr)})"
             for i, (full, name) in enumerate(zip(categories, names, strict=True))
         },
         "layout": {
@@ -396,7 +402,9 @@ def _nice_ceiling(value: float) -> float:
     return float(min(COUNT_TOTAL, max(10.0, np.ceil(value / 10.0) * 10.0)))
 
 
-def counts_table(counts: npt.ArrayLike, class_names: Sequence[str], *, decimals: int = 0) -> dict[str, Any]:
+def counts_table(
+    counts: npt.ArrayLike, class_names: Sequence[str], *, decimals: int = 0, tr: NullTranslations = ENGLISH
+) -> dict[str, Any]:
     """The same numbers as a table: rows true class, columns predicted class, plus totals (for templates)."""
     stack = _as_matrix_stack(counts, "counts")
     if stack.shape[0] != 1:
@@ -407,18 +415,18 @@ def counts_table(counts: npt.ArrayLike, class_names: Sequence[str], *, decimals:
         {
             "true_class": name,
             "cells": [
-                {"value": fmt(value, decimals), "correct": i == j, "predicted_class": names[j]}
+                {"value": fmt(value, decimals, tr), "correct": i == j, "predicted_class": names[j]}
                 for j, value in enumerate(matrix[i])
             ],
-            "total": fmt(matrix[i].sum(), decimals),
+            "total": fmt(matrix[i].sum(), decimals, tr),
         }
         for i, name in enumerate(names)
     ]
     return {
         "columns": names,
         "rows": rows,
-        "column_totals": [fmt(total, decimals) for total in matrix.sum(axis=0)],
-        "total": fmt(matrix.sum(), decimals),
+        "column_totals": [fmt(total, decimals, tr) for total in matrix.sum(axis=0)],
+        "total": fmt(matrix.sum(), decimals, tr),
     }
 
 
@@ -476,7 +484,7 @@ def comparison_view(comparison: Mapping[str, Any], tr: NullTranslations = ENGLIS
                         show_legend=False,
                         tr=tr,
                     ),
-                    "table": counts_table(matrix, class_names, decimals=decimals),
+                    "table": counts_table(matrix, class_names, decimals=decimals, tr=tr),
                     "summary": _panel_summary(matrix, class_names, population, decimals, tr),
                 }
             )
@@ -508,8 +516,8 @@ def _panel_summary(
     parts = [
         _("%(correct)s of %(total)s %(name)s %(population)s correctly predicted")
         % {
-            "correct": fmt(matrix[i, i], decimals),
-            "total": fmt(matrix[i].sum(), decimals),
+            "correct": fmt(matrix[i, i], decimals, tr),
+            "total": fmt(matrix[i].sum(), decimals, tr),
             "name": name,
             "population": population,
         }
@@ -527,7 +535,7 @@ def _flow_text(
     """A flow or bar in words: "12 actually malignant patients predicted benign (wrong)"."""
     text = tr.gettext("%(count)s actually %(actual)s %(population)s predicted %(predicted)s (%(verdict)s)")
     verdict = tr.gettext("correct") if actual == predicted else tr.gettext("wrong")
-    values = {"count": fmt(value, decimals), "actual": actual, "population": population}
+    values = {"count": fmt(value, decimals, tr), "actual": actual, "population": population}
     return text % {**values, "predicted": predicted, "verdict": verdict}
 
 

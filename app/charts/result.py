@@ -24,6 +24,8 @@ from .common import (
     Figure,
     check_names,
     class_color,
+    fmt,
+    separators,
     set_title,
     stacked_bar_layout,
 )
@@ -161,6 +163,7 @@ def tradeoff_figure(lam: float, *, title: str | None = None, tr: NullTranslation
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lambda must lie in [0, 1], got {lam!r}")
     layout = stacked_bar_layout({"range": [0, 1], "tickformat": ".0%"}, title)
+    layout["separators"] = separators(tr)
     parts = (
         (tr.gettext("Predictive performance"), 1.0 - lam, OKABE_ITO["blue"], ""),
         (tr.gettext("Fairness"), lam, OKABE_ITO["orange"], "/"),
@@ -226,19 +229,20 @@ def mistake_cost_figure(
         ranged
         % {
             "label": label,
-            "value": f"{value:.1f}",
+            "value": fmt(value, 1, tr),
             "range": range_label,
-            "low": f"{pair[0]:.1f}",
-            "high": f"{pair[1]:.1f}",
+            "low": fmt(pair[0], 1, tr),
+            "high": fmt(pair[1], 1, tr),
         }
         if pair
-        else f"{label}: {value:.1f}×"
+        else f"{label}: {fmt(value, 1, tr)}×"
         for label, value, pair in zip(labels, values, ranges, strict=True)
     ]
     layout: dict[str, Any] = {
         "font": {**FONT, "size": 13, "color": INK},
         "margin": {"l": 8, "r": 48, "t": 36 if title else 8, "b": 48},
         "height": 110 + 46 * len(labels),
+        "separators": separators(tr),
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "xaxis": {
@@ -263,7 +267,7 @@ def mistake_cost_figure(
         "orientation": "h",
         "x": values,
         "y": labels,
-        "text": [f"{value:.1f}×" for value in values],
+        "text": [f"{fmt(value, 1, tr)}×" for value in values],
         # Inside the bar where it fits, clear of the error bar's whisker; outside a short bar.
         "textposition": "auto",
         "insidetextanchor": "start",

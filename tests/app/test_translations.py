@@ -20,13 +20,15 @@ from babel.messages.checkers import python_format
 from babel.messages.pofile import read_po, write_po
 from fastapi.testclient import TestClient
 
-from app.charts.common import join_names
+from app.charts.common import fmt, join_names, separators
+from app.charts.result import mistake_cost_figure
 from app.i18n import (
     DEFAULT_LANGUAGE,
     LANGUAGES,
     Catalogues,
     configure_templates,
     negotiate,
+    shipped_catalogues,
     text_direction,
 )
 from app.main import create_app
@@ -426,3 +428,16 @@ def test_study_language_is_validated_and_default_texts_follow_it() -> None:
     own = StudyConfig.model_validate({**base, "language": "de", "consent_text": "Eigener Text."})
     assert own.consent_text == "Eigener Text."
     assert "enum" in StudyConfig.model_json_schema()["properties"]["language"]
+
+
+def test_numbers_are_written_with_the_languages_decimal_mark() -> None:
+    german = shipped_catalogues().translations("de")
+    assert fmt(3.6, 1, german) == "3,6"
+    assert fmt(3.6, 1) == "3.6"
+    assert fmt(12.0, 0, german) == "12"
+    assert separators(german) == ",." and separators() == ".,"
+    figure = mistake_cost_figure(["a", "b"], [1.0, 3.64], [None, (3.1, 4.2)], range_label="x", tr=german)
+    assert figure["data"][0]["text"] == ["1,0×", "3,6×"]
+    assert figure["layout"]["separators"] == ",."
+    page = Catalogues(LOCALES).template_context("de")["number"]
+    assert page(0.0125, 4) == "0,0125"
