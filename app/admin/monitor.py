@@ -19,9 +19,10 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from elicitation import Done, ElicitationError
+from elicitation import Done, ElicitationError, Sphere
 
 from .. import repository as repo
+from ..algorithms import get_algorithm
 from ..charts import monitor as monitor_charts
 from ..charts.inert import inert_figure
 from ..codec import decode_metric, encode_metric
@@ -498,11 +499,12 @@ POOL_SEED = 20221
 POOL_MARGIN = 0.9
 
 
-def candidate_pool(space: Any) -> list[np.ndarray]:
+def candidate_pool(space: Any, region: Any = None) -> list[np.ndarray]:
     """The ``POOL_SIZE`` classifiers (rates, or group rates) every participant's metric ranks.
 
     On a real dataset without groups these are the dataset's own plug-in classifiers (their held-out
-    rates), evenly spread over the non-trivial ones; otherwise seeded points inside the query sphere.
+    rates), evenly spread over the non-trivial ones; otherwise seeded points inside the query region
+    (``region``: the study algorithm's, one sphere per group or the common one; default ``space.sphere``).
     """
     if space.n_groups == 1 and hasattr(space, "plug_in_rates"):
         trained = np.asarray(space.plug_in_rates())
@@ -512,18 +514,20 @@ def candidate_pool(space: Any) -> list[np.ndarray]:
             picks = np.linspace(0, len(real) - 1, POOL_SIZE).round().astype(int)
             return [real[i] for i in picks]
     rng = np.random.default_rng(POOL_SEED)
-    sphere = space.sphere
-    k = sphere.n_classes
+    spheres = (
+        (space.sphere,) * space.n_groups if region is None or isinstance(region, Sphere) else tuple(region)
+    )
+    k = space.n_classes
 
-    def point() -> np.ndarray:
+    def point(sphere: Sphere) -> np.ndarray:
         direction = rng.standard_normal(k)
         direction /= np.linalg.norm(direction)
         radius = sphere.radius * POOL_MARGIN * rng.random() ** (1.0 / k)
         return np.asarray(sphere.center + radius * direction)
 
     if space.n_groups == 1:
-        return [point() for _ in range(POOL_SIZE)]
-    return [np.stack([point() for _ in range(space.n_groups)]) for _ in range(POOL_SIZE)]
+        return [point(spheres[0]) for _ in range(POOL_SIZE)]
+    return [np.stack([point(own) for own in spheres]) for _ in range(POOL_SIZE)]
 
 
 def candidate_rows(space: Any, pool: list[np.ndarray]) -> list[dict[str, Any]]:
@@ -565,10 +569,17 @@ def participant_words(db: Session, cache: SessionCache, study: Study) -> dict[st
     return found
 
 
+def _space_and_region(study: Study) -> tuple[Any, Any]:
+    """The study's query space and where its algorithm asks (one sphere per group or the common one)."""
+    config = StudyConfig.model_validate(study.config)
+    space = build_space(config)
+    return space, get_algorithm(config.algorithm).algorithm.query_region(space)
+
+
 def candidate_table(study: Study) -> list[dict[str, Any]]:
     """The results page's table of the ranked pool (same classifiers as `ranking_figure`)."""
-    space = build_space(StudyConfig.model_validate(study.config))
-    return candidate_rows(space, candidate_pool(space))
+    space, region = _space_and_region(study)
+    return candidate_rows(space, candidate_pool(space, region))
 
 
 @dataclass(frozen=True)
@@ -609,8 +620,8 @@ def included_metrics(db: Session, study: Study) -> list[ElicitedMetric]:
 
 def ranking_figure(db: Session, study: Study) -> dict[str, Any] | None:
     """Rank of each pool classifier (1 = best) under each included participant's metric and accuracy."""
-    space = build_space(StudyConfig.model_validate(study.config))
-    pool = candidate_pool(space)
+    space, region = _space_and_region(study)
+    pool = candidate_pool(space, region)
     labels: list[str] = []
     ranks: list[list[int]] = []
     accuracy = accuracy_baseline(space.priors)

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from elicitation import Sphere
+
 from ..models import ElicitationSession, Result, SessionStatus, Study
 from ..panels import fill_redirect
 from ..plan import Section, Step
@@ -108,12 +110,17 @@ def comparison_model(
 def worked_example(runtime: StudyRuntime) -> dict[str, Any]:
     """The instructions' example pair: classifier B finds more of the last class, A more of the first."""
     space = runtime.space
-    center = space.sphere.center
-    radius = space.sphere.radius * 0.7
     tilt = np.zeros(space.n_classes)
     tilt[0], tilt[-1] = 1.0, -1.0
     tilt /= np.linalg.norm(tilt)
-    left, right = center + radius * tilt, center - radius * tilt
-    if space.n_groups > 1:
-        left, right = np.tile(left, (space.n_groups, 1)), np.tile(right, (space.n_groups, 1))
+    region = runtime.region
+    if isinstance(region, Sphere):
+        center, radius = region.center, region.radius * 0.7
+        left, right = center + radius * tilt, center - radius * tilt
+        if space.n_groups > 1:
+            left, right = np.tile(left, (space.n_groups, 1)), np.tile(right, (space.n_groups, 1))
+    else:
+        # Each group's example sits in that group's own sphere, like its questions.
+        left = np.stack([own.center + 0.7 * own.radius * tilt for own in region])
+        right = np.stack([own.center - 0.7 * own.radius * tilt for own in region])
     return comparison_model(runtime, seq=0, left=left, right=right, practice=False)

@@ -7,6 +7,7 @@ elicited metric agrees with each person on random pairs from the groups' spheres
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import numpy as np
@@ -14,10 +15,13 @@ import pytest
 from admin_support import bearer, login
 from fastapi.testclient import TestClient
 
+from app.admin.monitor import candidate_pool, candidate_table
 from app.algorithms import get_algorithm, group_tau
 from app.charts.comparison import display_decimals, rounded_counts
 from app.cli.web import DEMO_STUDY
 from app.codec import decode_metric
+from app.models import Study
+from app.sessions import worked_example
 from app.study_config import build_space, parse_study_config
 from elicitation import FairQuadraticMetric
 from elicitation.evaluation import agreement
@@ -92,6 +96,21 @@ def test_adult_fairness_study_asks_each_group_among_its_own_good_classifiers(
     assert 'data-testid="region-per-group"' in page
     for group, own in zip(("Female", "Male"), region, strict=True):
         assert f"{group}, rates within {own.radius:.3f} of ({own.center[0]:.3f}, {own.center[1]:.3f})" in page
+
+    # The instructions' worked example and the results page's candidates come from the same spheres.
+    with client.app.state.sessionmaker() as db:  # type: ignore[attr-defined]
+        study = db.get(Study, uuid.UUID(study_id))
+        runtime = client.app.state.session_cache.runtime(study)  # type: ignore[attr-defined]
+        example = worked_example(runtime)
+        candidates = candidate_table(study)
+    for side in ("left", "right"):
+        for row, own in zip(np.asarray(example[side]["rates"]), region, strict=True):
+            assert own.contains(row)
+        counts = rounded_counts(np.asarray(example[side]["confusion"]), 0)
+        assert np.all(np.trace(counts, axis1=1, axis2=2) >= counts.sum(axis=2).max(axis=1))
+    assert len(candidates) == len(candidate_pool(space, region))
+    for rates in candidate_pool(space, region):
+        assert all(own.contains(row) for row, own in zip(rates, region, strict=True))
 
     client.post(f"/admin/studies/{study_id}/status", data={"status": "open", "csrf_token": csrf})
     tau = group_tau(space.priors, None)
