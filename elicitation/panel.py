@@ -277,17 +277,24 @@ def _check_count(value: object, name: str, minimum: int) -> int:
 
 
 def _pairs(
-    metrics: Sequence[Metric], sphere: Sphere, rng: RandomState, n_pairs: int
+    metrics: Sequence[Metric], sphere: Sphere | Sequence[Sphere], rng: RandomState, n_pairs: int
 ) -> tuple[FloatArray, FloatArray]:
-    """``n_pairs`` query pairs from ``sphere`` shaped for the metrics (one rate vector per group)."""
+    """``n_pairs`` query pairs from ``sphere`` (or one sphere per group) shaped for the metrics."""
     family = _family(metrics)
-    if not isinstance(sphere, Sphere) or sphere.n_classes != metrics[0].n_classes:
-        raise InvalidConfigError("sphere must be a Sphere in the metrics' rate space")
+    spheres = (sphere,) if isinstance(sphere, Sphere) else tuple(sphere)
+    if not spheres or any(
+        not isinstance(own, Sphere) or own.n_classes != metrics[0].n_classes for own in spheres
+    ):
+        raise InvalidConfigError("sphere must be a Sphere (or one per group) in the metrics' rate space")
     return sample_query_pairs(sphere, n_pairs, rng, n_groups=family.n_groups(metrics[0]))
 
 
 def agreement_matrix(
-    metrics: Sequence[Metric], sphere: Sphere, rng: RandomState, *, n_pairs: int = DEFAULT_AGREEMENT_PAIRS
+    metrics: Sequence[Metric],
+    sphere: Sphere | Sequence[Sphere],
+    rng: RandomState,
+    *,
+    n_pairs: int = DEFAULT_AGREEMENT_PAIRS,
 ) -> FloatArray:
     """How often each two metrics answer a random query pair alike (the same pairs for every two).
 
@@ -295,8 +302,8 @@ def agreement_matrix(
     ----------
     metrics : sequence of Metric
         One family, same shapes.
-    sphere : Sphere
-        The query ball the pairs come from (a study's query region).
+    sphere : Sphere or sequence of Sphere
+        The query ball the pairs come from (a study's query region; fair metrics: also one per group).
     rng : numpy.random.Generator or int
         Source of the pairs.
     n_pairs : int
@@ -415,7 +422,7 @@ def _percentiles(samples: FloatArray, level: float) -> tuple[float, float]:
 
 def panel(
     metrics: Sequence[Metric],
-    sphere: Sphere,
+    sphere: Sphere | Sequence[Sphere],
     rng: RandomState,
     *,
     n_pairs: int = DEFAULT_AGREEMENT_PAIRS,
@@ -430,8 +437,8 @@ def panel(
     ----------
     metrics : sequence of Metric
         At least two, of one family and shape (a study's finished sessions).
-    sphere : Sphere
-        The query region the agreement pairs come from.
+    sphere : Sphere or sequence of Sphere
+        The query region the agreement pairs come from (fair metrics: also one sphere per group).
     rng : numpy.random.Generator or int
         Source of the pairs and the resamples (an integer seed gives the same panel every time).
     n_pairs : int

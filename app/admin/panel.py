@@ -133,11 +133,14 @@ def study_panel(db: Session, study: Study) -> PanelView:
         return _without(
             view, f"A panel needs at least {MIN_MEMBERS} finished participants; the study has {found}."
         )
-    sphere = build_space(StudyConfig.model_validate(config)).sphere
+    # The pairs come from where the questions sat (each group's own sphere for the active fair elicitor).
+    region = get_algorithm(study.algorithm).algorithm.query_region(
+        build_space(StudyConfig.model_validate(config))
+    )
     try:
         result = panel(
             [decode_metric(item.metric) for item in members],
-            sphere,
+            region,
             PANEL_SEED,
             n_pairs=PANEL_PAIRS,
             class_names=classes,

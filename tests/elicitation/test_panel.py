@@ -204,6 +204,18 @@ def test_agreement_matrix_is_the_evaluation_agreement_on_shared_pairs() -> None:
             assert matrix[i, j] == agreement(members[i], members[j], _sphere(3), 9, n_pairs=400)
 
 
+def test_fair_agreement_pairs_come_from_each_groups_own_sphere() -> None:
+    rng = np.random.default_rng(4)
+    members = [_draw("fair_quadratic", 2, rng) for _ in range(4)]
+    spheres = [Sphere(np.array([0.9, 0.55]), 0.03), Sphere(np.array([0.8, 0.5]), 0.08)]
+    matrix = agreement_matrix(members, spheres, 9, n_pairs=400)
+    for i in range(len(members)):
+        for j in range(len(members)):
+            assert matrix[i, j] == agreement(members[i], members[j], spheres, 9, n_pairs=400)
+    with pytest.raises(InvalidConfigError, match="sphere"):
+        agreement_matrix(members, [Sphere.around_uniform(3, 0.1)] * 2, 9)
+
+
 def test_panel_is_reproducible_from_an_integer_seed_and_reports_intervals() -> None:
     members = _members("linear")
     first, again = panel(members, _sphere(3), 21), panel(members, _sphere(3), np.random.default_rng(21))
