@@ -62,6 +62,7 @@ __all__ = [
     "BASELINE_MARGIN",
     "MIN_SPAN_PEOPLE",
     "Region",
+    "ball_inside",
     "display_min_radius",
     "group_regions",
     "realistic_region",
@@ -82,6 +83,8 @@ _MARGIN = 1e-6
 _ACCURACY_TIE_BREAK = 1e-3
 #: Float noise tolerated when placing a rate on the display grid.
 _UNIT_SLACK = 1e-9
+#: Float noise tolerated when checking that a stored sphere lies inside a feasible set.
+_INSIDE_ATOL = 1e-9
 _LP_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
@@ -405,6 +408,19 @@ def _ball_lp(
     if radius is None:
         return center, float(result.x[k]), float(margin or 0.0)
     return center, float(radius), float(result.x[k])
+
+
+def ball_inside(rates: FloatArray, sphere: Sphere, atol: float = _INSIDE_ATOL) -> bool:
+    """True when ``sphere`` lies inside ``conv(rates)`` (a group's feasible set), up to ``atol``.
+
+    Checked on the hull's half-spaces; a hull Qhull cannot build (degenerate rates) holds no ball.
+    """
+    facets = _facets(np.asarray(rates, dtype=np.float64))
+    if facets is None:
+        return False
+    normals, offsets = facets
+    reach = normals @ sphere.center + sphere.radius * np.linalg.norm(normals, axis=1)
+    return bool(np.all(reach <= offsets + atol))
 
 
 def _grid_neighbours(rate: float, people: int) -> tuple[float, ...]:

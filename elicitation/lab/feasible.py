@@ -51,7 +51,7 @@ from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from ..errors import InvalidConfigError, NumericalError
 from ..rates import CONFUSION_TOTAL, SpaceBase, check_rates
-from ..region import display_min_radius, group_regions, realistic_region
+from ..region import ball_inside, display_min_radius, group_regions, realistic_region
 from ..types import FloatArray, Sphere, as_rate_array
 from .datasets import DATASET_NAMES, Dataset, IntArray, load_dataset
 
@@ -612,7 +612,10 @@ def _parse_group_spheres(data: Mapping[str, Any], polytopes: Sequence[_GroupPoly
         if not isinstance(item, Mapping) or not {"center", "radius"} <= set(item):
             raise InvalidConfigError(f"group_spheres[{index}] needs a center and a radius")
         center = as_rate_array(item["center"], f"group_spheres[{index}].center", ndim=1)
-        spheres.append(Sphere(center, float(item["radius"])))
+        sphere = Sphere(center, float(item["radius"]))
+        if not ball_inside(polytopes[index].rates, sphere):
+            raise InvalidConfigError(f"group_spheres[{index}] leaves that group's feasible set")
+        spheres.append(sphere)
     return spheres
 
 

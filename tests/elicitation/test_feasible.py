@@ -360,6 +360,13 @@ def test_a_fairness_space_has_one_realistic_sphere_per_group(adult_fair: Feasibl
         np.array_equal(a.center, b.center) and a.radius == b.radius
         for a, b in zip(rebuilt.group_spheres, spheres, strict=True)
     )
+    tampered = json.loads(json.dumps(stored))
+    tampered["group_spheres"][0] = {"center": [0.95, 0.9], "radius": 0.04}  # beyond any classifier
+    with pytest.raises(InvalidConfigError, match=r"group_spheres\[0\] leaves"):
+        DatasetSpace.from_dict(tampered)
+    tampered["group_spheres"] = tampered["group_spheres"][:1]
+    with pytest.raises(InvalidConfigError, match="one sphere per group"):
+        DatasetSpace.from_dict(tampered)
     # Descriptions stored before the spheres per group existed get the same ones recomputed.
     legacy = DatasetSpace.from_dict({key: value for key, value in stored.items() if key != "group_spheres"})
     assert all(

@@ -11,6 +11,7 @@ from elicitation.display import DisplayGrid
 from elicitation.region import (
     BASELINE_MARGIN,
     MIN_SPAN_PEOPLE,
+    ball_inside,
     group_regions,
     realistic_region,
     region_summary,
@@ -118,6 +119,14 @@ def test_a_rare_class_is_pinned_to_whole_people_and_the_sphere_stays_showable() 
     # Only the rare class is pinned: the rare group's shown classifiers differ in the common class only.
     assert len(set(grid.counts(snapped)[:, 0, 1].tolist())) == 1
     assert len(set(grid.counts(snapped)[:, 0, 0].tolist())) >= 3
+
+
+def test_ball_inside_reads_the_hulls_half_spaces() -> None:
+    hull = _roc_hull(4.0)
+    assert ball_inside(hull, Sphere(np.array([0.6, 0.6]), 0.1))
+    assert not ball_inside(hull, Sphere(np.array([0.9, 0.9]), 0.05))  # beyond the best classifiers
+    assert not ball_inside(hull, Sphere(np.array([0.5, 0.5]), 0.5))
+    assert not ball_inside(np.array([[0.0, 0.0], [0.5, 0.5], [1.0, 1.0]]), Sphere(np.array([0.5, 0.5]), 0.1))
 
 
 def test_group_regions_need_one_rate_array_per_group_and_a_useful_sphere() -> None:
