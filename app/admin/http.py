@@ -18,7 +18,6 @@ __all__ = [
     "MAX_ARCHIVE_BYTES",
     "MAX_BODY_BYTES",
     "MAX_STUDY_BODY_BYTES",
-    "PANEL_EXPORTS",
     "RowIdPath",
     "answers_csv_response",
     "panel_export",
@@ -108,22 +107,8 @@ def parse_json_upload(raw: bytes, limit: int) -> Any:
         raise AdminError(f"the file is not valid JSON: {exc}", status_code=422) from None
 
 
-#: The panel's downloads: name -> (media type, file name prefix, extension).
-PANEL_EXPORTS = {
-    "panel.json": ("application/json", "panel", "json"),
-    "panel.csv": ("text/csv; charset=utf-8", "panel", "csv"),
-    "panel-agreement.csv": ("text/csv; charset=utf-8", "panel-agreement", "csv"),
-}
-
-
 def panel_export(view: panel.PanelView, kind: str) -> Response:
-    """One of `PANEL_EXPORTS` as a download (the JSON document or one of the two CSV tables)."""
-    media_type, prefix, extension = PANEL_EXPORTS[kind]
-    if kind == "panel.json":
-        body = json.dumps(panel.panel_json(view), indent=1)
-    elif kind == "panel.csv":
-        body = "".join(panel.panel_csv(view))
-    else:
-        body = "".join(panel.agreement_csv(view))
+    """One of `panel.PANEL_FILES` as a download (the JSON document or one of the two CSV tables)."""
+    media_type, prefix, extension = panel.PANEL_FILES[kind]
     headers = {"Content-Disposition": f'attachment; filename="{prefix}-{view.study.id}.{extension}"'}
-    return Response(body, media_type=media_type, headers=headers)
+    return Response(panel.panel_file(view, kind), media_type=media_type, headers=headers)

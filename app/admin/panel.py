@@ -9,6 +9,7 @@ fixed, so the page, the JSON API and the exports show the same numbers every tim
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -29,7 +30,9 @@ from .monitor import ElicitedMetric, coefficient_labels, included_metrics
 
 __all__ = [
     "AGREEMENT_COLUMNS",
+    "COMMAND_NAMES",
     "MIN_MEMBERS",
+    "PANEL_FILES",
     "PANEL_PAIRS",
     "PANEL_SEED",
     "PanelView",
@@ -37,6 +40,7 @@ __all__ = [
     "panel_columns",
     "panel_csv",
     "panel_figures",
+    "panel_file",
     "panel_json",
     "study_panel",
 ]
@@ -363,3 +367,27 @@ def _agreement_rows(view: PanelView) -> Iterator[dict[str, Any]]:
 def agreement_csv(view: PanelView) -> Iterator[str]:
     """The agreement matrix in long form: every two participants once."""
     return csv_lines(AGREEMENT_COLUMNS, _agreement_rows(view))
+
+
+#: The panel's downloads: name -> (media type, file name prefix, extension).
+PANEL_FILES: Final = {
+    "panel.json": ("application/json", "panel", "json"),
+    "panel.csv": ("text/csv; charset=utf-8", "panel", "csv"),
+    "panel-agreement.csv": ("text/csv; charset=utf-8", "panel-agreement", "csv"),
+}
+
+
+#: ``elicit study export ID WHAT``'s names for them.
+COMMAND_NAMES: Final = {
+    "panel": "panel.json",
+    "panel-csv": "panel.csv",
+    "panel-agreement": "panel-agreement.csv",
+}
+
+
+def panel_file(view: PanelView, kind: str) -> str:
+    """The text of one of `PANEL_FILES`: the JSON document, the panel table or the agreement table."""
+    if kind == "panel.json":
+        return json.dumps(panel_json(view), indent=1)
+    lines = panel_csv(view) if kind == "panel.csv" else agreement_csv(view)
+    return "".join(lines)

@@ -48,7 +48,6 @@ from .http import (
     MAX_ARCHIVE_BYTES,
     MAX_BODY_BYTES,
     MAX_STUDY_BODY_BYTES,
-    PANEL_EXPORTS,
     RowIdPath,
     answers_csv_response,
     panel_export,
@@ -537,7 +536,7 @@ def show_panel(study_id: str, request: Request, principal: UiUserDep, db: DbSess
 
 @router.get("/studies/{study_id}/export/{kind}")
 def download(study_id: str, kind: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
-    if kind in PANEL_EXPORTS:
+    if kind in panel.PANEL_FILES:
         study, _control = studies.visible_study(db, principal, study_id)
         return panel_export(panel.study_panel(db, study), kind)
     if kind == "results.csv":

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from ..admin import export, studies
+from ..admin import export, panel, studies
 from ..admin.auth import (
     AdminError,
     Principal,
@@ -244,6 +244,9 @@ def _cmd_study_export(args: argparse.Namespace) -> int:
             if args.what == "archive":
                 text = json.dumps(export.study_archive(db, study))
                 Path(args.output).write_text(text, encoding="utf-8")
+            elif args.what in panel.COMMAND_NAMES:
+                text = panel.panel_file(panel.study_panel(db, study), panel.COMMAND_NAMES[args.what])
+                Path(args.output).write_text(text, encoding="utf-8", newline="")
             else:
                 rows = export.result_rows(db, study)
                 with open(args.output, "w", encoding="utf-8", newline="") as handle:
@@ -343,9 +346,11 @@ def register(subparsers: Any) -> None:
     plan.add_argument("--trials", type=int, default=20)
     plan.add_argument("--seconds-per-query", type=float)
     plan.set_defaults(func=_cmd_study_plan)
-    export = study_sub.add_parser("export", help="write the results CSV or the replayable study archive")
+    export = study_sub.add_parser(
+        "export", help="write the results CSV, the replayable study archive or the expert panel's files"
+    )
     export.add_argument("study_id")
-    export.add_argument("what", choices=["results", "archive"])
+    export.add_argument("what", choices=["results", "archive", *panel.COMMAND_NAMES])
     export.add_argument("--output", required=True)
     export.set_defaults(func=_cmd_study_export)
     imported = study_sub.add_parser(

@@ -106,6 +106,11 @@ def test_cli_study_actions_status_invite_plan_export_import(
     assert len(json.loads(archive.read_text())["sessions"]) == 4
     assert main(["study", "export", study_id, "results", "--output", str(tmp_path / "r.csv")]) == 0
     assert len(list(csv.DictReader((tmp_path / "r.csv").open()))) == 4
+    # The expert panel's files (no finished participant yet: the JSON says why there is no panel).
+    assert main(["study", "export", study_id, "panel", "--output", str(tmp_path / "p.json")]) == 0
+    assert json.loads((tmp_path / "p.json").read_text())["available"] is False
+    assert main(["study", "export", study_id, "panel-csv", "--output", str(tmp_path / "p.csv")]) == 0
+    assert (tmp_path / "p.csv").read_text().startswith("row,camp,session_id,participant_code,")
     # Importing into the same database is refused (the study exists); the message says why.
     capsys.readouterr()
     assert main(["study", "import", str(archive)]) == 2

@@ -98,6 +98,10 @@ def test_study_commands_work_against_a_server(
     assert main(["--url", server, "study", "export", study_id, "results", "--output", str(results)]) == 0
     header = results.read_text(encoding="utf-8").splitlines()[0]
     assert "participant_code" in header.split(",")
+    agreement = tmp_path / "agreement.csv"
+    command = ["--url", server, "study", "export", study_id, "panel-agreement", "--output", str(agreement)]
+    assert main(command) == 0
+    assert agreement.read_text(encoding="utf-8").startswith("session_id_a,participant_code_a,")
 
     capsys.readouterr()
     assert main(["--url", server, "study", "duplicate", study_id]) == 0
