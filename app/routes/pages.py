@@ -399,7 +399,9 @@ def show_result(token: str, request: Request, db: DbSessionDep, cache: CacheDep)
     tr = _translator(request)
     words = _result_words(view, db, cache, tr)
     figures = participant_figures(view.result.metric, words, tr)
-    context = {"view": view, "token": token, "figures": figures, "words": words}
+    # Without words (a failed session) the page shows the stored summary, a catalogue message.
+    summary = tr.gettext(view.result.summary) if view.result.summary else ""
+    context = {"view": view, "token": token, "figures": figures, "words": words, "summary": summary}
     return _page(request, "sessions/result.html", context, view.config)
 
 

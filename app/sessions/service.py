@@ -293,7 +293,7 @@ class _Context:
             num_queries = len(self.elicitation)
             details = {}
             evaluation = {"pairs": len(pairs), "elicited": None}
-            summary = (
+            summary = N_(
                 "Thank you. Your answers did not add up to a single consistent metric, which happens; "
                 "they are recorded and will still help the study."
             )

@@ -14,11 +14,12 @@ from typing import Any
 
 import jinja2
 import pytest
-from app_support import METRIC, SMALL_STUDY, Participant, make_study
+from app_support import METRIC, SMALL_STUDY, Participant, make_study, new_session
 from babel.messages.catalog import Catalog, Message
 from babel.messages.checkers import python_format
 from babel.messages.pofile import read_po, write_po
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
 from app.charts.common import fmt, join_names, separators
 from app.charts.result import mistake_cost_figure
@@ -32,11 +33,16 @@ from app.i18n import (
     text_direction,
 )
 from app.main import create_app
-from app.models import StudyControl, StudyStatus
+from app.models import Result, StudyControl, StudyStatus
 from app.sessions import create_session, create_study
 from app.study_config import DEFAULT_CONSENT_TEXT, StudyConfig, StudyConfigError, parse_study_config
 
 ROOT = Path(__file__).resolve().parents[2]
+#: What a session whose answers gave no metric stores as its summary (app.sessions.service).
+FAILED_SUMMARY = (
+    "Thank you. Your answers did not add up to a single consistent metric, which happens; they are "
+    "recorded and will still help the study."
+)
 LOCALES = ROOT / "locales"
 
 #: Pseudo-translation: every ASCII letter becomes an accented look-alike; placeholders and markup stay.
@@ -356,6 +362,24 @@ def test_a_german_study_shows_german_pages_and_scripts_strings(app: Any) -> None
         "Questions",
         "Last comparisons",
     }
+
+
+def test_a_failed_session_thanks_the_participant_in_the_studys_language(app: Any) -> None:
+    """A session whose answers gave no metric has no plain words; its stored summary is shown translated."""
+    study = make_study(app, language="de")
+    client = TestClient(app)
+    token = new_session(client, study)
+    Participant(METRIC).finish(client, token)
+    with app.state.sessionmaker() as db:
+        db.execute(
+            update(Result).values(metric={"type": "failed", "reason": "inconsistent"}, summary=FAILED_SUMMARY)
+        )
+        db.commit()
+    app.state.session_cache.clear()
+    page = client.get(f"/sessions/{token}/result")
+    assert page.status_code == 200
+    assert "Ihre Antworten ergaben keine einheitliche Metrik" in page.text
+    assert 'data-testid="result-headline"' not in page.text
 
 
 def test_an_english_study_and_the_back_office_stay_english(app: Any, study: Any) -> None:
