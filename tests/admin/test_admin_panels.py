@@ -318,3 +318,12 @@ def test_panel_values_survive_an_archive_export_and_import(
         bad["sessions"][0]["panel"] = {"PROLIFIC_PID": "x" * 201}
         refused = other.post("/api/v1/studies/import", json=bad, headers=bearer(secret))
         assert refused.status_code == 422 and "panel" in refused.json()["message"]
+
+
+def test_a_panel_id_is_shown_as_text_never_as_markup(client: TestClient, accounts: dict[str, Any]) -> None:
+    sid = _open_study(client, accounts["alice"]["token"], PROLIFIC)
+    page = client.get(f"/studies/{sid}/join", params={"PROLIFIC_PID": '<script>alert(1)</script>"'})
+    assert page.status_code == 200
+    assert "<script>alert(1)" not in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+    assert "PROLIFIC_PID=%3Cscript%3Ealert%281%29%3C%2Fscript%3E%22" in page.text  # the form's address
