@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Final
 
 from sqlalchemy.orm import Session
@@ -84,7 +85,7 @@ class PanelView:
     result: Panel | None
     reason: str | None
 
-    @property
+    @cached_property
     def labels(self) -> dict[str, str]:
         """Coefficient column -> the words a coordinator reads."""
         return coefficient_labels(self.study)
@@ -103,7 +104,7 @@ class PanelView:
             "split_silhouette": SPLIT_SILHOUETTE,
         }
 
-    @property
+    @cached_property
     def centre_cells(self) -> list[dict[str, float]]:
         """Each camp centre's coefficients by export column."""
         if self.result is None:
