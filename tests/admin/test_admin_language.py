@@ -56,3 +56,5 @@ def test_study_form_offers_the_languages_and_saves_the_choice(
     assert '<option value="de" lang="de" selected>' in edit.text
     # The English default consent text left in the form became the German default.
     assert "In dieser Studie vergleichen Sie" in edit.text
+    page = client.get(f"/admin/studies/{study_id}")
+    assert 'data-testid="study-language">participant pages in Deutsch<' in page.text
