@@ -430,6 +430,25 @@ def test_right_to_left_languages_set_dir_and_mirror_the_answer_arrows(tmp_path: 
     assert '<html lang="ar" dir="rtl">' in html
 
 
+#: Physical sides in a stylesheet: on a right-to-left page they would not mirror.
+_PHYSICAL_SIDES = re.compile(
+    r"(?:margin|padding|border|inset)-(?:left|right)|text-align:\s*(?:left|right)|float:\s*(?:left|right)"
+    r"|(?<![-\w])(?:left|right)\s*:"
+)
+
+
+def test_participant_stylesheet_uses_logical_sides_only() -> None:
+    """app.css writes start/end (margin-inline-start, text-align: start ...), so a right-to-left page
+    mirrors; the charts' own left-to-right ends are set with ``direction: ltr``."""
+    css = (ROOT / "static" / "css" / "app.css").read_text(encoding="utf-8")
+    assert _PHYSICAL_SIDES.findall(css) == []
+    assert _PHYSICAL_SIDES.findall(".a { margin-left: 1px; right: 0; text-align: right }") == [
+        "margin-left",
+        "right:",
+        "text-align: right",
+    ]
+
+
 def test_join_names_reads_as_a_list() -> None:
     assert join_names([]) == ""
     assert join_names(["north"]) == "north"
