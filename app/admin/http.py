@@ -10,7 +10,7 @@ from fastapi import Path, Request
 from fastapi.responses import Response, StreamingResponse
 
 from ..planning import PlanCache
-from . import export, panel, studies
+from . import best, export, panel, studies
 from .auth import AdminError, Principal
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "MAX_STUDY_BODY_BYTES",
     "RowIdPath",
     "answers_csv_response",
+    "best_export",
     "panel_export",
     "parse_json_upload",
     "plan_cache",
@@ -105,6 +106,13 @@ def parse_json_upload(raw: bytes, limit: int) -> Any:
         raise AdminError("the file is not UTF-8 text", status_code=422) from None
     except json.JSONDecodeError as exc:
         raise AdminError(f"the file is not valid JSON: {exc}", status_code=422) from None
+
+
+def best_export(view: best.BestView, kind: str) -> Response:
+    """One of `best.BEST_FILES` as a download: every metric's best classifier, as JSON or as a CSV table."""
+    media_type, extension = best.BEST_FILES[kind]
+    headers = {"Content-Disposition": f'attachment; filename="best-classifiers-{view.study.id}.{extension}"'}
+    return Response(best.best_file(view, kind), media_type=media_type, headers=headers)
 
 
 def panel_export(view: panel.PanelView, kind: str) -> Response:

@@ -32,7 +32,7 @@ from ..deps import CacheDep, DbSessionDep, SettingsDep
 from ..models import StudyControl
 from ..planning import PLAUSIBLE_SECONDS, study_plan
 from ..study_config import config_hash
-from . import export, monitor, panel, studies
+from . import best, export, monitor, panel, studies
 from .admission import AdmittedRoute
 from .auth import AdminError, ApiUserDep, create_api_token, list_api_tokens, revoke_api_token
 from .http import (
@@ -41,6 +41,7 @@ from .http import (
     MAX_STUDY_BODY_BYTES,
     RowIdPath,
     answers_csv_response,
+    best_export,
     panel_export,
     parse_json_upload,
     plan_cache,
@@ -50,6 +51,7 @@ from .http import (
 from .models import ApiToken
 from .schemas import (
     ArchiveOut,
+    BestClassifiersOut,
     DashboardOut,
     ExclusionLiftedOut,
     ExclusionOut,
@@ -411,6 +413,29 @@ def panel_agreement_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep) 
     """Agreement between every two participants (percent of question pairs answered alike), one row each."""
     study, _control = studies.visible_study(db, principal, study_id)
     return panel_export(panel.study_panel(db, study), "panel-agreement.csv")
+
+
+@router.get(
+    "/studies/{study_id}/best-classifiers",
+    response_model=BestClassifiersOut,
+    responses=error_responses(404, 422),
+)
+def show_best_classifiers(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
+    """For a study built on a dataset: each included participant's (and the panel consensus's) best
+    classifier, a random mixture of the dataset's trained classifiers, beside the most accurate one."""
+    study, _control = studies.visible_study(db, principal, study_id)
+    return best.best_json(best.study_best(db, study))
+
+
+@router.get(
+    "/studies/{study_id}/best-classifiers.csv",
+    response_class=Response,
+    responses={**CSV_RESPONSE, **error_responses(404, 422)},
+)
+def best_classifiers_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> Response:
+    """The best classifiers as a table: rates and confusion cells per group and class, one row per metric."""
+    study, _control = studies.visible_study(db, principal, study_id)
+    return best_export(best.study_best(db, study), "best-classifiers.csv")
 
 
 @router.get("/studies/{study_id}/archive", response_model=ArchiveOut, responses=error_responses(404, 422))

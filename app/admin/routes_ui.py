@@ -26,7 +26,7 @@ from ..planning import study_plan
 from ..study_config import (
     config_hash,
 )
-from . import export, monitor, panel, snippets, studies, study_form
+from . import best, export, monitor, panel, snippets, studies, study_form
 from .admission import AdmittedRoute
 from .auth import (
     AdminError,
@@ -50,6 +50,7 @@ from .http import (
     MAX_STUDY_BODY_BYTES,
     RowIdPath,
     answers_csv_response,
+    best_export,
     panel_export,
     parse_json_upload,
     plan_cache,
@@ -514,6 +515,7 @@ def show_results(
         snippet=snippets.results_snippet(study, monitor.included_metrics(db, study)),
         words=monitor.participant_words(db, cache, study),
         candidates=monitor.candidate_table(study),
+        best=best.study_best(db, study),
         labels=monitor.coefficient_labels(study),
         config_hash=config_hash(study.config),
     )
@@ -539,6 +541,9 @@ def download(study_id: str, kind: str, request: Request, principal: UiUserDep, d
     if kind in panel.PANEL_FILES:
         study, _control = studies.visible_study(db, principal, study_id)
         return panel_export(panel.study_panel(db, study), kind)
+    if kind in best.BEST_FILES:
+        study, _control = studies.visible_study(db, principal, study_id)
+        return best_export(best.study_best(db, study), kind)
     if kind == "results.csv":
         return results_csv_response(request, principal, study_id)
     if kind == "results.json":

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "ArchiveOut",
+    "BestClassifiersOut",
     "DashboardOut",
     "ExclusionLiftedOut",
     "ExclusionOut",
@@ -388,3 +389,54 @@ class PanelOut(_Out):
     split: bool | None = Field(description="whether the panel falls into more than one camp")
     silhouette: float | None
     camps: list[PanelCampOut]
+
+
+class BestMixturePartOut(_Out):
+    """One trained classifier of a mixture: its plug-in weights and the probability it decides a person."""
+
+    probability: float
+    plug_in_weights: list[float] = Field(description="w: predicts argmax_i w_i P(class i | features)")
+
+
+class BestGroupOut(_Out):
+    """The best classifier within one group (or overall without groups)."""
+
+    group: str | None
+    rates: dict[str, float] = Field(description="per class, the share of its people decided correctly")
+    confusion: list[list[float]] = Field(description="out of 100 people; rows true class, columns predicted")
+    mixture: list[BestMixturePartOut]
+
+
+class BestClassifierOut(_Out):
+    """One metric's best classifier on the study's dataset, and what the alternatives score under it."""
+
+    label: str
+    kind: Literal["accuracy", "participant", "consensus"]
+    session_id: str | None
+    participant_code: str | None
+    metric_type: str | None
+    lam: float | None = Field(description="a fair metric's trade-off between accuracy and fairness")
+    lower_is_better: bool
+    value: float | None = Field(description="the metric at its best classifier")
+    value_of_most_accurate: float | None
+    value_of_best_trained: float | None = Field(description="the best single trained classifier")
+    gap: float = Field(description="no mixture scores better by more than this (exact searches)")
+    exact: bool
+    correct_of_100: list[float] = Field(description="people of 100 decided correctly, per group")
+    groups: list[BestGroupOut]
+
+
+class BestStudyOut(_Out):
+    id: str
+    name: str
+
+
+class BestClassifiersOut(_Out):
+    """Every included participant's (and the panel consensus's) best classifier on the study's dataset."""
+
+    study: BestStudyOut
+    class_names: list[str]
+    group_names: list[str]
+    method: str
+    reason: str | None = Field(description="why there are none (a study without a dataset)")
+    classifiers: list[BestClassifierOut]

@@ -22,7 +22,7 @@ from ..optimal import DEFAULT_GAP_TOLERANCE, BestRates, best_rates
 from ..types import FloatArray, LinearMetric, Metric
 from .feasible import DatasetSpace, RandomizedClassifier
 
-__all__ = ["BestClassifier", "accuracy_classifier", "best_classifier", "trained_classifiers"]
+__all__ = ["BestClassifier", "accuracy_classifier", "best_classifier", "best_trained", "trained_classifiers"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,3 +130,38 @@ def trained_classifiers(space: DatasetSpace, group: int = 0) -> FloatArray:
     """Held-out rates of the dataset's trained (non-trivial) plug-in classifiers of one group."""
     result: FloatArray = space.plug_in_rates(group)[space.n_classes :]
     return result
+
+
+def best_trained(space: DatasetSpace, metric: Metric) -> tuple[tuple[int, ...], float]:
+    """The best single trained classifier for ``metric`` (one per group for a metric of groups).
+
+    Returns the plug-in index of each group (into `DatasetSpace.plug_in_rates`) and the metric's value;
+    every combination of the groups' trained classifiers is tried, so this is what picking one of the
+    dataset's classifiers, without mixing, achieves at best.
+    """
+    grouped = family_of(metric).n_groups(metric)
+    k = space.n_classes
+    options = [trained_classifiers(space, g) for g in range(space.n_groups)]
+    if grouped is None:
+        picks = []
+        values = []
+        for rates in options:
+            scores = np.array([metric(r) for r in rates])
+            best = int(np.argmax(scores) if metric.higher_is_better else np.argmin(scores))
+            picks.append(best + k)
+            values.append(float(scores[best]))
+        return tuple(picks), float(np.mean(values))
+    grids = np.meshgrid(*[np.arange(len(rates)) for rates in options], indexing="ij")
+    combos = np.stack([grid.reshape(-1) for grid in grids], axis=1)
+    stacked = np.stack([options[g][combos[:, g]] for g in range(len(options))], axis=1)
+    form = family_of(metric).quadratic_form(metric)
+    if form is not None:
+        flat = stacked.reshape(stacked.shape[0], -1)
+        utility = (
+            form.constant + flat @ form.linear + 0.5 * np.einsum("ni,ij,nj->n", flat, form.hessian, flat)
+        )
+        best = int(np.argmax(utility))
+    else:
+        scores = np.array([metric(rates) for rates in stacked])
+        best = int(np.argmax(scores) if metric.higher_is_better else np.argmin(scores))
+    return tuple(int(i) + k for i in combos[best]), float(metric(stacked[best]))

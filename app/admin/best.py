@@ -1,0 +1,305 @@
+"""The best classifier for each elicited metric of a dataset-backed study (and for the panel's consensus).
+
+The numbers come from the lab (`elicitation.lab.optimal`) on the study's stored feasible set: the mixture
+of the dataset's trained classifiers that each metric likes best, beside the most accurate classifier
+and the best single trained classifier. The results page, the JSON API and the two exports
+(``best-classifiers.json``, ``best-classifiers.csv``) all read one `BestView`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from elicitation import ElicitationError, Metric
+from elicitation.families import family_of
+from elicitation.lab.feasible import DatasetSpace
+from elicitation.lab.optimal import (
+    BestClassifier,
+    accuracy_classifier,
+    best_classifier,
+    best_trained,
+)
+from elicitation.optimal import DEFAULT_GAP_TOLERANCE
+
+from ..codec import decode_metric
+from ..models import Study
+from ..study_config import StudyConfig, build_space
+from .export import csv_lines
+from .monitor import included_metrics
+from .panel import study_panel
+
+__all__ = [
+    "BEST_FILES",
+    "METHOD",
+    "BestRow",
+    "BestView",
+    "best_csv",
+    "best_file",
+    "best_json",
+    "study_best",
+]
+
+#: How the best classifier is found, in the words the page and the JSON use.
+METHOD: Final = (
+    "Each metric's best classifier mixes the dataset's trained classifiers at random (each person is "
+    "decided by one of them, drawn with the probabilities shown): among all such mixtures it is the one "
+    "the metric scores best on the dataset's held-out people. For these metrics the search is exact: no "
+    f"mixture scores better by more than {DEFAULT_GAP_TOLERANCE:g}."
+)
+#: Label of the accuracy row.
+ACCURACY_LABEL: Final = "Most accurate"
+#: Label of the consensus row.
+CONSENSUS_LABEL: Final = "Panel consensus"
+
+
+@dataclass(frozen=True)
+class BestRow:
+    """One metric's best classifier, its value, and what the alternatives score under the same metric."""
+
+    label: str
+    kind: str  # "accuracy", "participant" or "consensus"
+    session_id: uuid.UUID | None
+    participant_code: str | None
+    metric: Metric | None
+    found: BestClassifier
+    value: float | None
+    accurate_value: float | None
+    trained_value: float | None
+    lower_is_better: bool
+
+    @property
+    def tradeoff(self) -> float | None:
+        """The fair metric's trade-off ``lam`` (accuracy against fairness), else ``None``."""
+        lam = getattr(self.metric, "lam", None)
+        return None if lam is None else float(lam)
+
+
+@dataclass(frozen=True)
+class BestView:
+    """Every metric's best classifier on a study's dataset, or why there is none."""
+
+    study: Study
+    class_names: list[str]
+    group_names: list[str]
+    rows: list[BestRow]
+    reason: str | None
+
+    @property
+    def method(self) -> str:
+        return METHOD
+
+    def cells(self, row: BestRow) -> list[dict[str, Any]]:
+        """Per group and class: how many of that class's people the classifier decides correctly (of 100)."""
+        confusion = np.asarray(row.found.confusion, dtype=np.float64)
+        stacks = confusion if confusion.ndim == 3 else confusion[None]
+        cells = []
+        for g, matrix in enumerate(stacks):
+            prefix = f"{self.group_names[g]}, " if len(stacks) > 1 else ""
+            for i, name in enumerate(self.class_names):
+                cells.append(
+                    {
+                        "label": f"{prefix}{name}",
+                        "right": round(float(matrix[i, i]), 1),
+                        "of": round(float(matrix[i].sum()), 1),
+                    }
+                )
+        return cells
+
+    def mixes(self, row: BestRow) -> str:
+        """How many trained classifiers each group's best one mixes, with the share of people each decides."""
+        parts = []
+        for g, classifier in enumerate(row.found.classifiers):
+            prefix = f"{self.group_names[g]}: " if len(row.found.classifiers) > 1 else ""
+            shares = [float(p) for p in classifier.probabilities]
+            if len(shares) == 1:
+                parts.append(f"{prefix}1 classifier")
+            else:
+                parts.append(
+                    f"{prefix}{len(shares)} classifiers, " + " / ".join(f"{100 * p:.0f}%" for p in shares)
+                )
+        return "; ".join(parts)
+
+    def overall(self, row: BestRow) -> list[float]:
+        """People of 100 decided correctly, per group."""
+        confusion = np.asarray(row.found.confusion, dtype=np.float64)
+        stacks = confusion if confusion.ndim == 3 else confusion[None]
+        return [round(float(np.trace(matrix)), 1) for matrix in stacks]
+
+
+def _space(study: Study) -> DatasetSpace | None:
+    space = build_space(StudyConfig.model_validate(study.config))
+    return space if isinstance(space, DatasetSpace) else None
+
+
+def study_best(db: Session, study: Study, *, consensus: bool = True) -> BestView:
+    """The best classifier of every included finished session's metric (and the panel's consensus)."""
+    config = study.config
+    classes = [str(name) for name in config["class_names"]]
+    groups = [str(name) for name in config.get("group_names") or []]
+    space = _space(study)
+    if space is None:
+        return BestView(
+            study,
+            classes,
+            groups,
+            [],
+            "The best classifier needs a study built on a dataset: this study's questions are synthetic, "
+            "so there are no trained classifiers to choose from.",
+        )
+    accurate = accuracy_classifier(space)
+    rows = [
+        BestRow(ACCURACY_LABEL, "accuracy", None, None, None, accurate, None, None, None, False),
+    ]
+    metrics: list[tuple[str, str, uuid.UUID | None, str | None, Metric]] = [
+        (item.label, "participant", item.session_id, item.participant_code, decode_metric(item.metric))
+        for item in included_metrics(db, study)
+    ]
+    if consensus:
+        view = study_panel(db, study)
+        if view.result is not None:
+            metrics.append((CONSENSUS_LABEL, "consensus", None, None, view.result.consensus))
+    for label, kind, session_id, code, metric in metrics:
+        try:
+            found = best_classifier(space, metric)
+        except ElicitationError:
+            continue  # a metric this dataset cannot score (shape) is left out, never a 500
+        _, trained_value = best_trained(space, metric)
+        rows.append(
+            BestRow(
+                label,
+                kind,
+                session_id,
+                code,
+                metric,
+                found,
+                found.optimum.value,
+                _value(metric, accurate),
+                trained_value,
+                not metric.higher_is_better,
+            )
+        )
+    return BestView(study, classes, groups, rows, None)
+
+
+def _value(metric: Metric, found: BestClassifier) -> float:
+    """``metric`` at another classifier's rates (each group's own best for a metric without groups)."""
+    rates = found.rates
+    if rates.ndim == 2 and family_of(metric).n_groups(metric) is None:
+        return float(np.mean([metric(r) for r in rates]))
+    return float(metric(rates))
+
+
+def _group_parts(view: BestView, row: BestRow) -> list[dict[str, Any]]:
+    confusion = np.asarray(row.found.confusion, dtype=np.float64)
+    stacks = confusion if confusion.ndim == 3 else confusion[None]
+    parts = []
+    for g, classifier in enumerate(row.found.classifiers):
+        parts.append(
+            {
+                "group": view.group_names[g] if len(stacks) > 1 else None,
+                "rates": dict(zip(view.class_names, classifier.rates.tolist(), strict=True)),
+                "confusion": stacks[g].tolist(),
+                "mixture": [
+                    {"probability": float(p), "plug_in_weights": w.tolist()}
+                    for p, w in zip(classifier.probabilities, classifier.weights, strict=True)
+                ],
+            }
+        )
+    return parts
+
+
+def best_json(view: BestView) -> dict[str, Any]:
+    """The view as a JSON document (what the API returns and the JSON export holds)."""
+    return {
+        "study": {"id": str(view.study.id), "name": view.study.name},
+        "class_names": view.class_names,
+        "group_names": view.group_names,
+        "method": view.method,
+        "reason": view.reason,
+        "classifiers": [
+            {
+                "label": row.label,
+                "kind": row.kind,
+                "session_id": None if row.session_id is None else str(row.session_id),
+                "participant_code": row.participant_code,
+                "metric_type": None if row.metric is None else row.metric.kind,
+                "lam": row.tradeoff,
+                "lower_is_better": row.lower_is_better,
+                "value": row.value,
+                "value_of_most_accurate": row.accurate_value,
+                "value_of_best_trained": row.trained_value,
+                "gap": row.found.optimum.gap,
+                "exact": row.found.optimum.exact,
+                "correct_of_100": view.overall(row),
+                "groups": _group_parts(view, row),
+            }
+            for row in view.rows
+        ],
+    }
+
+
+def best_columns(view: BestView) -> list[str]:
+    """The CSV's columns: who, the trade-off, values, then rates and confusion cells per group and class."""
+    prefixes = [f"{g}_" for g in view.group_names] or [""]
+    columns = [
+        "label",
+        "kind",
+        "session_id",
+        "participant_code",
+        "metric_type",
+        "lam",
+        "value",
+        "value_of_most_accurate",
+        "value_of_best_trained",
+        "gap",
+        "exact",
+    ]
+    for prefix in prefixes:
+        columns += [f"rate_{prefix}{name}" for name in view.class_names]
+        columns += [
+            f"confusion_{prefix}{true}_{predicted}"
+            for true in view.class_names
+            for predicted in view.class_names
+        ]
+        columns.append(f"mixture_{prefix}".rstrip("_"))
+    return columns
+
+
+def _rows(view: BestView) -> Iterator[dict[str, Any]]:
+    for item in best_json(view)["classifiers"]:
+        row = {key: item[key] for key in best_columns(view) if key in item}
+        for part in item["groups"]:
+            prefix = f"{part['group']}_" if part["group"] is not None else ""
+            for name, rate in part["rates"].items():
+                row[f"rate_{prefix}{name}"] = rate
+            for i, true in enumerate(view.class_names):
+                for j, predicted in enumerate(view.class_names):
+                    row[f"confusion_{prefix}{true}_{predicted}"] = part["confusion"][i][j]
+            row[f"mixture_{prefix}".rstrip("_")] = json.dumps(part["mixture"])
+        yield row
+
+
+def best_csv(view: BestView) -> Iterator[str]:
+    """The view as CSV text: one row per metric."""
+    return csv_lines(best_columns(view), _rows(view))
+
+
+#: The downloads: name -> (media type, extension).
+BEST_FILES: Final = {
+    "best-classifiers.json": ("application/json", "json"),
+    "best-classifiers.csv": ("text/csv; charset=utf-8", "csv"),
+}
+
+
+def best_file(view: BestView, kind: str) -> str:
+    """The text of one of `BEST_FILES`: the JSON document or the CSV table."""
+    if kind == "best-classifiers.json":
+        return json.dumps(best_json(view), indent=1)
+    return "".join(best_csv(view))

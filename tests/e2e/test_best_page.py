@@ -1,0 +1,126 @@
+"""The best-classifier table of a fairness study on Adult in Chromium, on a laptop and on a phone.
+
+Three automated participants with fair metrics answer over the JSON API; the coordinator opens the
+results page, sees each metric's best classifier with its trade-off beside the most accurate one, and
+downloads the table. The wide table scrolls inside its own region: the page itself never scrolls sideways.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from playwright.sync_api import Page, expect
+
+from app.admin.auth import create_user
+from app.admin.models import Role
+from app.sessions import create_session
+from elicitation.lab.feasible import build_space
+from elicitation.oracles import random_fair_metric
+
+pytestmark = pytest.mark.e2e
+
+PASSWORD = "browser test password for a throw-away database"
+EMAIL = "best@example.org"
+
+
+def _answer(base_url: str, token: str, metric: Any) -> None:
+    with httpx.Client(base_url=base_url, timeout=30) as client:
+        state = client.get(f"/api/v1/sessions/{token}").json()
+        while state["query"] is not None:
+            query = state["query"]
+            first, second = np.asarray(query["first"]["rates"]), np.asarray(query["second"]["rates"])
+            response = client.post(
+                f"/api/v1/sessions/{token}/answers",
+                json={
+                    "seq": query["seq"],
+                    "preferred": "first" if metric.prefers(first, second) else "second",
+                    "time_on_page_ms": 2000,
+                },
+            )
+            assert response.status_code == 200, response.text
+            state = response.json()
+        assert state["status"] == "done"
+
+
+@pytest.fixture(scope="module")
+def best_study(live_server: Any) -> Any:
+    space = build_space("adult", groups=True, seed=0)
+    study = live_server.create_study(
+        name="Income decisions",
+        class_names=list(space.class_names),
+        group_names=list(space.group_names),
+        algorithm="fair_qpme",
+        algorithm_params={"epsilon": 0.05},
+        query_space=space.to_dict(),
+    )
+    app = live_server.app
+    rng = np.random.default_rng(8)
+    for index in range(3):
+        with app.state.sessionmaker() as db:
+            _session, token = create_session(
+                db,
+                app.state.session_cache,
+                study.id,
+                participant_code=f"Officer {index + 1}",
+                consented=True,
+                require_open=False,
+            )
+        _answer(live_server.url, token, random_fair_metric(rng, 2, 2, tau=space.tau))
+    with app.state.sessionmaker() as db:
+        create_user(db, EMAIL, PASSWORD, Role.ADMIN.value)
+    return study
+
+
+def _open_results(page: Page, base: str, study: Any) -> None:
+    page.goto(f"{base}/admin/login")
+    page.get_by_test_id("login-email").fill(EMAIL)
+    page.get_by_test_id("login-password").fill(PASSWORD)
+    with page.expect_navigation():
+        page.get_by_test_id("login-submit").click()
+    page.goto(f"{base}/admin/studies/{study.id}/results")
+    expect(page.get_by_test_id("best-table")).to_be_visible()
+
+
+def _screenshot(page: Page, tmp_path: Path, name: str) -> None:
+    folder = Path(os.environ.get("BEST_SCREENSHOTS", tmp_path))
+    folder.mkdir(parents=True, exist_ok=True)
+    page.get_by_test_id("best-classifiers").screenshot(path=str(folder / f"{name}.png"))
+
+
+def _assert_no_sideways_page_scroll(page: Page) -> None:
+    wide = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert wide <= 1, f"the page scrolls sideways by {wide}px"
+
+
+def test_laptop_results_page_lists_each_metrics_best_classifier(
+    page: Page, live_server: Any, best_study: Any, health: Any, tmp_path: Path
+) -> None:
+    page.set_viewport_size({"width": 1366, "height": 900})
+    _open_results(page, live_server.url, best_study)
+    table = page.get_by_test_id("best-table")
+    expect(table.get_by_test_id("best-row-participant")).to_have_count(3)
+    expect(table.get_by_test_id("best-row-accuracy")).to_contain_text("Most accurate")
+    expect(table.get_by_test_id("best-row-consensus")).to_contain_text("Panel consensus")
+    expect(table.locator("thead")).to_contain_text("Trade-off λ")
+    expect(table.locator("thead")).to_contain_text("Female, income >50K: decided correctly")
+    _assert_no_sideways_page_scroll(page)
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Best classifiers CSV").click()
+    assert download.value.suggested_filename == f"best-classifiers-{best_study.id}.csv"
+    health.assert_clean()
+    _screenshot(page, tmp_path, "admin-best-desktop")
+
+
+def test_phone_results_page_scrolls_the_best_table_inside_its_region(
+    phone: Page, live_server: Any, best_study: Any, tmp_path: Path
+) -> None:
+    _open_results(phone, live_server.url, best_study)
+    _assert_no_sideways_page_scroll(phone)
+    region = phone.get_by_role("region", name="Best classifiers table")
+    assert region.evaluate("el => el.scrollWidth > el.clientWidth"), "the table scrolls within its region"
+    _screenshot(phone, tmp_path, "admin-best-phone")
