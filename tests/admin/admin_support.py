@@ -14,7 +14,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "app"))
 
 from app_support import METRIC, Participant
 
-__all__ = ["METRIC", "PASSWORD", "STUDY_CONFIG", "Participant", "bearer", "hidden", "login"]
+__all__ = [
+    "METRIC",
+    "PASSWORD",
+    "STUDY_CONFIG",
+    "Participant",
+    "bearer",
+    "finished_session",
+    "hidden",
+    "login",
+    "open_study",
+]
 
 PASSWORD = "correct horse battery staple"
 
@@ -59,3 +69,19 @@ def hidden(html: str, name: str) -> str:
     match = re.search(rf'name="{name}" value="([^"]*)"', html)
     assert match, f"no hidden {name} in page"
     return match.group(1)
+
+
+def open_study(client: TestClient, token: str, config: dict[str, Any]) -> str:
+    """Create a study over the API and open it; its id."""
+    created = client.post("/api/v1/studies", json=config, headers=bearer(token))
+    assert created.status_code == 201, created.text
+    sid: str = created.json()["id"]
+    client.patch(f"/api/v1/studies/{sid}", json={"status": "open"}, headers=bearer(token))
+    return sid
+
+
+def finished_session(client: TestClient, sid: str, metric: Any, code: str) -> None:
+    """One automated participant with ``metric`` and participant code ``code`` answers to the end."""
+    created = client.post(f"/api/v1/studies/{sid}/sessions", json={"consent": True, "participant_code": code})
+    assert created.status_code == 201, created.text
+    assert Participant(metric).finish(client, created.json()["token"])["status"] == "done"

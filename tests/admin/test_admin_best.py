@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from admin_support import STUDY_CONFIG, Participant, bearer, login
+from admin_support import STUDY_CONFIG, bearer, finished_session, login, open_study
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
-from elicitation import LinearMetric, Metric
+from elicitation import LinearMetric
 from elicitation.lab.feasible import build_space as build_dataset_space
 from elicitation.lab.optimal import best_classifier
 from elicitation.oracles import random_fair_metric
@@ -26,25 +26,11 @@ def cancer_space() -> dict[str, Any]:
     return build_dataset_space("breast-cancer", seed=0).to_dict()
 
 
-def _study(client: TestClient, token: str, config: dict[str, Any]) -> str:
-    created = client.post("/api/v1/studies", json=config, headers=bearer(token))
-    assert created.status_code == 201, created.text
-    sid: str = created.json()["id"]
-    client.patch(f"/api/v1/studies/{sid}", json={"status": "open"}, headers=bearer(token))
-    return sid
-
-
-def _join(client: TestClient, sid: str, metric: Metric, code: str) -> None:
-    created = client.post(f"/api/v1/studies/{sid}/sessions", json={"consent": True, "participant_code": code})
-    assert created.status_code == 201, created.text
-    assert Participant(metric).finish(client, created.json()["token"])["status"] == "done"
-
-
 def _cancer_study(client: TestClient, token: str, space: dict[str, Any]) -> str:
     config = {**STUDY_CONFIG, "class_names": space["class_names"], "query_space": space}
-    sid = _study(client, token, config)
+    sid = open_study(client, token, config)
     for code, weights in ((HOSTILE_CODE, [0.9, 0.4]), ("P2", [0.3, 0.95]), ("P3", [0.6, 0.8])):
-        _join(client, sid, LinearMetric(np.array(weights)), code)
+        finished_session(client, sid, LinearMetric(np.array(weights)), code)
     return sid
 
 
@@ -113,8 +99,8 @@ def test_a_synthetic_study_says_why_it_has_no_best_classifier(
     client: TestClient, accounts: dict[str, Any]
 ) -> None:
     token = accounts["alice"]["token"]
-    sid = _study(client, token, STUDY_CONFIG)
-    _join(client, sid, LinearMetric(np.array([0.9, 0.4])), "P1")
+    sid = open_study(client, token, STUDY_CONFIG)
+    finished_session(client, sid, LinearMetric(np.array([0.9, 0.4])), "P1")
     body = client.get(f"/api/v1/studies/{sid}/best-classifiers", headers=bearer(token)).json()
     assert body["classifiers"] == [] and "dataset" in body["reason"]
     login(client, accounts["alice"]["email"])
@@ -135,9 +121,9 @@ def test_a_fair_study_optimises_both_groups_together_with_its_tradeoff(
         "algorithm_params": {"epsilon": 0.05},
         "query_space": space.to_dict(),
     }
-    sid = _study(client, token, config)
+    sid = open_study(client, token, config)
     metric = random_fair_metric(np.random.default_rng(4), 2, 2, tau=space.tau)
-    _join(client, sid, metric, "F1")
+    finished_session(client, sid, metric, "F1")
     body = client.get(f"/api/v1/studies/{sid}/best-classifiers", headers=bearer(token)).json()
     row = next(item for item in body["classifiers"] if item["kind"] == "participant")
     assert row["lower_is_better"] and row["lam"] is not None and 0.0 <= row["lam"] <= 1.0

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from admin_support import STUDY_CONFIG, Participant, bearer, login
+from admin_support import STUDY_CONFIG, bearer, finished_session, login, open_study
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
@@ -22,20 +22,6 @@ HOSTILE_CODE = '=HYPERLINK("http://evil")<b>x</b>'
 PRIORS = [[0.6, 0.4], [0.7, 0.3]]
 
 
-def _study(client: TestClient, token: str, config: dict[str, Any]) -> str:
-    created = client.post("/api/v1/studies", json=config, headers=bearer(token))
-    assert created.status_code == 201, created.text
-    sid: str = created.json()["id"]
-    client.patch(f"/api/v1/studies/{sid}", json={"status": "open"}, headers=bearer(token))
-    return sid
-
-
-def _join(client: TestClient, sid: str, metric: Metric, code: str) -> None:
-    created = client.post(f"/api/v1/studies/{sid}/sessions", json={"consent": True, "participant_code": code})
-    assert created.status_code == 201, created.text
-    assert Participant(metric).finish(client, created.json()["token"])["status"] == "done"
-
-
 def _session_ids(client: TestClient, token: str, sid: str) -> dict[str, str]:
     """Participant code -> session id, from the results export."""
     rows = client.get(f"/api/v1/studies/{sid}/results", headers=bearer(token)).json()["results"]
@@ -43,11 +29,11 @@ def _session_ids(client: TestClient, token: str, sid: str) -> dict[str, str]:
 
 
 def _two_camp_study(client: TestClient, token: str) -> tuple[str, list[str], list[int]]:
-    sid = _study(client, token, STUDY_CONFIG)
+    sid = open_study(client, token, STUDY_CONFIG)
     codes = [HOSTILE_CODE if index == 0 else f"P{index + 1}" for index in range(8)]
     camp_of = [index % 2 for index in range(8)]
     for code, camp in zip(codes, camp_of, strict=True):
-        _join(client, sid, LinearMetric(CAMPS[camp]), code)
+        finished_session(client, sid, LinearMetric(CAMPS[camp]), code)
     ids = _session_ids(client, token, sid)
     return sid, [ids[code] for code in codes], camp_of
 
@@ -134,12 +120,12 @@ def test_panel_needs_two_participants_and_leaves_out_excluded_ones(
     client: TestClient, accounts: dict[str, Any]
 ) -> None:
     token = accounts["alice"]["token"]
-    sid = _study(client, token, STUDY_CONFIG)
+    sid = open_study(client, token, STUDY_CONFIG)
     empty = client.get(f"/api/v1/studies/{sid}/panel", headers=bearer(token)).json()
     assert not empty["available"] and "no finished participants" in empty["reason"]
     assert empty["members"] == [] and empty["consensus"] is None and empty["camps"] == []
-    _join(client, sid, LinearMetric(CAMPS[0]), "A")
-    _join(client, sid, LinearMetric(CAMPS[1]), "B")
+    finished_session(client, sid, LinearMetric(CAMPS[0]), "A")
+    finished_session(client, sid, LinearMetric(CAMPS[1]), "B")
     first, second = (_session_ids(client, token, sid)[code] for code in ("A", "B"))
     both = client.get(f"/api/v1/studies/{sid}/panel", headers=bearer(token)).json()
     assert both["available"] and len(both["members"]) == 2 and both["split"] is False
@@ -197,9 +183,9 @@ FAMILIES = {
 def test_panel_of_every_family(client: TestClient, accounts: dict[str, Any], family: str) -> None:
     config, people = FAMILIES[family]
     token = accounts["alice"]["token"]
-    sid = _study(client, token, config)
+    sid = open_study(client, token, config)
     for index, metric in enumerate(people):
-        _join(client, sid, metric, f"P{index + 1}")
+        finished_session(client, sid, metric, f"P{index + 1}")
     panel = client.get(f"/api/v1/studies/{sid}/panel", headers=bearer(token)).json()
     assert panel["available"] and panel["consensus"]["metric"]["type"] == family
     consensus = Metric.from_dict(panel["consensus"]["metric"])

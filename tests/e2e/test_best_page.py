@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 import pytest
+from e2e_support import answer_to_the_end
 from playwright.sync_api import Page, expect
 
 from app.admin.auth import create_user
@@ -26,25 +26,6 @@ pytestmark = pytest.mark.e2e
 
 PASSWORD = "browser test password for a throw-away database"
 EMAIL = "best@example.org"
-
-
-def _answer(base_url: str, token: str, metric: Any) -> None:
-    with httpx.Client(base_url=base_url, timeout=30) as client:
-        state = client.get(f"/api/v1/sessions/{token}").json()
-        while state["query"] is not None:
-            query = state["query"]
-            first, second = np.asarray(query["first"]["rates"]), np.asarray(query["second"]["rates"])
-            response = client.post(
-                f"/api/v1/sessions/{token}/answers",
-                json={
-                    "seq": query["seq"],
-                    "preferred": "first" if metric.prefers(first, second) else "second",
-                    "time_on_page_ms": 2000,
-                },
-            )
-            assert response.status_code == 200, response.text
-            state = response.json()
-        assert state["status"] == "done"
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +51,7 @@ def best_study(live_server: Any) -> Any:
                 consented=True,
                 require_open=False,
             )
-        _answer(live_server.url, token, random_fair_metric(rng, 2, 2, tau=space.tau))
+        answer_to_the_end(live_server.url, token, random_fair_metric(rng, 2, 2, tau=space.tau).prefers)
     with app.state.sessionmaker() as db:
         create_user(db, EMAIL, PASSWORD, Role.ADMIN.value)
     return study

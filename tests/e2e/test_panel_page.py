@@ -12,15 +12,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
 import pytest
+from e2e_support import answer_to_the_end
 from playwright.sync_api import Page, expect
 
 from app.admin.auth import create_user
 from app.admin.models import Role
 from app.sessions import create_session
-from elicitation import FairQuadraticMetric, LinearMetric, Metric
+from elicitation import FairQuadraticMetric, LinearMetric
 from elicitation.catalogue.registry import group_tau
 
 pytestmark = pytest.mark.e2e
@@ -52,25 +52,6 @@ TEXT_BOXES = """() => [...document.querySelectorAll('[data-figure]')].map(plot =
 })"""
 
 
-def _answer(base_url: str, token: str, metric: Metric) -> None:
-    with httpx.Client(base_url=base_url, timeout=10) as client:
-        state = client.get(f"/api/v1/sessions/{token}").json()
-        while state["query"] is not None:
-            query = state["query"]
-            first, second = np.asarray(query["first"]["rates"]), np.asarray(query["second"]["rates"])
-            response = client.post(
-                f"/api/v1/sessions/{token}/answers",
-                json={
-                    "seq": query["seq"],
-                    "preferred": "first" if metric.prefers(first, second) else "second",
-                    "time_on_page_ms": 2000,
-                },
-            )
-            assert response.status_code == 200, response.text
-            state = response.json()
-        assert state["status"] == "done"
-
-
 @pytest.fixture(scope="module")
 def panel_study(live_server: Any) -> Any:
     study = live_server.create_study(**STUDY)
@@ -87,7 +68,9 @@ def panel_study(live_server: Any) -> Any:
                 consented=True,
                 require_open=False,
             )
-        _answer(live_server.url, token, LinearMetric(CAMPS[index % 2] + 0.03 * rng.standard_normal(3)))
+        answer_to_the_end(
+            live_server.url, token, LinearMetric(CAMPS[index % 2] + 0.03 * rng.standard_normal(3)).prefers
+        )
     with app.state.sessionmaker() as db:
         create_user(db, "panel@example.org", PASSWORD, Role.ADMIN.value)
     return study
@@ -110,7 +93,7 @@ def _fill_fair_panel(live_server: Any, study: Any) -> None:
                 consented=True,
                 require_open=False,
             )
-        _answer(live_server.url, token, metric)
+        answer_to_the_end(live_server.url, token, metric.prefers)
 
 
 def _login(page: Page, base: str) -> None:
