@@ -1,5 +1,6 @@
 """A study in German, in a real browser: every page of the path speaks German, including what the page's
-scripts write (flow-chart totals, the table toggle, the "paused" notice) and the keyboard still answers."""
+scripts write (flow-chart totals, the table toggle, the "paused" notice), the keyboard still answers and
+axe-core finds no serious violation on the German pages."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
+from test_accessibility import _assert_accessible
 
 pytestmark = pytest.mark.e2e
 
@@ -19,6 +21,8 @@ GERMAN = {
     "class_names": ["gutartig", "bösartig"],
     "population": "Patienten",
     "language": "de",
+    # No forward to a panel: the thank-you page stays put while it is checked.
+    "redirect_url": None,
 }
 #: A hidden tab longer than session.js's notice threshold (2 s).
 AWAY_MS = 2300
@@ -39,6 +43,7 @@ def test_a_german_study_is_german_from_consent_to_thank_you(
     expect(page.locator("html")).to_have_attribute("lang", "de")
     expect(page.locator("html")).to_have_attribute("dir", "ltr")
     expect(page.get_by_role("heading", name="Bevor Sie beginnen")).to_be_visible()
+    _assert_accessible(page, "German consent page")
     page.get_by_label("Ich habe das Obenstehende gelesen und bin mit der Teilnahme einverstanden.").check()
     page.get_by_role("button", name="Starten").click()
     expect(page.get_by_role("heading", name="So funktioniert es")).to_be_visible()
@@ -55,6 +60,7 @@ def test_a_german_study_is_german_from_consent_to_thank_you(
     expect(toggle).to_have_text("Tabellen ausblenden")
     expect(page.get_by_test_id("counts-left-0")).to_contain_text("Tatsächlich: gutartig")
     _shoot(page, "question-de-desktop.png")
+    _assert_accessible(page, "German practice question")
 
     # The "paused" notice of session.js, with German plural forms.
     page.evaluate(
@@ -83,6 +89,7 @@ def test_a_german_study_is_german_from_consent_to_thank_you(
     expect(page.get_by_role("heading", name="Vielen Dank!")).to_be_visible()
     expect(page.get_by_test_id("result-headline")).to_contain_text("Fehler")
     expect(page.get_by_test_id("cost-table")).to_contain_text("Kosten pro Person")
+    _assert_accessible(page, "German thank-you page")
 
 
 def test_a_german_question_fits_a_phone(phone: Page, live_server: Any) -> None:
