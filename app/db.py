@@ -7,12 +7,15 @@ from typing import Any
 
 import orjson
 from sqlalchemy import MetaData, create_engine, event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from .settings import Settings
 
-__all__ = ["NAMING_CONVENTION", "Base", "make_engine", "make_sessionmaker"]
+__all__ = ["NAMING_CONVENTION", "Base", "make_engine", "make_sessionmaker", "relax_durability"]
+
+#: Marks a pooled SQLite connection whose ``synchronous`` level `relax_durability` lowered.
+_RELAXED = "relaxed_synchronous"
 
 #: Deterministic constraint names, so that batch migrations on SQLite can drop and recreate them.
 NAMING_CONVENTION = {
@@ -68,7 +71,30 @@ def make_engine(settings: Settings) -> Engine:
             cursor.execute("PRAGMA busy_timeout=10000")
             cursor.close()
 
+        @event.listens_for(engine, "checkin")
+        def _restore_synchronous(dbapi_connection: Any, record: Any) -> None:
+            if record.info.pop(_RELAXED, False) and dbapi_connection is not None:
+                dbapi_connection.execute(f"PRAGMA synchronous={synchronous}")
+
     return engine
+
+
+def relax_durability(connection: Connection) -> None:
+    """Let the current transaction commit without waiting for the disk; for data that only saves work.
+
+    A crash may then lose the transaction, never corrupt the database, and every other commit keeps its
+    durability. PostgreSQL: ``synchronous_commit`` off for this transaction. SQLite (WAL):
+    ``synchronous=NORMAL`` until the connection returns to the pool, where the configured level is set
+    again; the level cannot change inside a transaction, so one already open keeps it.
+    """
+    dialect = connection.dialect.name
+    if dialect == "postgresql":
+        connection.exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+    elif dialect == "sqlite":
+        pooled = connection.connection
+        if not pooled.dbapi_connection.in_transaction:  # type: ignore[union-attr]
+            connection.exec_driver_sql("PRAGMA synchronous=NORMAL")
+            pooled.info[_RELAXED] = True
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

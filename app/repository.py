@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
+from .db import relax_durability
 from .models import Answer, ElicitationSession, ElicitorCheckpoint, LogAction, Result, SessionLink, Study
 
 __all__ = [
@@ -198,10 +199,8 @@ def save_checkpoint(db: Session, values: dict[str, Any]) -> None:
     `IntegrityError`, which the caller treats as "another worker saved one".
     """
     key = ElicitorCheckpoint.session_id == values["session_id"]
-    if db.get_bind().dialect.name == "postgresql":
-        # A checkpoint lost in a crash costs a replay, never an answer: its commit need not wait for the WAL
-        # to reach the disk (this transaction only; the answer's own commit still does).
-        db.connection().exec_driver_sql("SET LOCAL synchronous_commit TO OFF")
+    # A checkpoint lost in a crash costs a replay, never an answer: its commit need not wait for the disk.
+    relax_durability(db.connection())
     changed = db.connection().execute(update(ElicitorCheckpoint).where(key).values(values)).rowcount
     if not changed:
         db.connection().execute(insert(ElicitorCheckpoint), values)

@@ -215,3 +215,26 @@ def test_a_bisection_session_saves_no_checkpoint(app: Any, client: TestClient, s
     token = new_session(client, study)
     _answered(client, token, 4)
     assert _checkpoint(app, _session(app, token).id) is None
+
+
+def test_checkpoint_commits_leave_every_pooled_sqlite_connection_fully_synchronous(
+    sqlite_settings: Any,
+) -> None:
+    """A checkpoint's commit skips the disk flush (synchronous=NORMAL); the answers' commits never do."""
+    app = create_app(sqlite_settings)
+    try:
+        with TestClient(app) as client:
+            study = make_study(app, **ACTIVE)
+            token = new_session(client, study)
+            _answered(client, token, 4)
+            assert _checkpoint(app, _session(app, token).id) is not None
+            pool = app.state.engine.pool
+            connections = [app.state.engine.connect() for _ in range(max(pool.checkedin(), 1))]
+            try:
+                levels = {c.exec_driver_sql("PRAGMA synchronous").scalar() for c in connections}
+            finally:
+                for connection in connections:
+                    connection.close()
+        assert levels == {2}  # FULL, the configured level
+    finally:
+        app.state.engine.dispose()
