@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import orjson
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -30,6 +31,7 @@ from sqlalchemy.orm import Session
 from elicitation.families import get_family
 
 from ..algorithms import get_algorithm
+from ..charts.comparison import displayed_counts
 from ..models import (
     Answer,
     ElicitationSession,
@@ -41,6 +43,7 @@ from ..models import (
     StudyStatus,
     as_utc,
 )
+from ..plan import wilson_interval
 from ..sessions import SessionCache
 from ..sessions.displayed import session_version
 from ..study_config import config_hash
@@ -58,6 +61,7 @@ __all__ = [
     "iso_utc",
     "neutralise",
     "panel_columns",
+    "parquet_bytes",
     "replay_log",
     "result_columns",
     "result_rows",
@@ -113,15 +117,35 @@ def result_columns(study: Study) -> list[str]:
         "metric_type",
     ]
     columns += get_algorithm(study.algorithm).algorithm.family.export_columns(classes, groups)
-    columns += [
-        "evaluation_pairs",
-        "agreement_elicited_pct",
-        "agreement_accuracy_pct",
-        "agreement_equal_weights_pct",
-        "checks_shown",
-        "checks_passed",
-    ]
+    columns.append("evaluation_pairs")
+    for key in AGREEMENT_KEYS:
+        columns += [f"agreement_{key}_pct", f"agreement_{key}_low_pct", f"agreement_{key}_high_pct"]
+    columns += ["checks_shown", "checks_passed"]
     return columns
+
+
+#: The agreement measures of a result's evaluation: the elicited metric and the two baselines.
+AGREEMENT_KEYS = ("elicited", "accuracy", "equal_weights")
+
+
+def agreement_cells(evaluation: dict[str, Any]) -> dict[str, float | None]:
+    """Each agreement percentage with its 95 % Wilson interval (``_low_pct``, ``_high_pct``).
+
+    Results stored before the interval was kept carry the counts it comes from; the interval is computed
+    from them by the same helper the evaluation stops with.
+    """
+    cells: dict[str, float | None] = {}
+    for key in AGREEMENT_KEYS:
+        item = evaluation.get(key)
+        item = item if isinstance(item, dict) else {}
+        interval = item.get("interval_percent")
+        if interval is None and item.get("decided"):
+            low, high = wilson_interval(int(item["agreed"]), int(item["decided"]))
+            interval = [100.0 * low, 100.0 * high]
+        cells[f"agreement_{key}_pct"] = item.get("percent")
+        cells[f"agreement_{key}_low_pct"] = None if interval is None else float(interval[0])
+        cells[f"agreement_{key}_high_pct"] = None if interval is None else float(interval[1])
+    return cells
 
 
 def _metric_cells(study: Study, metric: dict[str, Any]) -> dict[str, Any]:
@@ -186,9 +210,7 @@ def result_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
             row.update(_metric_cells(study, result.metric))
             evaluation = result.evaluation or {}
             row["evaluation_pairs"] = evaluation.get("pairs")
-            for key in ("elicited", "accuracy", "equal_weights"):
-                item = evaluation.get(key)
-                row[f"agreement_{key}_pct"] = item.get("percent") if isinstance(item, dict) else None
+            row.update(agreement_cells(evaluation))
             checks = result.checks or {}
             kinds = [value for value in checks.values() if isinstance(value, dict)]
             row["checks_shown"] = sum(int(item.get("shown", 0)) for item in kinds)
@@ -214,6 +236,36 @@ def csv_lines(columns: list[str], rows: Iterator[dict[str, Any]]) -> Iterator[st
             ["" if row.get(column) is None else neutralise(row.get(column)) for column in columns]
         )
         yield flush()
+
+
+#: What a coordinator runs to get the Parquet downloads.
+PARQUET_INSTALL = "pip install 'elicitation-studio[parquet]'"
+
+
+def parquet_bytes(columns: list[str], rows: Iterator[dict[str, Any]]) -> bytes:
+    """The rows as one Parquet file (the same columns and values as the CSV, with their types).
+
+    Parquet needs the optional ``pyarrow`` package; without it this raises `AdminError` (501) naming the
+    command that installs it, and the CSV and JSON exports stay available.
+    """
+    try:
+        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    except ImportError:
+        raise AdminError(
+            "Parquet downloads need the optional pyarrow package, which this server lacks "
+            f"({PARQUET_INSTALL}); the CSV and JSON downloads have the same columns",
+            status_code=501,
+            code="parquet_unavailable",
+        ) from None
+    values: dict[str, list[Any]] = {column: [] for column in columns}
+    for row in rows:
+        for column in columns:
+            values[column].append(row.get(column))
+    table = pa.table({column: pa.array(cells) for column, cells in values.items()})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
 
 
 def json_lines(study: Study, rows: Iterator[dict[str, Any]]) -> Iterator[str]:
@@ -261,6 +313,45 @@ ANSWER_LOG_COLUMNS = [
 ]
 
 
+def _cell_names(study: Study) -> list[str]:
+    """``<true>_<predicted>`` per cell, prefixed by ``<group>_`` in a study with groups."""
+    classes = [str(name) for name in study.config["class_names"]]
+    groups = [str(name) for name in study.config.get("group_names") or []]
+    cells = [f"{true}_{predicted}" for true in classes for predicted in classes]
+    return [f"{group}_{cell}" for group in groups for cell in cells] if groups else cells
+
+
+def answer_log_columns(study: Study) -> list[str]:
+    """`ANSWER_LOG_COLUMNS`, then one column per confusion-matrix cell of each side of the question: as
+    the participant saw it (``left_shown_...``, rounded the way the page rounds) and as computed
+    (``left_computed_...``), out of 100 people (per group)."""
+    cells = _cell_names(study)
+    return ANSWER_LOG_COLUMNS + [
+        f"{side}_{kind}_{cell}"
+        for side in ("left", "right")
+        for kind in ("shown", "computed")
+        for cell in cells
+    ]
+
+
+def _confusion_cells(shown: dict[str, Any], names: list[str]) -> dict[str, float]:
+    """The tidy cells of one logged question (none for rows that showed nothing, such as undo rows)."""
+    if "left" not in shown or "right" not in shown:
+        return {}
+    computed = {side: np.asarray(shown[side]["confusion"], dtype=np.float64) for side in ("left", "right")}
+    rounded = dict(
+        zip(("left", "right"), displayed_counts(computed["left"], computed["right"])[:2], strict=True)
+    )
+    cells: dict[str, float] = {}
+    for side in ("left", "right"):
+        for kind, values in (("shown", rounded[side]), ("computed", computed[side])):
+            flat = values.reshape(-1)
+            if flat.shape[0] != len(names):
+                return {}  # a log row of another shape (never written by this study): leave the cells out
+            cells.update({f"{side}_{kind}_{name}": float(v) for name, v in zip(names, flat, strict=True)})
+    return cells
+
+
 def answer_log_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
     """Every log row of every session of the study (answers, undone answers and undo rows).
 
@@ -276,10 +367,11 @@ def answer_log_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
         .order_by(ElicitationSession.created_at, Answer.session_id, Answer.seq)
         .execution_options(yield_per=BATCH * 10)
     )
+    names = _cell_names(study)
     for answer, code in db.execute(statement):
         query = answer.query or {}
         shown = answer.shown or {}
-        yield {
+        yield _confusion_cells(shown, names) | {
             "session_id": str(answer.session_id),
             "participant_code": code,
             "seq": answer.seq,

@@ -18,10 +18,12 @@ __all__ = [
     "MAX_ARCHIVE_BYTES",
     "MAX_BODY_BYTES",
     "MAX_STUDY_BODY_BYTES",
+    "PARQUET_TABLES",
     "RowIdPath",
     "answers_csv_response",
     "best_export",
     "panel_export",
+    "parquet_response",
     "parse_json_upload",
     "plan_cache",
     "results_csv_response",
@@ -90,10 +92,30 @@ def answers_csv_response(request: Request, principal: Principal, study_id: str) 
         request,
         principal,
         study_id,
-        lambda db, study: export.csv_lines(export.ANSWER_LOG_COLUMNS, export.answer_log_rows(db, study)),
+        lambda db, study: export.csv_lines(
+            export.answer_log_columns(study), export.answer_log_rows(db, study)
+        ),
         "text/csv; charset=utf-8",
         "answers",
     )
+
+
+#: The Parquet downloads: name -> (columns, rows) of the study, the same tables as the CSV downloads.
+PARQUET_TABLES: dict[str, tuple[Any, Any]] = {
+    "results.parquet": (export.result_columns, export.result_rows),
+    "answers.parquet": (export.answer_log_columns, export.answer_log_rows),
+}
+
+
+def parquet_response(request: Request, principal: Principal, study_id: str, kind: str) -> Response:
+    """One of `PARQUET_TABLES` as a Parquet file (501 with the install command when pyarrow is missing)."""
+    columns, rows = PARQUET_TABLES[kind]
+    with request.app.state.sessionmaker() as db:
+        study, _control = studies.visible_study(db, principal, study_id)
+        body = export.parquet_bytes(columns(study), rows(db, study))
+        name = kind.removesuffix(".parquet")
+        headers = {"Content-Disposition": f'attachment; filename="{name}-{study.id}.parquet"'}
+    return Response(body, media_type="application/vnd.apache.parquet", headers=headers)
 
 
 def parse_json_upload(raw: bytes, limit: int) -> Any:

@@ -43,6 +43,7 @@ from .http import (
     answers_csv_response,
     best_export,
     panel_export,
+    parquet_response,
     parse_json_upload,
     plan_cache,
     results_csv_response,
@@ -383,6 +384,33 @@ def results_csv(study_id: str, principal: ApiUserDep, request: Request) -> Strea
 def answers_csv(study_id: str, principal: ApiUserDep, request: Request) -> StreamingResponse:
     """Every answer-log row of every session (undone answers and undo rows included); streamed."""
     return answers_csv_response(request, principal, study_id)
+
+
+#: The 200 answer of a Parquet download.
+PARQUET_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"application/vnd.apache.parquet": {}}, "description": "a Parquet file"},
+    501: {"description": "the server lacks the optional pyarrow package"},
+}
+
+
+@router.get(
+    "/studies/{study_id}/results.parquet",
+    response_class=Response,
+    responses={**PARQUET_RESPONSE, **error_responses(404, 422)},
+)
+def results_parquet(study_id: str, principal: ApiUserDep, request: Request) -> Response:
+    """The results table as Parquet (same columns as the CSV); needs the server's optional pyarrow."""
+    return parquet_response(request, principal, study_id, "results.parquet")
+
+
+@router.get(
+    "/studies/{study_id}/answers.parquet",
+    response_class=Response,
+    responses={**PARQUET_RESPONSE, **error_responses(404, 422)},
+)
+def answers_parquet(study_id: str, principal: ApiUserDep, request: Request) -> Response:
+    """Every answer-log row as Parquet (same columns as the CSV); needs the server's optional pyarrow."""
+    return parquet_response(request, principal, study_id, "answers.parquet")
 
 
 @router.get("/studies/{study_id}/panel", response_model=PanelOut, responses=error_responses(404, 422))

@@ -48,10 +48,12 @@ from .http import (
     MAX_ARCHIVE_BYTES,
     MAX_BODY_BYTES,
     MAX_STUDY_BODY_BYTES,
+    PARQUET_TABLES,
     RowIdPath,
     answers_csv_response,
     best_export,
     panel_export,
+    parquet_response,
     parse_json_upload,
     plan_cache,
     results_csv_response,
@@ -550,6 +552,8 @@ def download(study_id: str, kind: str, request: Request, principal: UiUserDep, d
         return results_json_response(request, principal, study_id)
     if kind == "answers.csv":
         return answers_csv_response(request, principal, study_id)
+    if kind in PARQUET_TABLES:
+        return parquet_response(request, principal, study_id, kind)
     if kind == "archive.json":
         study, _control = studies.visible_study(db, principal, study_id)
         return Response(

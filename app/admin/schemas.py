@@ -193,8 +193,14 @@ class ResultRowOut(BaseModel):
     metric_type: str | None
     evaluation_pairs: int | None
     agreement_elicited_pct: float | None
+    agreement_elicited_low_pct: float | None = Field(description="95 % Wilson interval, lower end")
+    agreement_elicited_high_pct: float | None = Field(description="95 % Wilson interval, upper end")
     agreement_accuracy_pct: float | None
+    agreement_accuracy_low_pct: float | None
+    agreement_accuracy_high_pct: float | None
     agreement_equal_weights_pct: float | None
+    agreement_equal_weights_low_pct: float | None
+    agreement_equal_weights_high_pct: float | None
     checks_shown: int | None
     checks_passed: int | None
 

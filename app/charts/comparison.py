@@ -44,6 +44,7 @@ __all__ = [
     "comparison_view",
     "counts_table",
     "display_decimals",
+    "displayed_counts",
     "progress_figure",
     "rounded_counts",
     "sankey_figure",
@@ -125,6 +126,13 @@ def display_decimals(left: npt.ArrayLike, right: npt.ArrayLike) -> int:
         if np.array_equal(shown, wanted):
             return decimals
     return DISPLAY_DECIMALS[-1]
+
+
+def displayed_counts(left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, int]:
+    """Both classifiers' confusion matrices exactly as a question shows them (rounded together), and the
+    decimals they are shown with."""
+    decimals = display_decimals(left, right)
+    return rounded_counts(left, decimals), rounded_counts(right, decimals), decimals
 
 
 def _population_label(population: str) -> str:
@@ -453,8 +461,8 @@ def comparison_view(comparison: Mapping[str, Any], tr: NullTranslations = ENGLIS
     if n_groups > 1 or group_names:
         group_names = check_names(group_names, n_groups, "group")
     population = _population_label(comparison.get("population") or "people")
-    decimals = display_decimals(left_exact, right_exact)
-    shown = {"left": rounded_counts(left_exact, decimals), "right": rounded_counts(right_exact, decimals)}
+    shown_left, shown_right, decimals = displayed_counts(left_exact, right_exact)
+    shown = {"left": shown_left, "right": shown_right}
     y_max = _nice_ceiling(max(float(shown["left"].max()), float(shown["right"].max())))
     seq = comparison.get("seq", 0)
     differs = [not np.array_equal(shown["left"][group], shown["right"][group]) for group in range(n_groups)]
