@@ -50,8 +50,8 @@ __all__ = [
 METHOD: Final = (
     "Each metric's best classifier mixes the dataset's trained classifiers at random (each person is "
     "decided by one of them, drawn with the probabilities shown): among all such mixtures it is the one "
-    "the metric scores best on the dataset's held-out people. For these metrics the search is exact: no "
-    f"mixture scores better by more than {DEFAULT_GAP_TOLERANCE:g}."
+    "the metric scores best on the dataset's held-out people. The search is exact: each answer comes with a "
+    f"bound, below {DEFAULT_GAP_TOLERANCE:g} here, on how much better any mixture could score."
 )
 #: Label of the accuracy row.
 ACCURACY_LABEL: Final = "Most accurate"

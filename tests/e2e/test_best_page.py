@@ -8,6 +8,7 @@ downloads the table. The wide table scrolls inside its own region: the page itse
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,7 @@ def _screenshot(page: Page, tmp_path: Path, name: str) -> None:
     folder = Path(os.environ.get("BEST_SCREENSHOTS", tmp_path))
     folder.mkdir(parents=True, exist_ok=True)
     page.get_by_test_id("best-classifiers").screenshot(path=str(folder / f"{name}.png"))
+    page.get_by_test_id("results-table").screenshot(path=str(folder / f"{name}-participants.png"))
 
 
 def _assert_no_sideways_page_scroll(page: Page) -> None:
@@ -89,6 +91,11 @@ def test_laptop_results_page_lists_each_metrics_best_classifier(
     expect(table.get_by_test_id("best-row-consensus")).to_contain_text("Panel consensus")
     expect(table.locator("thead")).to_contain_text("Trade-off λ")
     expect(table.locator("thead")).to_contain_text("Female, income >50K: decided correctly")
+    # every agreement percentage has its 95 % interval beside it
+    agreement = page.get_by_test_id("row-agreement-elicited")
+    expect(agreement).to_have_count(3)
+    for cell in agreement.all():
+        expect(cell).to_have_text(re.compile(r"^\d+% \(\d+–\d+\)$"))
     _assert_no_sideways_page_scroll(page)
     with page.expect_download() as download:
         page.get_by_role("link", name="Best classifiers CSV").click()
