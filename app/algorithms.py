@@ -8,6 +8,7 @@ registration in the core (and, if it elicits a new metric family, that family's 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -38,6 +39,7 @@ __all__ = [
     "QpmeParams",
     "TradeoffParams",
     "UnknownAlgorithmError",
+    "algorithm_label",
     "get_algorithm",
     "group_tau",
     "params_model",
@@ -117,6 +119,13 @@ class AlgorithmSpec:
         return self.algorithm.description
 
     @property
+    def label(self) -> str:
+        """The short name back-office pages show for a study's algorithm: the form's label up to its colon,
+        without the form's recommendation (``"Active quadratic"`` rather than ``active_quadratic``)."""
+        head = self.algorithm.description.split(":", 1)[0]
+        return re.sub(r"\s*\(recommended[^)]*\)", "", head).strip()
+
+    @property
     def needs_groups(self) -> bool:
         """True for algorithms that take group rates ``(n_groups, n_classes)`` (fairness studies)."""
         return self.algorithm.needs_groups
@@ -167,6 +176,12 @@ TradeoffParams = REGISTRY["tradeoff"].params_model
 #: The active elicitors' parameters (active_linear's model; active_quadratic declares the same fields).
 ActiveParams = REGISTRY["active_linear"].params_model
 ActiveFairParams = REGISTRY["active_fair"].params_model
+
+
+def algorithm_label(name: str) -> str:
+    """The back-office name of algorithm ``name`` (`AlgorithmSpec.label`); an unknown name as stored."""
+    spec = REGISTRY.get(name)
+    return spec.label if spec is not None else name
 
 
 def get_algorithm(name: str) -> AlgorithmSpec:

@@ -17,6 +17,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import __version__, access_log
 from .admin import web as admin_web
+from .admin.monitor import STATUS_WORDS
+from .algorithms import algorithm_label
 from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
 from .embedding import CONTENT_SECURITY_POLICY
@@ -152,6 +154,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     templates.env.globals["app_name"] = "Elicitation Studio"
     templates.env.globals["languages"] = LANGUAGES
     templates.env.filters["figure_json"] = figure_json
+    templates.env.filters["algorithm_label"] = algorithm_label
+    templates.env.globals["status_words"] = STATUS_WORDS
     app.state.templates = templates
 
     plotly_js = _plotly_js_path()
