@@ -81,6 +81,12 @@ _STAGES = {
     Phase.CHECK.value: "questions",
     Phase.EVALUATION.value: "evaluation pairs",
 }
+#: What the dashboard calls each session status (the dashboard's counters and its chart say "answering").
+STATUS_WORDS = {
+    SessionStatus.INVITED.value: "invited",
+    SessionStatus.ACTIVE.value: "answering",
+    SessionStatus.DONE.value: "done",
+}
 #: Answers-per-minute chart window.
 RATE_WINDOW_MIN = 60
 #: Seconds a dashboard computation may spend replaying sessions to learn their own expected totals.
@@ -252,7 +258,9 @@ def study_dashboard(
     statuses = [status.value for status in SessionStatus]
     counts = {status: by_status.get(status, 0) for status in statuses}
     figures = [
-        monitor_charts.status_figure(counts, len(excluded)),
+        monitor_charts.status_figure(
+            {STATUS_WORDS.get(key, key): n for key, n in counts.items()}, len(excluded)
+        ),
         monitor_charts.answer_rate_figure(per_minute),
         monitor_charts.dropoff_figure(dropoff),
     ]
@@ -366,14 +374,19 @@ def verify_replay(
     try:
         outcome = replay_verified(lambda: runtime.elicitor(seed, version), elicitation)
     except ElicitationError as exc:
-        return {"ok": False, "message": f"{type(exc).__name__}: {exc}"}
+        return {"ok": False, "message": f"the answers do not replay with this version of the app: {exc}"}
     if isinstance(outcome, Failed):
         # The answers did not determine a metric: consistent only if that is what was committed.
         recorded_failure = result is not None and result.metric.get("type") == "failed"
         verdict = "reproduces the recorded failure" if recorded_failure else "fails"
         return {"ok": recorded_failure, "message": f"replay {verdict}: {outcome.message}"}
     if not isinstance(outcome, Done):
-        return {"ok": True, "message": f"replays to the pending query after {len(elicitation)} answers"}
+        counted = len(elicitation)
+        answers = "answer" if counted == 1 else "answers"
+        return {
+            "ok": True,
+            "message": f"replays to the question on screen now after {counted} elicitation {answers}",
+        }
     if result is None or result.metric.get("type") == "failed":
         return {"ok": True, "message": "replays to a metric; no result is committed yet"}
     replayed = encode_metric(outcome.result.metric)
@@ -397,10 +410,12 @@ class SessionDetail:
 
     @staticmethod
     def rates(side: dict[str, Any] | None) -> str:
-        """A shown classifier's rates, rounded for the log table."""
+        """A shown classifier's rates for the log table: one per class in the study's order, to 3 decimals,
+        separated by " / " (groups, when there are several, by "; ")."""
         if not side:
             return ""
-        return str(np.round(np.asarray(side["rates"], dtype=np.float64), 3).tolist())
+        rates = np.atleast_2d(np.asarray(side["rates"], dtype=np.float64))
+        return "; ".join(" / ".join(f"{rate:.3f}" for rate in row) for row in rates)
 
 
 def _elicited_rows(rows: list[Answer]) -> list[Answer]:
@@ -423,7 +438,8 @@ def session_detail(
     config = study.config
     class_names = list(config["class_names"])
     group_names = list(config.get("group_names") or [])
-    figures = [monitor_charts.convergence_figure(_elicited_rows(rows))]
+    convergence = monitor_charts.convergence_figure(_elicited_rows(rows))
+    figures = [convergence] if convergence is not None else []
     if result is not None and result.metric.get("type") != "failed":
         figures += coordinator_figures(result.metric, class_names, group_names)
         evaluation = result.evaluation or {}

@@ -101,48 +101,55 @@ def dropoff_figure(dropoff: Mapping[int, int]) -> dict[str, Any]:
     }
 
 
-def convergence_figure(rows: Sequence[Any]) -> dict[str, Any]:
-    """Distance between the two compared classifiers by step, one line per binary search.
+def convergence_figure(rows: Sequence[Any]) -> dict[str, Any] | None:
+    """Distance between the two compared classifiers by step, one line per binary search (the paper's
+    searches); None when the session has no such search (the active elicitors ask without one).
 
     ``rows`` are a session's standing elicitation log rows (their stored ``query``). In each LPME search the
     two compared points lie at the current interval's quartiles, so their distance shrinks with the search
-    interval: the line shows the search converging.
+    interval: the line shows the search converging. Searches are numbered in the order they were asked.
     """
-    searches: dict[str, list[tuple[int, float]]] = {}
+    searches: dict[tuple[str, int], list[float]] = {}
     for row in rows:
         query = row.query
-        key = f"{query.get('search', '')} / coordinate {query.get('coordinate')}"
+        if query.get("coordinate") is None:
+            continue
+        key = (str(query.get("search", "")), int(query["coordinate"]))
         width = float(np.linalg.norm(np.asarray(query["first"]) - np.asarray(query["second"])))
-        searches.setdefault(key, []).append((len(searches.get(key, [])), width))
+        searches.setdefault(key, []).append(width)
+    if not searches:
+        return None
     data = [
         {
             "type": "scatter",
             "mode": "lines+markers",
-            "name": key,
-            "x": [step for step, _width in points],
-            "y": [width for _step, width in points],
+            "name": f"search {number}",
+            "x": list(range(1, len(widths) + 1)),
+            "y": widths,
+            "hovertemplate": "question %{x}: %{y:.3f}<extra>%{fullData.name}</extra>",
         }
-        for key, points in searches.items()
+        for number, widths in enumerate(searches.values(), start=1)
     ]
     return {
         "id": "fig-convergence",
-        "caption": "Binary-search convergence",
+        "caption": "How each search narrowed down",
         "figure": _figure(
             data,
-            "Convergence of each binary search",
+            "Distance between the two classifiers compared, question by question within each search",
             showlegend=len(data) <= 8,
             height=340,
-            xaxis={"title": {"text": "Step within the search"}},
+            xaxis={"title": {"text": "Question within the search"}, "dtick": 1},
             yaxis={"title": {"text": "Distance between compared rates"}, "type": "log"},
         ),
     }
 
 
 def agreement_figure(values: Sequence[tuple[str, float | None]]) -> dict[str, Any]:
-    """Agreement M (percent of evaluation pairs) of the elicited metric and its baselines."""
+    """Agreement (the paper's M: percent of evaluation pairs the metric answers as the participant did) of the
+    elicited metric and its baselines."""
     return {
         "id": "fig-agreement",
-        "caption": "Agreement M on the evaluation pairs",
+        "caption": "Agreement with the evaluation answers",
         "figure": _figure(
             [
                 {
@@ -153,7 +160,7 @@ def agreement_figure(values: Sequence[tuple[str, float | None]]) -> dict[str, An
                     "hovertemplate": "%{x}: %{y:.0f}%<extra></extra>",
                 }
             ],
-            "Agreement M with the participant's evaluation answers",
+            "How often each metric picks what the participant picked on the evaluation pairs",
             yaxis={"title": {"text": "% of pairs"}, "range": [0, 100]},
         ),
     }
@@ -199,10 +206,10 @@ def coefficients_figures(
         figures.append(
             {
                 "id": "fig-agreement-all",
-                "caption": "Agreement M per participant",
+                "caption": "Agreement with each participant's evaluation answers",
                 "figure": _figure(
                     [{"type": "bar", "x": [name for name, _v in agreement], "y": [v for _n, v in agreement]}],
-                    "Agreement M per participant (elicited metric)",
+                    "How often the elicited metric picks what the participant picked on the evaluation pairs",
                     yaxis={"title": {"text": "% of evaluation pairs"}, "range": [0, 100]},
                 ),
             }

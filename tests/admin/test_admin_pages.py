@@ -450,12 +450,12 @@ def test_dashboard_numbers_poll_shows_each_sessions_progress_and_last_activity(
     # The page's changing parts, rendered by the page's own macros: escaped, with the same hooks.
     html = body["html"]["sessions"]
     assert "&lt;b&gt;P-1&lt;/b&gt;" in html and "<b>P-1</b>" not in html
-    assert f"3 of about {planned} · questions" in html and 'data-status="done"' in html
+    assert f"3 of about {planned} answers · stage: questions" in html and 'data-status="done"' in html
     assert 'data-testid="count-done">1<' in body["html"]["numbers"]
     # The dashboard page shows the same list and says it updates itself; the JSON API carries it too.
     page = client.get(f"/admin/studies/{sid}/monitor").text
     assert f'data-live-url="/admin/studies/{sid}/monitor.json"' in page and "/static/js/monitor.js" in page
-    assert f"3 of about {planned} · questions" in page
+    assert f"3 of about {planned} answers · stage: questions" in page
     api = client.get(f"/api/v1/studies/{sid}/dashboard", headers=bearer(token)).json()
     assert [row["answered"] for row in api["sessions"]] == [finished["answered"], 3]
     # Nobody else's numbers: another coordinator gets a 404, a logged-out browser the login page.

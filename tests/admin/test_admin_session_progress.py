@@ -70,7 +70,7 @@ def test_a_session_is_shown_against_its_own_expected_total(
     [row] = _rows(client, study_id)
     assert (row["answered"], row["estimated_total"], row["own_estimate"]) == (6, own_total, True)
     html = client.get(f"/admin/studies/{study_id}/monitor").text
-    assert f"6 of about {own_total} · questions" in html and "(typical)" not in html
+    assert f"6 of about {own_total} answers · stage: questions" in html and "(typical)" not in html
     # Another worker (or a restart) never served it: the dashboard replays the log once and gets the same.
     app.state.session_cache.clear()
     [row] = _rows(client, study_id)

@@ -30,6 +30,43 @@ DEVELOPER_WORDING = {
 }
 
 
+#: What gives a page's visible text away (outside code, the stored configuration and charts' data): a value
+#: printed the way Python prints it, or an internal name where a coordinator reads words.
+SHOWN_AS_CODE = {
+    "a Python repr": re.compile(r"\b(?:None|True|False)\b(?!\s+so far)|\[\d\.\d+, "),
+    "an internal algorithm name": re.compile(
+        r"\b(?:active_(?:linear|quadratic|fair)|fair_qpme|diagonal_qpme|lpme|qpme|tradeoff)\b"
+    ),
+    "the paper's symbol for agreement": re.compile(r"\bM \(|\bAgreement M\b|\bM per\b"),
+}
+
+#: Where a page shows code or raw data on purpose; left out of the visible-text check.
+_CODE_BLOCKS = re.compile(
+    r"<(script|style|pre|code|textarea|details|select)\b.*?</\1>", re.DOTALL | re.IGNORECASE
+)
+
+
+def visible_text(html: str) -> str:
+    """A page's words as read, without its code blocks, stored configuration, form values and tags."""
+    return re.sub(r"<[^>]+>", " ", _CODE_BLOCKS.sub(" ", html))
+
+
+def shown_as_code(html: str) -> list[str]:
+    """Each `SHOWN_AS_CODE` finding in ``html``'s visible text as ``"<what>: <match>"``."""
+    text = visible_text(html)
+    return [
+        f"{what}: {match.group(0)!r}"
+        for what, pattern in SHOWN_AS_CODE.items()
+        for match in pattern.finditer(text)
+    ]
+
+
+def test_the_visible_text_check_finds_code_outside_code_blocks() -> None:
+    page = "<td>active_quadratic</td><p>coordinate None</p><th>M (elicited)</th><td>[0.754, 0.829]</td>"
+    assert len(shown_as_code(page)) == 4
+    assert shown_as_code("<p>None so far.</p><code>active_fair</code><details>{\"x\": null}</details>") == []
+
+
 def developer_wording(text: str) -> list[str]:
     """Each finding as ``"<what>: <match>"`` (empty when the text reads as written for people)."""
     return [
@@ -106,9 +143,12 @@ def test_pages_people_read_have_no_developer_wording(
     pages = [
         "/admin",
         "/admin/studies/new",
+        "/admin/import",
+        "/admin/tokens",
         f"/admin/studies/{study_id}",
         f"/admin/studies/{study_id}/monitor",
         f"/admin/studies/{study_id}/results",
+        f"/admin/studies/{study_id}/panel",
         f"/admin/studies/{study_id}/sessions/{session_id.group(1)}",
         f"/sessions/{person}/result",
     ]
@@ -116,3 +156,5 @@ def test_pages_people_read_have_no_developer_wording(
         response = client.get(path)
         assert response.status_code == 200, path
         assert developer_wording(response.text) == [], path
+        if path.startswith("/admin"):
+            assert shown_as_code(response.text) == [], path

@@ -1,0 +1,72 @@
+"""What a coordinator reads on the back-office pages: algorithms in words, empty states, charts that apply."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from admin_support import METRIC, STUDY_CONFIG, Participant, bearer, login
+from fastapi.testclient import TestClient
+
+from app.algorithms import REGISTRY, algorithm_label
+
+
+def _open_study(client: TestClient, token: str, **overrides: Any) -> str:
+    study_id: str = client.post(
+        "/api/v1/studies", json={**STUDY_CONFIG, **overrides}, headers=bearer(token)
+    ).json()["id"]
+    opened = client.patch(f"/api/v1/studies/{study_id}", json={"status": "open"}, headers=bearer(token))
+    assert opened.status_code == 200
+    return study_id
+
+
+def test_algorithm_labels_are_the_form_labels_without_their_recommendation() -> None:
+    assert algorithm_label("active_quadratic") == "Active quadratic"
+    assert algorithm_label("lpme") == "Linear (LPME, the paper's searches)"
+    assert algorithm_label("no_such_algorithm") == "no_such_algorithm"
+    for name, spec in REGISTRY.items():
+        assert "_" not in spec.label and "recommended" not in spec.label and ":" not in spec.label, name
+
+
+def test_studies_list_and_study_page_name_the_algorithm_in_words(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    study_id = _open_study(client, accounts["alice"]["token"], algorithm="qpme", algorithm_params={})
+    login(client, "alice@example.org")
+    listing = client.get("/admin").text
+    assert "<td>Quadratic (QPME, the paper&#39;s searches)</td>" in listing and "<td>qpme</td>" not in listing
+    assert "Algorithm Quadratic (QPME" in client.get(f"/admin/studies/{study_id}").text
+
+
+def test_results_page_without_finished_participants_says_so_and_offers_no_code(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    study_id = _open_study(client, accounts["alice"]["token"])
+    login(client, "alice@example.org")
+    page = client.get(f"/admin/studies/{study_id}/results")
+    assert page.status_code == 200
+    assert 'data-testid="results-empty"' in page.text
+    # No table of candidates "ranked in the chart above" without a chart, no snippet for an empty export.
+    assert 'data-testid="candidates"' not in page.text and "load_results(" not in page.text
+    assert 'data-testid="results-table"' not in page.text
+
+
+def test_session_page_of_an_active_elicitor_draws_no_binary_search_chart(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    token = accounts["alice"]["token"]
+    searched = _open_study(client, token)
+    active = _open_study(client, token, algorithm="active_quadratic", algorithm_params={})
+    login(client, "alice@example.org")
+    for study_id, drawn in ((searched, True), (active, False)):
+        person = client.post(f"/api/v1/studies/{study_id}/sessions", json={"consent": True}).json()["token"]
+        Participant(METRIC).finish(client, person)
+        monitor = client.get(f"/admin/studies/{study_id}/monitor").text
+        found = re.search(rf"/admin/studies/{study_id}/sessions/([0-9a-f-]{{36}})", monitor)
+        assert found is not None
+        page = client.get(f"/admin/studies/{study_id}/sessions/{found.group(1)}").text
+        assert ('id="fig-convergence"' in page) is drawn, study_id
+        assert "coordinate None" not in page and "elicitor got" not in page
+        # The log's rates in the study's class order, not a Python list.
+        assert re.search(r"<td>0\.\d{3} / 0\.\d{3}</td>", page)
+        assert "replays to" in page or "replay reproduces" in page
