@@ -64,7 +64,7 @@ def shown_as_code(html: str) -> list[str]:
 def test_the_visible_text_check_finds_code_outside_code_blocks() -> None:
     page = "<td>active_quadratic</td><p>coordinate None</p><th>M (elicited)</th><td>[0.754, 0.829]</td>"
     assert len(shown_as_code(page)) == 4
-    assert shown_as_code("<p>None so far.</p><code>active_fair</code><details>{\"x\": null}</details>") == []
+    assert shown_as_code('<p>None so far.</p><code>active_fair</code><details>{"x": null}</details>') == []
 
 
 def developer_wording(text: str) -> list[str]:
