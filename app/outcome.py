@@ -15,6 +15,7 @@ from .plan import CHECK_DOMINANCE, CHECK_REPEAT, Choice, wilson_interval
 __all__ = [
     "accuracy_baseline",
     "agreement",
+    "agreement_interval",
     "check_summary",
     "equal_weights_baseline",
     "evaluation_summary",
@@ -57,6 +58,23 @@ def agreement(pairs: Sequence[Pair], prefers: Callable[[np.ndarray, np.ndarray],
         "percent": (100.0 * agreed / len(decided)) if decided else None,
         "interval_percent": [100.0 * low, 100.0 * high] if decided else None,
     }
+
+
+def agreement_interval(item: object) -> tuple[float | None, float | None, float | None]:
+    """A stored agreement's percentage and its 95 % Wilson interval, ``(None, None, None)`` when undecided.
+
+    Results stored before the interval was kept carry the counts it comes from; it is computed from them
+    with the same `wilson_interval` the evaluation stops with.
+    """
+    if not isinstance(item, dict) or item.get("percent") is None:
+        return None, None, None
+    interval = item.get("interval_percent")
+    if interval is None and item.get("decided"):
+        low, high = wilson_interval(int(item["agreed"]), int(item["decided"]))
+        interval = [100.0 * low, 100.0 * high]
+    if interval is None:
+        return float(item["percent"]), None, None
+    return float(item["percent"]), float(interval[0]), float(interval[1])
 
 
 def evaluation_summary(pairs: Sequence[Pair], metric: Metric, priors: np.ndarray) -> dict[str, Any]:

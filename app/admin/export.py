@@ -43,7 +43,7 @@ from ..models import (
     StudyStatus,
     as_utc,
 )
-from ..plan import wilson_interval
+from ..outcome import agreement_interval
 from ..sessions import SessionCache
 from ..sessions.displayed import session_version
 from ..study_config import config_hash
@@ -129,22 +129,13 @@ AGREEMENT_KEYS = ("elicited", "accuracy", "equal_weights")
 
 
 def agreement_cells(evaluation: dict[str, Any]) -> dict[str, float | None]:
-    """Each agreement percentage with its 95 % Wilson interval (``_low_pct``, ``_high_pct``).
-
-    Results stored before the interval was kept carry the counts it comes from; the interval is computed
-    from them by the same helper the evaluation stops with.
-    """
+    """Each agreement percentage with its 95 % Wilson interval (``_low_pct``, ``_high_pct``)."""
     cells: dict[str, float | None] = {}
     for key in AGREEMENT_KEYS:
-        item = evaluation.get(key)
-        item = item if isinstance(item, dict) else {}
-        interval = item.get("interval_percent")
-        if interval is None and item.get("decided"):
-            low, high = wilson_interval(int(item["agreed"]), int(item["decided"]))
-            interval = [100.0 * low, 100.0 * high]
-        cells[f"agreement_{key}_pct"] = item.get("percent")
-        cells[f"agreement_{key}_low_pct"] = None if interval is None else float(interval[0])
-        cells[f"agreement_{key}_high_pct"] = None if interval is None else float(interval[1])
+        percent, low, high = agreement_interval(evaluation.get(key))
+        cells[f"agreement_{key}_pct"] = percent
+        cells[f"agreement_{key}_low_pct"] = low
+        cells[f"agreement_{key}_high_pct"] = high
     return cells
 
 

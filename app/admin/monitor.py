@@ -39,7 +39,7 @@ from ..models import (
     as_utc,
     utcnow,
 )
-from ..outcome import accuracy_baseline
+from ..outcome import accuracy_baseline, agreement_interval
 from ..planning import comparison_ms, measured_seconds_per_query
 from ..sessions import (
     Failed,
@@ -449,7 +449,7 @@ def session_detail(
             ("equal_weights", "equal weights"),
         ]
         values = [
-            (label, (evaluation.get(key) or {}).get("percent"))
+            (label, *agreement_interval(evaluation.get(key)))
             for key, label in names
             if isinstance(evaluation.get(key), dict)
         ]
@@ -500,7 +500,12 @@ def coefficient_figures(study: Study, rows: list[dict[str, Any]]) -> list[dict[s
         for column in columns
     }
     agreement = [
-        (row["participant_code"] or row["session_id"][:8], row["agreement_elicited_pct"])
+        (
+            row["participant_code"] or row["session_id"][:8],
+            row["agreement_elicited_pct"],
+            row.get("agreement_elicited_low_pct"),
+            row.get("agreement_elicited_high_pct"),
+        )
         for row in rows
         if row.get("agreement_elicited_pct") is not None
     ]

@@ -144,22 +144,43 @@ def convergence_figure(rows: Sequence[Any]) -> dict[str, Any] | None:
     }
 
 
-def agreement_figure(values: Sequence[tuple[str, float | None]]) -> dict[str, Any]:
+#: An agreement bar: who or what, the percentage, and its 95 % interval (``None`` ends when unknown).
+AgreementBar = tuple[str, float | None, float | None, float | None]
+
+
+def _interval_bars(values: Sequence[AgreementBar]) -> dict[str, Any]:
+    """Bars of agreement percentages with their 95 % Wilson intervals as error bars (and in the hover)."""
+    heights = [value if value is not None else 0.0 for _label, value, _low, _high in values]
+    lows = [bar[2] if bar[2] is not None else height for bar, height in zip(values, heights, strict=True)]
+    highs = [bar[3] if bar[3] is not None else height for bar, height in zip(values, heights, strict=True)]
+    return {
+        "type": "bar",
+        "x": [label for label, _value, _low, _high in values],
+        "y": heights,
+        "error_y": {
+            "type": "data",
+            "symmetric": False,
+            "array": [high - height for high, height in zip(highs, heights, strict=True)],
+            "arrayminus": [height - low for low, height in zip(lows, heights, strict=True)],
+            "color": "#444444",
+        },
+        "customdata": [[low, high] for low, high in zip(lows, highs, strict=True)],
+        "hovertemplate": (
+            "%{x}: %{y:.0f}% (95% interval %{customdata[0]:.0f}–%{customdata[1]:.0f}%)<extra></extra>"
+        ),
+    }
+
+
+def agreement_figure(values: Sequence[AgreementBar]) -> dict[str, Any]:
     """Agreement (the paper's M: percent of evaluation pairs the metric answers as the participant did) of the
-    elicited metric and its baselines."""
+    elicited metric and its baselines, each with its 95 % Wilson interval."""
+    bars = _interval_bars(values)
+    bars["marker"] = {"color": [_BLUE, "#999999", "#bbbbbb"][: len(values)]}
     return {
         "id": "fig-agreement",
-        "caption": "Agreement with the evaluation answers",
+        "caption": "Agreement with the evaluation answers, with 95% intervals",
         "figure": _figure(
-            [
-                {
-                    "type": "bar",
-                    "x": [label for label, _value in values],
-                    "y": [value if value is not None else 0 for _label, value in values],
-                    "marker": {"color": [_BLUE, "#999999", "#bbbbbb"][: len(values)]},
-                    "hovertemplate": "%{x}: %{y:.0f}%<extra></extra>",
-                }
-            ],
+            [bars],
             "How often each metric picks what the participant picked on the evaluation pairs",
             yaxis={"title": {"text": "% of pairs"}, "range": [0, 100]},
         ),
@@ -167,7 +188,7 @@ def agreement_figure(values: Sequence[tuple[str, float | None]]) -> dict[str, An
 
 
 def coefficients_figures(
-    coefficients: Mapping[str, Sequence[float]], agreement: Sequence[tuple[str, float]]
+    coefficients: Mapping[str, Sequence[float]], agreement: Sequence[AgreementBar]
 ) -> list[dict[str, Any]]:
     """Each elicited coefficient's spread across participants (a box each), and agreement per participant.
 
@@ -206,9 +227,9 @@ def coefficients_figures(
         figures.append(
             {
                 "id": "fig-agreement-all",
-                "caption": "Agreement with each participant's evaluation answers",
+                "caption": "Agreement with each participant's evaluation answers, with 95% intervals",
                 "figure": _figure(
-                    [{"type": "bar", "x": [name for name, _v in agreement], "y": [v for _n, v in agreement]}],
+                    [_interval_bars(agreement)],
                     "How often the elicited metric picks what the participant picked on the evaluation pairs",
                     yaxis={"title": {"text": "% of evaluation pairs"}, "range": [0, 100]},
                 ),

@@ -73,6 +73,10 @@ def _screenshot(page: Page, tmp_path: Path, name: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     page.get_by_test_id("best-classifiers").screenshot(path=str(folder / f"{name}.png"))
     page.get_by_test_id("results-table").screenshot(path=str(folder / f"{name}-participants.png"))
+    expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
+    chart = page.locator('[data-figure="fig-agreement-all"]')
+    expect(chart.locator(".errorbar").first).to_be_attached()  # each bar carries its interval
+    chart.screenshot(path=str(folder / f"{name}-agreement.png"))
 
 
 def _assert_no_sideways_page_scroll(page: Page) -> None:
