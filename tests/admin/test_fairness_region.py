@@ -18,26 +18,14 @@ from fastapi.testclient import TestClient
 from app.admin.monitor import candidate_pool, candidate_table
 from app.algorithms import get_algorithm, group_tau
 from app.charts.comparison import display_decimals, rounded_counts
-from app.cli.web import DEMO_STUDY
 from app.codec import decode_metric
 from app.models import Study
 from app.sessions import worked_example
 from app.study_config import build_space, parse_study_config
+from benchmarks.expert_minutes import FAIR_STUDY
 from elicitation import FairQuadraticMetric
 from elicitation.evaluation import agreement
 from elicitation.oracles import random_fair_metric
-
-#: The demo's schedule (at most 40 screens) on Adult income with two groups and the active fair elicitor.
-ADULT_FAIR: dict[str, Any] = {
-    **DEMO_STUDY,
-    "name": "Income decisions, fair",
-    "task": "A classifier decides whether a person's income is above 50K.",
-    "class_names": ["income <=50K", "income >50K"],
-    "group_names": ["Female", "Male"],
-    "population": "people",
-    "algorithm": "active_fair",
-    "query_space": {"kind": "dataset", "recipe": {"dataset": "adult", "groups": True, "seed": 0}},
-}
 
 
 def _shown(query: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -82,10 +70,10 @@ def _session(client: TestClient, study_id: str, metric: FairQuadraticMetric) -> 
 def test_adult_fairness_study_asks_each_group_among_its_own_good_classifiers(
     client: TestClient, accounts: dict[str, Any]
 ) -> None:
-    created = client.post("/api/v1/studies", json=ADULT_FAIR, headers=bearer(accounts["alice"]["token"]))
+    created = client.post("/api/v1/studies", json=FAIR_STUDY, headers=bearer(accounts["alice"]["token"]))
     assert created.status_code == 201, created.text
     study_id = created.json()["id"]
-    config = parse_study_config(ADULT_FAIR)
+    config = parse_study_config(FAIR_STUDY)
     space = build_space(config)
     region = get_algorithm("active_fair").algorithm.query_region(space)
     assert isinstance(region, tuple) and len(region) == 2
