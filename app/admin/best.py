@@ -36,7 +36,9 @@ from .monitor import included_metrics
 from .panel import study_panel
 
 __all__ = [
+    "API_PATHS",
     "BEST_FILES",
+    "COMMAND_NAMES",
     "METHOD",
     "BestRow",
     "BestView",
@@ -296,6 +298,14 @@ BEST_FILES: Final = {
     "best-classifiers.json": ("application/json", "json"),
     "best-classifiers.csv": ("text/csv; charset=utf-8", "csv"),
 }
+
+
+#: ``elicit study export ID WHAT``'s names for them, and the JSON API path of each.
+COMMAND_NAMES: Final = {
+    "best-classifiers": "best-classifiers.json",
+    "best-classifiers-csv": "best-classifiers.csv",
+}
+API_PATHS: Final = {"best-classifiers": "best-classifiers", "best-classifiers-csv": "best-classifiers.csv"}
 
 
 def best_file(view: BestView, kind: str) -> str:

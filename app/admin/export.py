@@ -54,6 +54,7 @@ from .monitor import verify_replay
 
 __all__ = [
     "ARCHIVE_FORMAT",
+    "PARQUET_COMMANDS",
     "csv_lines",
     "gunzip_chunks",
     "gzip_archive",
@@ -229,6 +230,8 @@ def csv_lines(columns: list[str], rows: Iterator[dict[str, Any]]) -> Iterator[st
         yield flush()
 
 
+#: ``elicit study export ID WHAT``'s names for the Parquet files, and their names on the server.
+PARQUET_COMMANDS = {"results-parquet": "results.parquet", "answers-parquet": "answers.parquet"}
 #: What a coordinator runs to get the Parquet downloads.
 PARQUET_INSTALL = "pip install 'elicitation-studio[parquet]'"
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from ..admin import export, panel, studies
+from ..admin import best, export, panel, studies
 from ..admin.auth import (
     AdminError,
     Principal,
@@ -27,6 +27,7 @@ from ..admin.auth import (
     revoke_api_token,
     set_password,
 )
+from ..admin.export import PARQUET_COMMANDS
 from ..admin.models import Role, User
 from ..errors import AppError
 from ..planning import plan_study
@@ -247,6 +248,17 @@ def _cmd_study_export(args: argparse.Namespace) -> int:
             elif args.what in panel.COMMAND_NAMES:
                 text = panel.panel_file(panel.study_panel(db, study), panel.COMMAND_NAMES[args.what])
                 Path(args.output).write_text(text, encoding="utf-8", newline="")
+            elif args.what in best.COMMAND_NAMES:
+                text = best.best_file(best.study_best(db, study), best.COMMAND_NAMES[args.what])
+                Path(args.output).write_text(text, encoding="utf-8", newline="")
+            elif args.what == "results-parquet":
+                data = export.parquet_bytes(export.result_columns(study), export.result_rows(db, study))
+                Path(args.output).write_bytes(data)
+            elif args.what == "answers-parquet":
+                data = export.parquet_bytes(
+                    export.answer_log_columns(study), export.answer_log_rows(db, study)
+                )
+                Path(args.output).write_bytes(data)
             else:
                 rows = export.result_rows(db, study)
                 with open(args.output, "w", encoding="utf-8", newline="") as handle:
@@ -347,10 +359,15 @@ def register(subparsers: Any) -> None:
     plan.add_argument("--seconds-per-query", type=float)
     plan.set_defaults(func=_cmd_study_plan)
     export = study_sub.add_parser(
-        "export", help="write the results CSV, the replayable study archive or the expert panel's files"
+        "export",
+        help="write the results CSV, the replayable study archive, the expert panel's files, the best "
+        "classifiers or the results and answer logs as Parquet",
     )
     export.add_argument("study_id")
-    export.add_argument("what", choices=["results", "archive", *panel.COMMAND_NAMES])
+    export.add_argument(
+        "what",
+        choices=["results", "archive", *panel.COMMAND_NAMES, *best.COMMAND_NAMES, *PARQUET_COMMANDS],
+    )
     export.add_argument("--output", required=True)
     export.set_defaults(func=_cmd_study_export)
     imported = study_sub.add_parser(

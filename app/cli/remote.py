@@ -18,6 +18,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..admin.best import API_PATHS as BEST_FILES
+from ..admin.export import PARQUET_COMMANDS
 from ..admin.panel import COMMAND_NAMES as PANEL_FILES
 from ..admin.studies import write_invitations_csv
 from ..study_config import StudyConfigError, parse_study_config, read_study_config_file
@@ -156,7 +158,9 @@ def _study_invite(args: argparse.Namespace, remote: Remote) -> int:
 
 
 def _study_export(args: argparse.Namespace, remote: Remote) -> int:
-    path = {"archive": "archive", "results": "results.csv", **PANEL_FILES}[args.what]
+    path = {"archive": "archive", "results": "results.csv", **PANEL_FILES, **BEST_FILES, **PARQUET_COMMANDS}[
+        args.what
+    ]
     content = remote.call("GET", f"/studies/{_quote(args.study_id)}/{path}")
     Path(args.output).write_bytes(content)
     print(f"wrote {args.what} of study {args.study_id} to {args.output}")

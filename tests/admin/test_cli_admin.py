@@ -111,6 +111,14 @@ def test_cli_study_actions_status_invite_plan_export_import(
     assert json.loads((tmp_path / "p.json").read_text())["available"] is False
     assert main(["study", "export", study_id, "panel-csv", "--output", str(tmp_path / "p.csv")]) == 0
     assert (tmp_path / "p.csv").read_text().startswith("row,camp,session_id,participant_code,")
+    # A synthetic study has no best classifiers (the JSON says why).
+    assert main(["study", "export", study_id, "best-classifiers", "--output", str(tmp_path / "b.json")]) == 0
+    assert "dataset" in json.loads((tmp_path / "b.json").read_text())["reason"]
+    pq = pytest.importorskip("pyarrow.parquet")
+    assert (
+        main(["study", "export", study_id, "results-parquet", "--output", str(tmp_path / "r.parquet")]) == 0
+    )
+    assert pq.read_table(tmp_path / "r.parquet").num_rows == 4
     # Importing into the same database is refused (the study exists); the message says why.
     capsys.readouterr()
     assert main(["study", "import", str(archive)]) == 2
@@ -118,6 +126,10 @@ def test_cli_study_actions_status_invite_plan_export_import(
     assert main(["study", "close", study_id, "--yes"]) == 0
     assert main(["study", "duplicate", study_id]) == 0
     assert "created draft" in capsys.readouterr().out
+    pq = pytest.importorskip("pyarrow.parquet")  # last: the optional extra
+    parquet = tmp_path / "r.parquet"
+    assert main(["study", "export", study_id, "results-parquet", "--output", str(parquet)]) == 0
+    assert pq.read_table(parquet).num_rows == 4
 
 
 def _demo_owner(app: Any) -> str | None:

@@ -102,6 +102,10 @@ def test_study_commands_work_against_a_server(
     command = ["--url", server, "study", "export", study_id, "panel-agreement", "--output", str(agreement)]
     assert main(command) == 0
     assert agreement.read_text(encoding="utf-8").startswith("session_id_a,participant_code_a,")
+    best = tmp_path / "best.csv"
+    command = ["--url", server, "study", "export", study_id, "best-classifiers-csv", "--output", str(best)]
+    assert main(command) == 0
+    assert best.read_text(encoding="utf-8").startswith("label,kind,session_id,participant_code,")
 
     capsys.readouterr()
     assert main(["--url", server, "study", "duplicate", study_id]) == 0
