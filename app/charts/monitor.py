@@ -29,8 +29,10 @@ _ORANGE = "#E69F00"
 
 
 def _count_axis(title: str, largest: int) -> dict[str, Any]:
-    """A y axis for whole counts: integer ticks, about five of them."""
-    return {"title": {"text": title}, "rangemode": "tozero", "dtick": max(1, -(-largest // 5))}
+    """A y axis for whole counts: at most about five ticks at a round step (1, 2, 5, 10, 20, 50, ...)."""
+    wanted = max(1, -(-largest // 5))
+    step = next(base * 10**power for power in range(12) for base in (1, 2, 5) if base * 10**power >= wanted)
+    return {"title": {"text": title}, "rangemode": "tozero", "dtick": step}
 
 
 def status_figure(by_status: Mapping[str, int], excluded: int) -> dict[str, Any]:
@@ -187,6 +189,18 @@ def agreement_figure(values: Sequence[AgreementBar]) -> dict[str, Any]:
     }
 
 
+#: A coefficient name longer than this breaks after its colon: the results page draws three charts side
+#: by side, and a fairness study's "gap penalty Female–Male: income <=50K × income >50K" would take the
+#: whole chart's width (Plotly then cuts the label).
+_ONE_LINE_CHARS = 26
+
+
+def _two_lines(name: str) -> str:
+    """``name`` as it fits beside a narrow chart: broken after its colon when long."""
+    head, colon, tail = name.partition(": ")
+    return f"{head}:<br>{tail}" if colon and len(name) > _ONE_LINE_CHARS else name
+
+
 def coefficients_figures(
     coefficients: Mapping[str, Sequence[float]], agreement: Sequence[AgreementBar]
 ) -> list[dict[str, Any]]:
@@ -199,7 +213,7 @@ def coefficients_figures(
         {
             "type": "box",
             "orientation": "h",
-            "name": name,
+            "name": _two_lines(name),
             "x": list(values),
             "boxpoints": "all",
             "jitter": 0.4,

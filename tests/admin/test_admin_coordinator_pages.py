@@ -9,6 +9,7 @@ from admin_support import METRIC, STUDY_CONFIG, Participant, bearer, login
 from fastapi.testclient import TestClient
 
 from app.algorithms import REGISTRY, algorithm_label
+from app.charts.monitor import answer_rate_figure, coefficients_figures
 
 
 def _open_study(client: TestClient, token: str, **overrides: Any) -> str:
@@ -70,3 +71,18 @@ def test_session_page_of_an_active_elicitor_draws_no_binary_search_chart(
         # The log's rates in the study's class order, not a Python list.
         assert re.search(r"<td>0\.\d{3} / 0\.\d{3}</td>", page)
         assert "replays to" in page or "replay reproduces" in page
+
+
+def test_count_axes_tick_at_round_steps() -> None:
+    steps = [
+        answer_rate_figure([0] * 59 + [largest])["figure"]["layout"]["yaxis"]["dtick"]
+        for largest in (1, 6, 12, 115, 4000)
+    ]
+    assert steps == [1, 2, 5, 50, 1000]
+
+
+def test_long_coefficient_names_break_after_their_colon_beside_a_narrow_chart() -> None:
+    long_name = "gap penalty Female–Male: income <=50K × income >50K"
+    figures = coefficients_figures({"weight: benign": [0.4, 0.5], long_name: [0.1, 0.2]}, [])
+    names = [trace["name"] for trace in figures[0]["figure"]["data"]]
+    assert names == ["weight: benign", "gap penalty Female–Male:<br>income <=50K × income >50K"]
