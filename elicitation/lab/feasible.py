@@ -428,6 +428,44 @@ class DatasetSpace(SpaceBase):
         """Held-out rates of group ``group``'s plug-in classifiers, shape ``(n_plug_ins, n_classes)``."""
         return self._polytopes[group].rates.copy()
 
+    def with_plug_ins(self, weights: Sequence[FloatArray], counts: Sequence[FloatArray]) -> DatasetSpace:
+        """This space with more plug-in classifiers in each group's feasible set (the sphere unchanged).
+
+        ``weights[g]`` ``(n_new, k)`` and ``counts[g]`` ``(n_new, k, k)`` are group ``g``'s new plug-ins and
+        their held-out confusion counts; existing plug-ins keep their indices.
+        """
+        if len(weights) != self.n_groups or len(counts) != self.n_groups:
+            raise InvalidConfigError(f"give new plug-ins for each of the {self.n_groups} group(s)")
+        polytopes = []
+        for polytope, new_weights, new_counts in zip(self._polytopes, weights, counts, strict=True):
+            k = self.n_classes
+            new_weights = np.asarray(new_weights, dtype=np.float64).reshape(-1, k)
+            new_counts = np.asarray(new_counts, dtype=np.float64).reshape(-1, k, k)
+            if new_weights.shape[0] != new_counts.shape[0] or (
+                new_counts.shape[0] and not np.allclose(new_counts.sum(axis=2), polytope.class_totals)
+            ):
+                raise InvalidConfigError(
+                    "new plug-ins need one confusion count matrix each, on the same people"
+                )
+            polytopes.append(
+                _GroupPolytope(
+                    np.vstack([polytope.weights, new_weights]),
+                    np.vstack([polytope.counts, new_counts]),
+                    polytope.extents,
+                    polytope.anchors,
+                )
+            )
+        return DatasetSpace(
+            name=self._name,
+            class_names=self._class_names,
+            group_names=self._group_names,
+            polytopes=polytopes,
+            extents=self._extents,
+            radius=self._sphere.radius,
+            recipe=self._recipe,
+            center=self._sphere.center,
+        )
+
     def mixed_classifier(self, weights: npt.ArrayLike, group: int = 0) -> RandomizedClassifier:
         """The randomised classifier mixing group ``group``'s plug-ins with ``weights`` (one per plug-in).
 

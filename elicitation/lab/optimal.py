@@ -20,9 +20,22 @@ from ..errors import InvalidConfigError
 from ..families import family_of
 from ..optimal import DEFAULT_GAP_TOLERANCE, BestRates, best_rates
 from ..types import FloatArray, LinearMetric, Metric
-from .feasible import DatasetSpace, RandomizedClassifier
+from .feasible import DatasetSpace, FeasibleModel, RandomizedClassifier, plug_in_predictions
 
-__all__ = ["BestClassifier", "accuracy_classifier", "best_classifier", "best_trained", "trained_classifiers"]
+#: Rounds of column generation in `refined_best_classifier` (each adds at most one plug-in per group).
+REFINE_ROUNDS = 25
+#: A new plug-in must raise the linearised utility by this much to join (it is otherwise already spanned).
+_REFINE_PROGRESS = 1e-12
+
+__all__ = [
+    "REFINE_ROUNDS",
+    "BestClassifier",
+    "accuracy_classifier",
+    "best_classifier",
+    "best_trained",
+    "refined_best_classifier",
+    "trained_classifiers",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,3 +178,58 @@ def best_trained(space: DatasetSpace, metric: Metric) -> tuple[tuple[int, ...], 
         scores = np.array([metric(rates) for rates in stacked])
         best = int(np.argmax(scores) if metric.higher_is_better else np.argmin(scores))
     return tuple(int(i) + k for i in combos[best]), float(metric(stacked[best]))
+
+
+def refined_best_classifier(
+    model: FeasibleModel,
+    metric: Metric,
+    *,
+    rounds: int = REFINE_ROUNDS,
+    tolerance: float = DEFAULT_GAP_TOLERANCE,
+) -> tuple[BestClassifier, DatasetSpace]:
+    """`best_classifier` with the feasible set grown towards the optimum (column generation, as Algorithm 3).
+
+    At the optimum ``r*`` of a concave metric the gradient ``d = grad phi(r*)`` is the linear utility
+    ``r*`` maximises; the best classifier for a linear utility is the plug-in with ``w_i = d_i / P(Y = i)``
+    (the paper's Section 2), so that plug-in, measured on the held-out rows, is added whenever it beats
+    ``r*`` on ``d``, and the optimum is found again. It stops when no group's plug-in improves (``r*`` is
+    then optimal among all plug-ins of ``eta_hat``, not only the stored ones) or after ``rounds``.
+    Metrics without a quadratic form are returned unrefined.
+
+    Returns
+    -------
+    tuple of (BestClassifier, DatasetSpace)
+        The best classifier and the grown space whose plug-ins it mixes.
+    """
+    space = model.space
+    found = best_classifier(space, metric, tolerance=tolerance)
+    form = family_of(metric).quadratic_form(metric)
+    if form is None:
+        return found, space
+    k = space.n_classes
+    labels, groups = model.test_labels, model.test_groups
+    for _ in range(rounds):
+        rates = np.atleast_2d(found.optimum.rates)
+        if family_of(metric).n_groups(metric) is None:
+            slopes = np.array([form.linear + form.hessian @ r for r in rates])
+        else:
+            slopes = (form.linear + form.hessian @ rates.reshape(-1)).reshape(-1, k)
+        new_weights: list[FloatArray] = []
+        new_counts: list[FloatArray] = []
+        for g in range(space.n_groups):
+            rows = groups == g
+            totals = np.bincount(labels[rows], minlength=k).astype(np.float64)
+            weights = slopes[g] / (totals / totals.sum())
+            predictions = plug_in_predictions(model.eta[rows], weights)
+            counts = (
+                np.bincount(labels[rows] * k + predictions, minlength=k * k).reshape(k, k).astype(np.float64)
+            )
+            gain = float(slopes[g] @ (np.diag(counts) / totals) - slopes[g] @ rates[g])
+            keep = gain > _REFINE_PROGRESS
+            new_weights.append(weights[None] if keep else np.zeros((0, k)))
+            new_counts.append(counts[None] if keep else np.zeros((0, k, k)))
+        if not any(w.shape[0] for w in new_weights):
+            break
+        space = space.with_plug_ins(new_weights, new_counts)
+        found = best_classifier(space, metric, tolerance=tolerance)
+    return found, space

@@ -17,7 +17,12 @@ from elicitation.errors import InvalidConfigError
 from elicitation.families import Draw, get_family
 from elicitation.lab.datasets import load_dataset
 from elicitation.lab.feasible import FeasibleModel, fit_feasible_model, plug_in_predictions
-from elicitation.lab.optimal import accuracy_classifier, best_classifier, trained_classifiers
+from elicitation.lab.optimal import (
+    accuracy_classifier,
+    best_classifier,
+    refined_best_classifier,
+    trained_classifiers,
+)
 from elicitation.types import FairQuadraticMetric, LinearMetric, Metric, QuadraticMetric
 
 #: The bar: optimiser and brute force agree this closely (k = 2); rates reproduced this closely.
@@ -39,6 +44,11 @@ def cancer() -> FeasibleModel:
 @pytest.fixture(scope="module")
 def adult_fair() -> FeasibleModel:
     return fit_feasible_model(load_dataset("adult", groups=True), seed=0)
+
+
+@pytest.fixture(scope="module")
+def vehicle() -> FeasibleModel:
+    return fit_feasible_model(load_dataset("vehicle"), seed=0)
 
 
 @pytest.fixture(scope="module", params=["wine", "vehicle"])
@@ -235,3 +245,36 @@ def test_a_metric_without_groups_gets_each_groups_best_classifier(adult_fair: Fe
 def test_best_classifier_refuses_a_metric_of_another_shape(cancer: FeasibleModel) -> None:
     with pytest.raises(InvalidConfigError, match="3 classes"):
         best_classifier(cancer.space, LinearMetric(np.ones(3)))
+
+
+@pytest.mark.parametrize("fixture", ["vehicle", "adult_fair"])
+def test_refined_best_classifier_grows_the_feasible_set_towards_the_optimum(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    model: FeasibleModel = request.getfixturevalue(fixture)
+    space = model.space
+    k, m = space.n_classes, space.n_groups
+    family = get_family("fair_quadratic" if m > 1 else "quadratic")
+    rng = np.random.default_rng(5)
+    for generator in ("authors", "wishart"):
+        metric = family.random(
+            rng, Draw(k, sphere=space.sphere, n_groups=m, tau=space.tau, generator=generator)
+        )
+        plain = best_classifier(space, metric)
+        found, grown = refined_best_classifier(model, metric)
+        sign = 1.0 if metric.higher_is_better else -1.0
+        assert sign * (found.optimum.value - plain.optimum.value) >= -1e-12
+        assert all(grown.n_plug_ins(g) >= space.n_plug_ins(g) for g in range(m))
+        # stopped because no plug-in for the optimum's slope does better: optimal among eta_hat's plug-ins
+        form = family.quadratic_form(metric)
+        assert form is not None
+        rates = np.atleast_2d(found.optimum.rates)
+        slopes = (form.linear + form.hessian @ rates.reshape(-1)).reshape(-1, k)
+        for g in range(m):
+            rows = model.test_groups == g
+            labels = model.test_labels[rows]
+            priors = np.bincount(labels, minlength=k) / labels.shape[0]
+            predictions = plug_in_predictions(model.eta[rows], slopes[g] / priors)
+            best_rates = np.array([np.mean(predictions[labels == i] == i) for i in range(k)])
+            assert slopes[g] @ best_rates <= slopes[g] @ rates[g] + 1e-9
+            np.testing.assert_allclose(_held_out_rates(model, found, g), rates[g], atol=BAR)
