@@ -86,3 +86,25 @@ def test_long_coefficient_names_break_after_their_colon_beside_a_narrow_chart() 
     figures = coefficients_figures({"weight: benign": [0.4, 0.5], long_name: [0.1, 0.2]}, [])
     names = [trace["name"] for trace in figures[0]["figure"]["data"]]
     assert names == ["weight: benign", "gap penalty Female–Male:<br>income <=50K × income >50K"]
+
+
+def test_session_page_without_a_chart_loads_no_plotly(client: TestClient, accounts: dict[str, Any]) -> None:
+    """plotly.js loaded with nothing to draw adds an inline stylesheet, which the CSP refuses."""
+    study_id = _open_study(
+        client,
+        accounts["alice"]["token"],
+        algorithm="active_quadratic",
+        algorithm_params={},
+        practice_queries=0,
+    )
+    person = client.post(f"/api/v1/studies/{study_id}/sessions", json={"consent": True}).json()["token"]
+    participant = Participant(METRIC)
+    state = participant.answer(client, person, client.get(f"/api/v1/sessions/{person}").json())
+    assert state["status"] == "active"
+    login(client, "alice@example.org")
+    monitor = client.get(f"/admin/studies/{study_id}/monitor").text
+    found = re.search(rf"/admin/studies/{study_id}/sessions/([0-9a-f-]{{36}})", monitor)
+    assert found is not None
+    page = client.get(f"/admin/studies/{study_id}/sessions/{found.group(1)}").text
+    assert 'data-testid="answer-log"' in page and "data-figure=" not in page
+    assert "plotly.min.js" not in page
