@@ -9,6 +9,7 @@ and the best single trained classifier. The results page, the JSON API and the t
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -48,12 +49,14 @@ __all__ = [
     "study_best",
 ]
 
+#: Decimals that write the search's tolerance out in full (0.0000000001, not 1e-10).
+_DECIMALS: Final = max(0, -math.floor(math.log10(DEFAULT_GAP_TOLERANCE)))
 #: How the best classifier is found, in the words the page and the JSON use.
 METHOD: Final = (
     "Each metric's best classifier mixes the dataset's trained classifiers at random (each person is "
     "decided by one of them, drawn with the probabilities shown): among all such mixtures it is the one "
-    "the metric scores best on the dataset's held-out people. The search is exact: each answer comes with a "
-    f"bound, below {DEFAULT_GAP_TOLERANCE:g} here, on how much better any mixture could score."
+    "the metric scores best on the dataset's held-out people. The search is exact: it stops only once no "
+    f"mixture could score more than {DEFAULT_GAP_TOLERANCE:.{_DECIMALS}f} better."
 )
 #: Label of the accuracy row.
 ACCURACY_LABEL: Final = "Most accurate"

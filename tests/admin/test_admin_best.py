@@ -132,4 +132,4 @@ def test_a_fair_study_optimises_both_groups_together_with_its_tradeoff(
     assert row["value"] <= row["value_of_most_accurate"] + 1e-12
     login(client, accounts["alice"]["email"])
     page = client.get(f"/admin/studies/{sid}/results")
-    assert "Trade-off λ" in page.text and f"{row['lam']:.3f}" in page.text
+    assert "Share on equal treatment" in page.text and f"{row['lam']:.3f}" in page.text

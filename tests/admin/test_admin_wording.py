@@ -15,6 +15,7 @@ import pytest
 from admin_support import STUDY_CONFIG, Participant, bearer, login
 from fastapi.testclient import TestClient
 
+from app.admin.best import METHOD
 from app.algorithms import REGISTRY, group_tau
 from elicitation import FairQuadraticMetric, QuadraticMetric
 
@@ -38,6 +39,7 @@ SHOWN_AS_CODE = {
         r"\b(?:active_(?:linear|quadratic|fair)|fair_qpme|diagonal_qpme|lpme|qpme|tradeoff)\b"
     ),
     "the paper's symbol for agreement": re.compile(r"\bM \(|\bAgreement M\b|\bM per\b"),
+    "a number in scientific notation": re.compile(r"\b\d(?:\.\d+)?e[-+]?\d+\b"),
 }
 
 #: Where a page shows code or raw data on purpose; left out of the visible-text check.
@@ -64,6 +66,7 @@ def shown_as_code(html: str) -> list[str]:
 def test_the_visible_text_check_finds_code_outside_code_blocks() -> None:
     page = "<td>active_quadratic</td><p>coordinate None</p><th>M (elicited)</th><td>[0.754, 0.829]</td>"
     assert len(shown_as_code(page)) == 4
+    assert len(shown_as_code("<p>a bound below 1e-10 here</p>")) == 1
     assert shown_as_code('<p>None so far.</p><code>active_fair</code><details>{"x": null}</details>') == []
 
 
@@ -91,6 +94,10 @@ def _people_files() -> list[Path]:
 @pytest.mark.parametrize("path", _people_files(), ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_template_or_static_file_has_developer_wording(path: Path) -> None:
     assert developer_wording(path.read_text(encoding="utf-8")) == []
+
+
+def test_how_the_best_classifier_is_found_reads_as_words() -> None:
+    assert developer_wording(METHOD) == [] and shown_as_code(f"<p>{METHOD}</p>") == []
 
 
 def test_algorithm_labels_in_the_new_study_form_are_plain_words() -> None:

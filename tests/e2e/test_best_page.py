@@ -93,7 +93,7 @@ def test_laptop_results_page_lists_each_metrics_best_classifier(
     expect(table.get_by_test_id("best-row-participant")).to_have_count(3)
     expect(table.get_by_test_id("best-row-accuracy")).to_contain_text("Most accurate")
     expect(table.get_by_test_id("best-row-consensus")).to_contain_text("Panel consensus")
-    expect(table.locator("thead")).to_contain_text("Trade-off λ")
+    expect(table.locator("thead")).to_contain_text("Share on equal treatment")
     expect(table.locator("thead")).to_contain_text("Female, income >50K: decided correctly")
     # every agreement percentage has its 95 % interval beside it
     agreement = page.get_by_test_id("row-agreement-elicited")
