@@ -288,7 +288,7 @@ def membership_figure(
         {
             "type": "bar",
             "orientation": "h",
-            "name": f"alike {camp_name}'s centre",
+            "name": f"like {camp_name}'s centre",
             "x": [float(row[camp]) for row in alike],
             "y": ticks,
             "customdata": list(names),
