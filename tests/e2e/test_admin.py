@@ -179,3 +179,23 @@ def test_dashboard_on_a_phone_shows_each_sessions_own_progress_in_view(phone: Pa
     expect(progress).to_contain_text(
         f"4 of about {state['progress']['estimated_total']}", timeout=3 * MONITOR_POLL_S * 1000
     )
+
+
+def test_study_form_shows_the_other_panel_fields_only_for_another_panel(
+    page: Page, live_server: Any, health: Any
+) -> None:
+    with live_server.app.state.sessionmaker() as db:
+        create_user(db, "form-admin@example.org", PASSWORD, Role.ADMIN.value)
+    page.goto(f"{live_server.url}/admin/login")
+    page.get_by_test_id("login-email").fill("form-admin@example.org")
+    page.get_by_test_id("login-password").fill(PASSWORD)
+    with page.expect_navigation():
+        page.get_by_test_id("login-submit").click()
+    page.goto(f"{live_server.url}/admin/studies/new")
+    parameters = page.get_by_test_id("field-panel-parameters")
+    expect(parameters).to_be_hidden()
+    page.get_by_test_id("field-panel").select_option("prolific")
+    expect(parameters).to_be_hidden()
+    page.get_by_test_id("field-panel").select_option("custom")
+    expect(parameters).to_be_visible()
+    expect(page.locator("#panel_id_parameter")).to_be_visible()
