@@ -150,39 +150,56 @@ def convergence_figure(rows: Sequence[Any]) -> dict[str, Any] | None:
 AgreementBar = tuple[str, float | None, float | None, float | None]
 
 
-def _interval_bars(values: Sequence[AgreementBar]) -> dict[str, Any]:
-    """Bars of agreement percentages with their 95 % Wilson intervals as error bars (and in the hover)."""
+def _interval_bars(values: Sequence[AgreementBar]) -> list[dict[str, Any]]:
+    """Bars of agreement percentages and, over each, a line from its 95 % Wilson interval's low to high.
+
+    The intervals are a line trace rather than plotly's error bars, which style themselves inline (the
+    pages' Content Security Policy refuses inline styles).
+    """
     heights = [value if value is not None else 0.0 for _label, value, _low, _high in values]
+    labels = [label for label, _value, _low, _high in values]
+    x: list[str | None] = []
+    y: list[float | None] = []
+    for label, _value, low, high in values:
+        if low is not None and high is not None:
+            x += [label, label, None]
+            y += [low, high, None]
     lows = [bar[2] if bar[2] is not None else height for bar, height in zip(values, heights, strict=True)]
     highs = [bar[3] if bar[3] is not None else height for bar, height in zip(values, heights, strict=True)]
-    return {
-        "type": "bar",
-        "x": [label for label, _value, _low, _high in values],
-        "y": heights,
-        "error_y": {
-            "type": "data",
-            "symmetric": False,
-            "array": [high - height for high, height in zip(highs, heights, strict=True)],
-            "arrayminus": [height - low for low, height in zip(lows, heights, strict=True)],
-            "color": "#444444",
+    return [
+        {
+            "type": "bar",
+            "x": labels,
+            "y": heights,
+            "customdata": [[low, high] for low, high in zip(lows, highs, strict=True)],
+            "hovertemplate": (
+                "%{x}: %{y:.0f}% (95% interval %{customdata[0]:.0f}–%{customdata[1]:.0f}%)<extra></extra>"
+            ),
+            "showlegend": False,
         },
-        "customdata": [[low, high] for low, high in zip(lows, highs, strict=True)],
-        "hovertemplate": (
-            "%{x}: %{y:.0f}% (95% interval %{customdata[0]:.0f}–%{customdata[1]:.0f}%)<extra></extra>"
-        ),
-    }
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "95% interval",
+            "x": x,
+            "y": y,
+            "line": {"color": "#333333", "width": 2},
+            "hoverinfo": "skip",
+            "showlegend": False,
+        },
+    ]
 
 
 def agreement_figure(values: Sequence[AgreementBar]) -> dict[str, Any]:
     """Agreement (the paper's M: percent of evaluation pairs the metric answers as the participant did) of the
     elicited metric and its baselines, each with its 95 % Wilson interval."""
-    bars = _interval_bars(values)
+    bars, intervals = _interval_bars(values)
     bars["marker"] = {"color": [_BLUE, "#999999", "#bbbbbb"][: len(values)]}
     return {
         "id": "fig-agreement",
         "caption": "Agreement with the evaluation answers, with 95% intervals",
         "figure": _figure(
-            [bars],
+            [bars, intervals],
             "How often each metric picks what the participant picked on the evaluation pairs",
             yaxis={"title": {"text": "% of pairs"}, "range": [0, 100]},
         ),
@@ -243,7 +260,7 @@ def coefficients_figures(
                 "id": "fig-agreement-all",
                 "caption": "Agreement with each participant's evaluation answers, with 95% intervals",
                 "figure": _figure(
-                    [_interval_bars(agreement)],
+                    _interval_bars(agreement),
                     "How often the elicited metric picks what the participant picked on the evaluation pairs",
                     yaxis={"title": {"text": "% of evaluation pairs"}, "range": [0, 100]},
                 ),

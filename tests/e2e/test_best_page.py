@@ -75,8 +75,20 @@ def _screenshot(page: Page, tmp_path: Path, name: str) -> None:
     page.get_by_test_id("results-table").screenshot(path=str(folder / f"{name}-participants.png"))
     expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
     chart = page.locator('[data-figure="fig-agreement-all"]')
-    expect(chart.locator(".errorbar").first).to_be_attached()  # each bar carries its interval
+    expect(chart.locator(".scatterlayer .js-line")).to_have_count(3)  # one interval over each bar
     chart.screenshot(path=str(folder / f"{name}-agreement.png"))
+
+
+def _session_agreement(page: Page, tmp_path: Path, name: str) -> None:
+    """A participant's page from the results table: the agreement chart has its intervals too."""
+    with page.expect_navigation():
+        page.get_by_test_id("results-table").get_by_role("link").first.click()
+    expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
+    chart = page.locator('[data-figure="fig-agreement"]')
+    expect(chart.locator(".scatterlayer .js-line")).to_have_count(3)
+    _assert_no_sideways_page_scroll(page)
+    folder = Path(os.environ.get("BEST_SCREENSHOTS", tmp_path))
+    chart.screenshot(path=str(folder / f"{name}-session-agreement.png"))
 
 
 def _assert_no_sideways_page_scroll(page: Page) -> None:
@@ -104,8 +116,8 @@ def test_laptop_results_page_lists_each_metrics_best_classifier(
     with page.expect_download() as download:
         page.get_by_role("link", name="Best classifiers CSV").click()
     assert download.value.suggested_filename == f"best-classifiers-{best_study.id}.csv"
-    health.assert_clean()
     _screenshot(page, tmp_path, "admin-best-desktop")
+    health.assert_clean()  # every chart drawn within the Content Security Policy
 
 
 def test_phone_results_page_scrolls_the_best_table_inside_its_region(
@@ -116,3 +128,11 @@ def test_phone_results_page_scrolls_the_best_table_inside_its_region(
     region = phone.get_by_role("region", name="Best classifiers table")
     assert region.evaluate("el => el.scrollWidth > el.clientWidth"), "the table scrolls within its region"
     _screenshot(phone, tmp_path, "admin-best-phone")
+
+
+def test_laptop_session_page_draws_each_agreement_with_its_interval(
+    page: Page, live_server: Any, best_study: Any, tmp_path: Path
+) -> None:
+    page.set_viewport_size({"width": 1366, "height": 900})
+    _open_results(page, live_server.url, best_study)
+    _session_agreement(page, tmp_path, "admin-best-desktop")
