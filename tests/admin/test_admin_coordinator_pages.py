@@ -108,3 +108,31 @@ def test_session_page_without_a_chart_loads_no_plotly(client: TestClient, accoun
     page = client.get(f"/admin/studies/{study_id}/sessions/{found.group(1)}").text
     assert 'data-testid="answer-log"' in page and "data-figure=" not in page
     assert "plotly.min.js" not in page
+
+
+def test_every_link_on_the_back_office_pages_leads_somewhere(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    """From the studies list, every same-site link of every back-office page answers (downloads included)."""
+    study_id = _open_study(client, accounts["alice"]["token"], evaluation_queries=2)
+    for _person in range(2):
+        person = client.post(f"/api/v1/studies/{study_id}/sessions", json={"consent": True}).json()["token"]
+        Participant(METRIC).finish(client, person)
+    login(client, "alice@example.org")
+    seen: set[str] = set()
+    pages = ["/admin"]
+    while pages:
+        path = pages.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        response = client.get(path)
+        assert response.status_code == 200, f"{path} -> {response.status_code}"
+        if not path.startswith("/admin") or "text/html" not in response.headers["content-type"]:
+            continue
+        for link in re.findall(r'href="(/[^"#]*)"', response.text):
+            if not link.startswith(("/static/", "/admin/logout")):
+                pages.append(link.replace("&amp;", "&"))
+    base = f"/admin/studies/{study_id}"
+    assert f"{base}/panel" in seen and f"{base}/export/results.csv" in seen
+    assert any("/sessions/" in path for path in seen)
