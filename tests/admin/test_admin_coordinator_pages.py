@@ -36,7 +36,11 @@ def test_studies_list_and_study_page_name_the_algorithm_in_words(
     login(client, "alice@example.org")
     listing = client.get("/admin").text
     assert "<td>Quadratic (QPME, the paper&#39;s searches)</td>" in listing and "<td>qpme</td>" not in listing
-    assert "Algorithm Quadratic (QPME" in client.get(f"/admin/studies/{study_id}").text
+    page = client.get(f"/admin/studies/{study_id}").text
+    assert "Algorithm Quadratic (QPME" in page
+    # A mean count of questions reads "34 on average" when whole, never "34.0".
+    asked = re.search(r'data-testid="plan-queries">([^<]*)', page)
+    assert asked is not None and re.match(r"\d+(\.[1-9])? on average", asked.group(1)), asked
 
 
 def test_results_page_without_finished_participants_says_so_and_offers_no_code(
