@@ -35,6 +35,24 @@ def _count_axis(title: str, largest: int) -> dict[str, Any]:
     return {"title": {"text": title}, "rangemode": "tozero", "dtick": step}
 
 
+def _empty_note(text: str) -> dict[str, Any]:
+    """Layout words in the middle of a chart with nothing to draw yet, so it never looks broken; the next
+    live update replaces the whole layout and the words go once there is data."""
+    return {
+        "annotations": [
+            {
+                "text": text,
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0.5,
+                "y": 0.5,
+                "showarrow": False,
+                "font": {"size": 14, "color": "#52606d"},
+            }
+        ]
+    }
+
+
 def status_figure(by_status: Mapping[str, int], excluded: int) -> dict[str, Any]:
     """Sessions by status (in the mapping's order), then the excluded ones."""
     statuses = list(by_status)
@@ -53,6 +71,7 @@ def status_figure(by_status: Mapping[str, int], excluded: int) -> dict[str, Any]
             ],
             "Participants by status",
             yaxis=_count_axis("Sessions", max([*by_status.values(), excluded, 1])),
+            **(_empty_note("Nobody has started yet") if not any(by_status.values()) and not excluded else {}),
         ),
     }
 
@@ -77,6 +96,7 @@ def answer_rate_figure(per_minute: Sequence[int]) -> dict[str, Any]:
             "Answers per minute (last hour)",
             xaxis={"title": {"text": "Minutes ago"}},
             yaxis=_count_axis("Answers", max([*per_minute, 1])),
+            **(_empty_note("No answers in the last hour") if not any(per_minute) else {}),
         ),
     }
 
@@ -99,6 +119,7 @@ def dropoff_figure(dropoff: Mapping[int, int]) -> dict[str, Any]:
             "Drop-off: unfinished sessions by answers given",
             xaxis={"title": {"text": "Answers given"}, "rangemode": "tozero"},
             yaxis=_count_axis("Sessions", max([*dropoff.values(), 1])),
+            **(_empty_note("Nobody has stopped part-way") if not any(dropoff.values()) else {}),
         ),
     }
 

@@ -140,3 +140,26 @@ def test_every_link_on_the_back_office_pages_leads_somewhere(
     base = f"/admin/studies/{study_id}"
     assert f"{base}/panel" in seen and f"{base}/export/results.csv" in seen
     assert any("/sessions/" in path for path in seen)
+
+
+def test_dashboard_charts_say_when_there_is_nothing_to_draw_yet(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    study_id = _open_study(client, accounts["alice"]["token"])
+    login(client, "alice@example.org")
+
+    def notes() -> dict[str, list[str]]:
+        figures = client.get(f"/admin/studies/{study_id}/monitor.json").json()["figures"]
+        return {
+            item["id"]: [note["text"] for note in item["figure"]["layout"].get("annotations", [])]
+            for item in figures
+        }
+
+    assert notes() == {
+        "fig-status": ["Nobody has started yet"],
+        "fig-rate": ["No answers in the last hour"],
+        "fig-dropoff": ["Nobody has stopped part-way"],
+    }
+    person = client.post(f"/api/v1/studies/{study_id}/sessions", json={"consent": True}).json()["token"]
+    Participant(METRIC).answer(client, person, client.get(f"/api/v1/sessions/{person}").json())
+    assert notes() == {"fig-status": [], "fig-rate": [], "fig-dropoff": []}
