@@ -524,13 +524,17 @@ def candidate_pool(space: Any, region: Any = None) -> list[np.ndarray]:
     """The ``POOL_SIZE`` classifiers (rates, or group rates) every participant's metric ranks.
 
     On a real dataset without groups these are the dataset's own plug-in classifiers (their held-out
-    rates), evenly spread over the non-trivial ones; otherwise seeded points inside the query region
+    rates), evenly spread over those at least as accurate as "everyone is the most common class" (when
+    there are enough of them); otherwise seeded points inside the query region
     (``region``: the study algorithm's, one sphere per group or the common one; default ``space.sphere``).
     """
     if space.n_groups == 1 and hasattr(space, "plug_in_rates"):
         trained = np.asarray(space.plug_in_rates())
-        # The first k plug-ins are the trivial "always class i" classifiers; nobody needs them ranked.
-        real = trained[space.n_classes :]
+        # The first k plug-ins are the trivial "always class i" classifiers; nobody needs them ranked, nor
+        # the plug-ins below "everyone is the most common class" (the dataset's inverted thresholds get
+        # 3 in 100 right): a coordinator compares metrics on classifiers someone might deploy.
+        priors = np.ravel(np.asarray(space.priors, dtype=np.float64))
+        real = [rates for rates in trained[space.n_classes :] if rates @ priors >= priors.max()]
         if len(real) >= POOL_SIZE:
             picks = np.linspace(0, len(real) - 1, POOL_SIZE).round().astype(int)
             return [real[i] for i in picks]

@@ -18,6 +18,8 @@ def test_dataset_pool_is_the_datasets_plug_in_classifiers() -> None:
         # each pool member is one of the trained (non-trivial) classifiers, not a made-up point
         assert np.min(np.abs(trained - rates).max(axis=1)) == 0.0
         assert not np.allclose(rates, np.eye(2)[0]) and not np.allclose(rates, np.eye(2)[1])
+        # and none is worse than calling everyone the most common class
+        assert rates @ space.priors >= np.max(space.priors)
     assert len({tuple(rates) for rates in pool}) > 1
 
 
