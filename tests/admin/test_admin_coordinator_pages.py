@@ -43,7 +43,7 @@ def test_studies_list_and_study_page_name_the_algorithm_in_words(
     assert asked is not None and re.match(r"\d+(\.[1-9])? on average", asked.group(1)), asked
 
 
-def test_results_page_without_finished_participants_says_so_and_offers_no_code(
+def test_results_page_without_finished_participants_says_so(
     client: TestClient, accounts: dict[str, Any]
 ) -> None:
     study_id = _open_study(client, accounts["alice"]["token"])
@@ -51,8 +51,8 @@ def test_results_page_without_finished_participants_says_so_and_offers_no_code(
     page = client.get(f"/admin/studies/{study_id}/results")
     assert page.status_code == 200
     assert 'data-testid="results-empty"' in page.text
-    # No table of candidates "ranked in the chart above" without a chart, no snippet for an empty export.
-    assert 'data-testid="candidates"' not in page.text and "load_results(" not in page.text
+    # No table of candidates "ranked in the chart above" without a chart; the code waits for a finisher.
+    assert 'data-testid="candidates"' not in page.text and 'data-testid="snippet-waits"' in page.text
     assert 'data-testid="results-table"' not in page.text
 
 
