@@ -163,3 +163,17 @@ def test_dashboard_charts_say_when_there_is_nothing_to_draw_yet(
     person = client.post(f"/api/v1/studies/{study_id}/sessions", json={"consent": True}).json()["token"]
     Participant(METRIC).answer(client, person, client.get(f"/api/v1/sessions/{person}").json())
     assert notes() == {"fig-status": [], "fig-rate": [], "fig-dropoff": []}
+
+
+def test_study_page_warns_when_no_classifier_shown_beats_the_majority_baseline(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    """The synthetic sphere around (0.5, 0.5) with 65 % benign: every classifier shown is below 65 of 100."""
+    study_id = _open_study(client, accounts["alice"]["token"])
+    login(client, "alice@example.org")
+    page = client.get(f"/admin/studies/{study_id}").text
+    shown = re.search(
+        r"get between (\d+) and (\d+) of 100 right; \"everyone is the most common class\" gets (\d+)", page
+    )
+    assert shown is not None and int(shown.group(2)) <= int(shown.group(3))
+    assert 'data-testid="region-below-baseline"' in page
