@@ -60,6 +60,10 @@ def agreement(pairs: Sequence[Pair], prefers: Callable[[np.ndarray, np.ndarray],
     }
 
 
+#: The agreement measures of a result's evaluation: the elicited metric and the two baselines.
+AGREEMENT_KEYS = ("elicited", "accuracy", "equal_weights")
+
+
 def agreement_interval(item: object) -> tuple[float | None, float | None, float | None]:
     """A stored agreement's percentage and its 95 % Wilson interval, ``(None, None, None)`` when undecided.
 

@@ -61,14 +61,17 @@ _PAIR_DRAWS = 16
 
 
 def wilson_interval(agreed: int, decided: int, z: float = WILSON_Z) -> tuple[float, float]:
-    """The Wilson score interval of a proportion ``agreed / decided`` (``(0, 1)`` when nothing decided)."""
+    """The Wilson score interval of a proportion ``agreed / decided`` (``(0, 1)`` when nothing decided).
+
+    The interval always contains the proportion: at 0 or 1 of them, rounding would otherwise leave an end
+    a few 1e-15 on the wrong side of it."""
     if decided <= 0:
         return 0.0, 1.0
     share = agreed / decided
     denominator = 1.0 + z * z / decided
     centre = (share + z * z / (2 * decided)) / denominator
     half = z * math.sqrt(share * (1.0 - share) / decided + z * z / (4 * decided * decided)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return max(0.0, min(share, centre - half)), min(1.0, max(share, centre + half))
 
 
 class _Purpose(enum.IntEnum):

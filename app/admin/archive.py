@@ -27,6 +27,7 @@ from pydantic import (
 
 from ..codec import CodecError, decode_metric
 from ..models import AnswerChannel, LogAction, Phase, SessionStatus, StudyStatus
+from ..outcome import AGREEMENT_KEYS
 from ..planning import PLAUSIBLE_SECONDS
 from ..study_config import StudyConfig, StudyConfigError, parse_study_config
 from .auth import AdminError
@@ -110,6 +111,34 @@ class AnswerRowIn(_Strict):
         return value
 
 
+Percent = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False)]
+Count = Annotated[StrictInt, Field(ge=0, le=INT32)]
+
+
+class AgreementIn(_Strict):
+    """One agreement measure of a result's evaluation, as the exports and the results page read it."""
+
+    agreed: Count = 0
+    decided: Count = 0
+    ties: Count = 0
+    percent: Percent | None = None
+    interval_percent: tuple[Percent, Percent] | None = None
+
+    @field_validator("interval_percent")
+    @classmethod
+    def _ordered(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and value[0] > value[1]:
+            raise ValueError("interval_percent: the low end is above the high end")
+        return value
+
+    @field_validator("decided")
+    @classmethod
+    def _decided(cls, value: int, info: ValidationInfo) -> int:
+        if value < info.data.get("agreed", 0):
+            raise ValueError("decided: fewer pairs decided than agreed")
+        return value
+
+
 class ResultIn(_Strict):
     metric: dict[str, Any]
     num_queries: Int32
@@ -118,6 +147,21 @@ class ResultIn(_Strict):
     checks: dict[str, Any]
     summary: Annotated[StrictStr, Field(max_length=100_000)]
     created_at: AwareDatetime
+
+    @field_validator("evaluation")
+    @classmethod
+    def _evaluation(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in AGREEMENT_KEYS:
+            if value.get(key) is not None:
+                if not isinstance(value[key], dict):
+                    raise ValueError(f"evaluation.{key}: must be an object")
+                try:
+                    AgreementIn.model_validate(value[key])
+                except ValidationError as exc:
+                    problem = exc.errors()[0]
+                    where = ".".join(str(part) for part in problem["loc"])
+                    raise ValueError(f"evaluation.{key}.{where}: {problem['msg']}") from None
+        return value
 
     @field_validator("metric")
     @classmethod

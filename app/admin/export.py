@@ -43,7 +43,7 @@ from ..models import (
     StudyStatus,
     as_utc,
 )
-from ..outcome import agreement_interval
+from ..outcome import AGREEMENT_KEYS, agreement_interval
 from ..sessions import SessionCache
 from ..sessions.displayed import session_version
 from ..study_config import config_hash
@@ -123,10 +123,6 @@ def result_columns(study: Study) -> list[str]:
         columns += [f"agreement_{key}_pct", f"agreement_{key}_low_pct", f"agreement_{key}_high_pct"]
     columns += ["checks_shown", "checks_passed"]
     return columns
-
-
-#: The agreement measures of a result's evaluation: the elicited metric and the two baselines.
-AGREEMENT_KEYS = ("elicited", "accuracy", "equal_weights")
 
 
 def agreement_cells(evaluation: dict[str, Any]) -> dict[str, float | None]:

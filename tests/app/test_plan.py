@@ -205,6 +205,13 @@ def test_wilson_interval_matches_the_textbook_values() -> None:
     assert wilson_interval(0, 0) == (0.0, 1.0)
 
 
+@pytest.mark.parametrize("decided", [1, 3, 7, 15, 40, 999])
+def test_wilson_interval_contains_the_proportion_even_at_its_ends(decided: int) -> None:
+    for agreed in (0, decided // 2, decided):
+        low, high = wilson_interval(agreed, decided)
+        assert 0.0 <= low <= agreed / decided <= high <= 1.0
+
+
 def _answer_evaluation(script: SessionPlan, metric: LinearMetric, *, agree: bool, limit: int) -> int:
     rows: list[SimpleNamespace] = []
     while len(rows) < limit:
