@@ -218,3 +218,12 @@ def phone(browser: Any) -> Iterator[Any]:
 def fairness_study(live_server: LiveServer) -> Any:
     """A new two-group fairness study (`FAIRNESS_STUDY`) on the live server."""
     return live_server.create_study(**FAIRNESS_STUDY)
+
+
+@pytest.fixture(params=["laptop", "phone"])
+def screen(request: pytest.FixtureRequest) -> Any:
+    """The laptop page (1366 x 900) or the phone page (390 x 844, touch), each watched for errors."""
+    if request.param == "phone":
+        return request.getfixturevalue("phone")
+    request.getfixturevalue("health")
+    return request.getfixturevalue("page")

@@ -21,17 +21,6 @@ BLOCKING_IMPACTS = {"serious", "critical"}
 AXE = Axe()
 
 
-@pytest.fixture(params=["laptop", "phone"])
-def screen(request: pytest.FixtureRequest) -> Page:
-    """The laptop page (1366 x 900) or the phone page (390 x 844, touch), each watched for errors."""
-    if request.param == "phone":
-        page: Page = request.getfixturevalue("phone")
-        return page
-    request.getfixturevalue("health")
-    laptop: Page = request.getfixturevalue("page")
-    return laptop
-
-
 def _assert_accessible(page: Page, where: str) -> None:
     if page.locator("[data-figure]").count():
         expect(page.locator("html")).to_have_attribute("data-charts", "drawn")

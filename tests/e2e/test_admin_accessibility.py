@@ -29,17 +29,6 @@ EMAIL = "axe-coordinator@example.org"
 WEIGHTS = np.array([0.35, 0.94])
 
 
-@pytest.fixture(params=["laptop", "phone"])
-def screen(request: pytest.FixtureRequest) -> Page:
-    """The laptop page (1366 x 900) or the phone page (390 x 844, touch), each watched for errors."""
-    if request.param == "phone":
-        page: Page = request.getfixturevalue("phone")
-        return page
-    request.getfixturevalue("health")
-    laptop: Page = request.getfixturevalue("page")
-    return laptop
-
-
 def _finished_participants(base_url: str, study_id: Any, count: int) -> None:
     with httpx.Client(base_url=base_url, timeout=30) as client:
         tokens = [
