@@ -34,7 +34,7 @@ from ..planning import plan_study
 from ..sessions import SessionCache
 from ..settings import Settings
 from ..study_config import StudyConfigError, load_study_config
-from .web import database_session, public_link
+from .web import database_session, public_link, save_invitation_links
 
 __all__ = ["PASSWORD_ENV", "register"]
 
@@ -193,22 +193,11 @@ def _cmd_study_invite(args: argparse.Namespace) -> int:
             )
     except AppError as exc:
         return _fail(exc)
-    out = open(args.output, "w", newline="", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
-    try:
-        links = (
-            (
-                invitation.id,
-                public_link(settings, f"/sessions/{token}"),
-                export.iso_utc(invitation.expires_at),
-            )
-            for invitation, token in created
-        )
-        studies.write_invitations_csv(out, links, lineterminator="\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    if args.output:
-        print(f"{len(created)} invitation links written to {args.output}")
+    links = (
+        (invitation.id, public_link(settings, f"/sessions/{token}"), export.iso_utc(invitation.expires_at))
+        for invitation, token in created
+    )
+    save_invitation_links(args.output, links, len(created))
     return 0
 
 

@@ -21,8 +21,8 @@ from typing import Any
 from ..admin.best import API_PATHS as BEST_FILES
 from ..admin.export import PARQUET_COMMANDS
 from ..admin.panel import COMMAND_NAMES as PANEL_FILES
-from ..admin.studies import write_invitations_csv
 from ..study_config import StudyConfigError, parse_study_config, read_study_config_file
+from .web import save_invitation_links
 
 __all__ = ["REMOTE_COMMANDS", "Remote", "RemoteError", "run_remote"]
 
@@ -145,15 +145,8 @@ def _study_invite(args: argparse.Namespace, remote: Remote) -> int:
     if args.expires_in_days:
         body["expires_at"] = (datetime.now(UTC) + timedelta(days=args.expires_in_days)).isoformat()
     created = remote.json("POST", f"/studies/{_quote(args.study_id)}/invitations", body)["invitations"]
-    out = open(args.output, "w", newline="", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
-    try:
-        links = ((invitation["id"], invitation["url"], invitation["expires_at"]) for invitation in created)
-        write_invitations_csv(out, links, lineterminator="\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    if args.output:
-        print(f"{len(created)} invitation links written to {args.output}")
+    links = ((invitation["id"], invitation["url"], invitation["expires_at"]) for invitation in created)
+    save_invitation_links(args.output, links, len(created))
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -13,7 +14,7 @@ from .. import repository
 from ..admin.auth import find_user, first_admin
 from ..admin.export import iso_utc
 from ..admin.models import User
-from ..admin.studies import give_study
+from ..admin.studies import give_study, write_invitations_csv
 from ..db import make_engine, make_sessionmaker
 from ..models import SessionStatus, StudyControl
 from ..schema import alembic_config, upgrade_database
@@ -59,6 +60,20 @@ def database_session(settings: Settings) -> Session:
 def public_link(settings: Settings, path: str) -> str:
     """The absolute URL of ``path`` as participants and coordinators reach the server."""
     return f"{settings.public_base_url or 'http://127.0.0.1:8000'}{path}"
+
+
+def save_invitation_links(
+    output: str | None, links: Iterable[tuple[Any, str, str | None]], count: int
+) -> None:
+    """Write invitation links as CSV to the file ``output`` (saying so), or to standard output."""
+    out = open(output, "w", newline="", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
+    try:
+        write_invitations_csv(out, links, lineterminator="\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if output:
+        print(f"{count} invitation links written to {output}")
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
