@@ -12,6 +12,7 @@ from gettext import NullTranslations
 from typing import Any
 
 __all__ = [
+    "CATEGORY_AXIS",
     "CLASS_COLORS",
     "DIVERGING_SCALE",
     "ENGLISH",
@@ -60,6 +61,11 @@ FONT = {"family": "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue
 INK = "#1f2933"
 MUTED = "#52606d"
 GRID = "#d9e2ec"
+#: Layout for an axis of names (classes, participant codes, statuses): always categories. Left to guess,
+#: plotly takes an axis whose names are mostly numbers ("1042", a session id's first 8 hex digits such as
+#: "40417712", classes "0" and "1") for a numeric one: the names become positions, the other names NaN,
+#: and a heat map's cells and texts get "NaN" coordinates (console errors, a chart drawn wrongly).
+CATEGORY_AXIS: Mapping[str, str] = {"type": "category"}
 # A diverging blue-white-orange scale built from Okabe-Ito ends: readable with colour-vision deficiencies.
 DIVERGING_SCALE = [[0.0, "#0072B2"], [0.5, "#f7f7f7"], [1.0, "#D55E00"]]
 

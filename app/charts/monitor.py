@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .common import CATEGORY_AXIS
 from .common import back_office_figure as _figure
 
 __all__ = [
@@ -70,6 +71,7 @@ def status_figure(by_status: Mapping[str, int], excluded: int) -> dict[str, Any]
                 }
             ],
             "Participants by status",
+            xaxis=CATEGORY_AXIS,
             yaxis=_count_axis("Sessions", max([*by_status.values(), excluded, 1])),
             **(_empty_note("Nobody has started yet") if not any(by_status.values()) and not excluded else {}),
         ),
@@ -222,6 +224,7 @@ def agreement_figure(values: Sequence[AgreementBar]) -> dict[str, Any]:
         "figure": _figure(
             [bars, intervals],
             "How often each metric picks what the participant picked on the evaluation pairs",
+            xaxis=CATEGORY_AXIS,
             yaxis={"title": {"text": "% of pairs"}, "range": [0, 100]},
         ),
     }
@@ -270,7 +273,7 @@ def coefficients_figures(
                     data,
                     "Elicited coefficients across participants",
                     height=90 + 34 * len(data),
-                    yaxis={"autorange": "reversed"},
+                    yaxis={"autorange": "reversed", **CATEGORY_AXIS},
                     xaxis={"title": {"text": "Value"}, "zeroline": True},
                 ),
             }
@@ -283,6 +286,7 @@ def coefficients_figures(
                 "figure": _figure(
                     _interval_bars(agreement),
                     "How often the elicited metric picks what the participant picked on the evaluation pairs",
+                    xaxis=CATEGORY_AXIS,
                     yaxis={"title": {"text": "% of evaluation pairs"}, "range": [0, 100]},
                 ),
             }
@@ -319,7 +323,7 @@ def ranking_figure(
             ],
             "Ranking of the candidate pool",
             height=140 + 28 * len(z),
-            yaxis={"autorange": "reversed"},
-            xaxis={"title": {"text": "Candidate (see the table)"}},
+            yaxis={"autorange": "reversed", **CATEGORY_AXIS},
+            xaxis={"title": {"text": "Candidate (see the table)"}, **CATEGORY_AXIS},
         ),
     }

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .common import (
+    CATEGORY_AXIS,
     DIVERGING_SCALE,
     ENGLISH,
     FONT,
@@ -69,7 +70,7 @@ def metric_weights_figure(
             "zerolinecolor": MUTED,
             "fixedrange": True,
         },
-        "xaxis": {"title": {"text": "Correct predictions of class"}, "fixedrange": True},
+        "xaxis": {"title": {"text": "Correct predictions of class"}, "fixedrange": True, **CATEGORY_AXIS},
         "showlegend": False,
     }
     set_title(layout, title)
@@ -108,8 +109,8 @@ def quadratic_heatmap_figure(
         "margin": {"l": 90, "r": 8, "t": 36 if title else 12, "b": 60},
         "height": 120 + 50 * len(names),
         "paper_bgcolor": "rgba(0,0,0,0)",
-        "xaxis": {"title": {"text": "Class"}, "side": "bottom", "fixedrange": True},
-        "yaxis": {"title": {"text": "Class"}, "autorange": "reversed", "fixedrange": True},
+        "xaxis": {"title": {"text": "Class"}, "side": "bottom", "fixedrange": True, **CATEGORY_AXIS},
+        "yaxis": {"title": {"text": "Class"}, "autorange": "reversed", "fixedrange": True, **CATEGORY_AXIS},
     }
     set_title(layout, title)
     return {
@@ -258,6 +259,7 @@ def mistake_cost_figure(
             "autorange": "reversed",
             "ticksuffix": "  ",
             "title": {"text": ""},
+            **CATEGORY_AXIS,
         },
         "showlegend": False,
     }

@@ -13,6 +13,7 @@ import pytest
 
 from app.charts import common, result
 from app.charts import comparison as comparison_charts
+from app.charts import monitor as monitor_charts
 from app.charts.inert import figure_json
 from app.i18n import configure_templates
 from elicitation.rates import SyntheticSpace
@@ -381,6 +382,26 @@ def test_quadratic_heatmap_is_symmetric_around_zero_and_labelled() -> None:
     assert trace["text"][0][1] == "0.100"
     with pytest.raises(ValueError, match="square"):
         result.quadratic_heatmap_figure([[1.0, 2.0]], NAMES)
+
+
+def test_axes_of_names_stay_categories_when_the_names_look_like_numbers() -> None:
+    """Classes "0" and "1", or a participant code "1042", would make plotly guess a numeric axis (names as
+    positions, the other names NaN); every axis of names says it holds categories."""
+    numeric = ["0", "1"]
+    assert result.metric_weights_figure([0.6, 0.8], numeric)["layout"]["xaxis"]["type"] == "category"
+    heatmap = result.quadratic_heatmap_figure([[1.0, 0.0], [0.0, 1.0]], numeric)["layout"]
+    assert heatmap["xaxis"]["type"] == heatmap["yaxis"]["type"] == "category"
+    costs = result.mistake_cost_figure(["one 0", "one 1"], [1.0, 2.0], [None, None], range_label="range")
+    assert costs["layout"]["yaxis"]["type"] == "category"
+    ranking = monitor_charts.ranking_figure(["C1", "C2"], ["a", "b"], ["accuracy", "1042"], [[1, 2], [2, 1]])
+    layout = ranking["figure"]["layout"]
+    assert layout["xaxis"]["type"] == layout["yaxis"]["type"] == "category"
+    boxes, agreement = monitor_charts.coefficients_figures({"0": [0.5]}, [("40417712", 80.0, 60.0, 90.0)])
+    assert boxes["figure"]["layout"]["yaxis"]["type"] == "category"
+    assert agreement["figure"]["layout"]["xaxis"]["type"] == "category"
+    assert monitor_charts.agreement_figure([("1", 80.0, None, None)])["figure"]["layout"]["xaxis"][
+        "type"
+    ] == ("category")
 
 
 def test_heatmap_of_rounding_noise_reads_as_zero() -> None:

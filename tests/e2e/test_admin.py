@@ -19,6 +19,7 @@ from playwright.sync_api import Page, expect
 from app.admin.auth import create_user
 from app.admin.models import Role
 from app.admin.routes_ui import MONITOR_POLL_S
+from app.sessions import create_session
 
 pytestmark = pytest.mark.e2e
 
@@ -134,6 +135,45 @@ def test_coordinator_plans_invites_watches_and_downloads(
     # The automated participant's metric comes back (LPME at a coarse tolerance: direction within 0.2).
     assert float(elicited @ WEIGHTS / np.linalg.norm(WEIGHTS)) > 0.98
     assert done[0]["algorithm_version"] == "lpme-1" and len(done[0]["config_hash"]) == 64
+
+
+def test_results_charts_name_participants_whose_codes_look_like_numbers(
+    page: Page, live_server: Any, health: Any
+) -> None:
+    """A participant code (or the session id's first 8 hex digits, when there is no code) made of digits is
+    still a name: the ranking heat map and the agreement bars keep it as a category. Plotly's own guess made
+    their axis numeric, placed "accuracy (baseline)" at NaN and logged "<image> attribute y: Expected
+    length, "NaN"" errors (about 1 in 43 runs of the coordinator test, whose session ids are random)."""
+    with live_server.app.state.sessionmaker() as db:
+        create_user(db, "codes-admin@example.org", PASSWORD, Role.ADMIN.value)
+    study = live_server.create_study(name="Numeric participant codes")
+    codes = ["1042", "7"]
+    for code in codes:
+        with live_server.app.state.sessionmaker() as db:
+            _session, token = create_session(
+                db,
+                live_server.app.state.session_cache,
+                study.id,
+                participant_code=code,
+                consented=True,
+                require_open=False,
+            )
+        assert _answer_over_api(live_server.url, token)["status"] == "done"
+    page.goto(f"{live_server.url}/admin/login")
+    page.get_by_test_id("login-email").fill("codes-admin@example.org")
+    page.get_by_test_id("login-password").fill(PASSWORD)
+    with page.expect_navigation():
+        page.get_by_test_id("login-submit").click()
+    page.goto(f"{live_server.url}/admin/studies/{study.id}/results")
+    expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
+    # Each name is one tick of its own (a numeric axis would show round numbers such as 500, 0, -500).
+    rows = page.locator('[data-figure="fig-ranking"] .ytick text')
+    expect(rows).to_have_count(3)
+    assert sorted(rows.all_text_contents()) == sorted(["accuracy (baseline)", *codes])
+    bars = page.locator('[data-figure="fig-agreement-all"] .xtick text')
+    expect(bars).to_have_count(2)
+    assert sorted(bars.all_text_contents()) == sorted(codes)
+    health.assert_clean()
 
 
 def test_dashboard_on_a_phone_shows_each_sessions_own_progress_in_view(phone: Page, live_server: Any) -> None:
