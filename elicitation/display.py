@@ -12,10 +12,10 @@ that round to the same picture ask the same question twice.
 `DisplayGrid` makes the grid explicit: `DisplayGrid.snap` moves rates to the nearest displayable rates
 inside the query sphere, so a query built from snapped rates is exactly what the chart shows
 (`displayed_counts` draws it without further rounding), and `DisplayGrid.counts` gives the people a person
-reads. `shown` wraps any elicitor so that every query it yields is the displayed one, and a step whose
-displayed pair would be identical, or one the person has already answered (in either order), is answered
-from what the person already said instead of being asked again: the search ends at the resolution the
-display can show.
+reads. `shown` wraps any elicitor so that every query it yields is the displayed one. A search step whose
+displayed pair would be identical is refused, and the search ends with the bracket it has (its tolerance is
+then what the display can show, not its own ``epsilon``); a pair the person has already answered (in either
+order) is answered from what they said instead of being asked again.
 
 Symbols
 -------
@@ -38,7 +38,17 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import InvalidConfigError
-from .types import Elicitation, Elicitor, FloatArray, Query, Sphere, as_rate_array, ask
+from .types import (
+    Elicitation,
+    Elicitor,
+    FloatArray,
+    ImperceptibleError,
+    Query,
+    SearchStep,
+    Sphere,
+    as_rate_array,
+    ask,
+)
 
 __all__ = [
     "DISPLAY_DECIMALS",
@@ -293,14 +303,20 @@ def _shown_steps(
     inner: Elicitor[Elicitation[Any]], grid: DisplayGrid, sphere: Sphere
 ) -> Generator[Query, bool, Elicitation[Any]]:
     answered: dict[bytes, bool] = {}
-    skipped = {"identical": 0, "repeated": 0}
+    skipped = {"identical": 0, "repeated": 0, "ended": 0}
     try:
         query = next(inner)
         while True:
             first, second = grid.snap(query.first, sphere), grid.snap(query.second, sphere)
             key, reverse = grid.key(first, second), grid.key(second, first)
+            if key == reverse and isinstance(query, SearchStep):
+                # The search has reached what the chart can show: it ends here with the bracket it has.
+                skipped["ended"] += 1
+                query = inner.throw(ImperceptibleError())
+                continue
             if key == reverse:
-                # Nothing to choose between as displayed: the search is below what the chart can show.
+                # Nothing to choose between as displayed, outside a search that can stop: any answer is as
+                # good as the person's, and "first" keeps the elicitor deterministic.
                 skipped["identical"] += 1
                 answer = True
             elif key in answered or reverse in answered:
@@ -339,10 +355,12 @@ def shown(elicitor: Elicitor[Elicitation[Any]], grid: DisplayGrid, sphere: Spher
     Returns
     -------
     DisplayedElicitor
-        Yields each query snapped to the grid. A step whose two sides display identically is answered
-        "first" without asking (the person could not tell them apart); a step displaying a pair already
-        answered, in either order, gets that answer. The result counts only the questions shown
-        (``details["display_skipped"]`` counts the others, ``details["inner_queries"]`` all steps).
+        Yields each query snapped to the grid. A search step (`elicitation.types.SearchStep`) whose two
+        sides display identically is refused (`elicitation.types.ImperceptibleError`): that search ends with
+        the bracket it has. Any other query displaying identically is answered "first" without asking
+        (the person could not tell the sides apart); a step displaying a pair already answered, in either
+        order, gets that answer. The result counts only the questions shown (``details["display_skipped"]``
+        counts the others by reason, ``details["inner_queries"]`` the steps answered).
 
     Raises
     ------

@@ -33,6 +33,10 @@ finding ``a`` means finding the best boundary point ``mu(theta)`` (see `elicitat
    ``"repeat"`` takes each decision as a majority of the query, its mirror image and, on disagreement, the
    query again; ``"noisy_bisection"`` (antipodal probes only) replaces each angle's halvings by
    probabilistic bisection. Both are deterministic. Why and how: ``docs/robust-answering.md``.
+6. **Display resolution.** Every halving asks through `robust_step` (`elicitation.types.ask_step`): when
+   the questions are shown in whole people (`elicitation.display.shown`), a step whose two classifiers
+   would look identical is refused and the angle keeps the bracket reached. The search's tolerance is then
+   what the charts can show, not ``epsilon``; without a display nothing is ever refused.
 
 Every query compares two points of ``dS``, so queries never leave the sphere.
 
@@ -76,6 +80,7 @@ from .types import (
     Query,
     Sphere,
     ask,
+    ask_step,
     plain_rates,
     trusted_query,
 )
@@ -92,6 +97,7 @@ __all__ = [
     "lpme",
     "lpme_max_queries",
     "robust_ask",
+    "robust_step",
     "search_steps",
     "validate_embed",
     "validate_epsilon",
@@ -166,15 +172,38 @@ def robust_ask(query: Query, robust: str) -> Generator[Query, bool, tuple[bool, 
     swapped, answer inverted back, so a person who always clicks one side is caught), and a third time in
     the original order when the two disagree: the majority of three.
     """
+    decision, count = yield from _decide(query, robust, ask)
+    assert decision is not None  # `ask` always answers
+    return decision, count
+
+
+def robust_step(query: Query, robust: str) -> Generator[Query, bool, tuple[bool | None, int]]:
+    """`robust_ask` for a search step the display may refuse (`elicitation.types.ask_step`).
+
+    The decision is ``None`` when the first ask is refused (the search should stop); a refused mirror or
+    third ask leaves the decision to the answers already given.
+    """
+    return (yield from _decide(query, robust, ask_step))
+
+
+def _decide(
+    query: Query, robust: str, ask_one: Callable[[Query], Generator[Query, bool, bool | None]]
+) -> Generator[Query, bool, tuple[bool | None, int]]:
     if robust == "none":
-        return (yield from ask(query)), 1
-    first = yield from ask(query)
+        answer = yield from ask_one(query)
+        return answer, int(answer is not None)
+    first = yield from ask_one(query)
+    if first is None:
+        return None, 0
     mirrored = Query(query.second, query.first, query.search, query.kind, query.coordinate, query.step + 1)
-    second = not (yield from ask(mirrored))
-    if first == second:
+    reply = yield from ask_one(mirrored)
+    if reply is None:
+        return first, 1
+    if first == (not reply):
         return first, 2
     third = Query(query.first, query.second, query.search, query.kind, query.coordinate, query.step + 2)
-    return (yield from ask(third)), _REPEAT_ASKS
+    decider = yield from ask_one(third)
+    return (first, 2) if decider is None else (decider, _REPEAT_ASKS)
 
 
 def _planned_cycles(n_classes: int, cycles: int, early_stop: bool) -> int:
@@ -423,9 +452,10 @@ def _noisy_bisection(
     asked = 0
     left, split, right = interval()
     while asked < budget and right - left > target:
-        query = probe_at(split, asked)
+        right_of = yield from ask_step(probe_at(split, asked))
+        if right_of is None:
+            break  # the display cannot show the next probe: keep the posterior so far
         asked += 1
-        right_of = yield from ask(query)
         supported = centers > split if right_of else centers <= split
         weights = np.where(supported, NOISY_ACCURACY * weights, (1.0 - NOISY_ACCURACY) * weights)
         weights /= float(np.sum(weights))
@@ -483,8 +513,12 @@ def _lpme_steps(
     def point(angles: list[float]) -> FloatArray:
         return embed(_fast_boundary_point(c, scaled, angles))
 
-    def shrink(j: int, lo: float, hi: float, steps: int) -> Generator[Query, bool, tuple[float, float]]:
-        """Halve the bracket ``[lo, hi]`` of angle ``j`` ``steps`` times (other angles fixed at theta)."""
+    def shrink(j: int, lo: float, hi: float, steps: int) -> Generator[Query, bool, tuple[float, float, bool]]:
+        """Halve the bracket ``[lo, hi]`` of angle ``j`` ``steps`` times (other angles fixed at theta).
+
+        Returns the bracket and whether every halving was made: a step the display refuses (its pair would
+        look like one already shown) ends the search at the bracket reached.
+        """
         nonlocal asked
         angles = theta.tolist()
         if antipodal:
@@ -502,14 +536,16 @@ def _lpme_steps(
                     lo, hi, steps, lambda x, n: antipodal_query(x, asked + n)
                 )
                 asked += count
-                return left, right
+                return left, right, True
         for _ in range(steps):
             if antipodal:
                 # The sign of the metric's derivative along theta_j at the midpoint, read off the two
                 # antipodal points of the sphere in the tangent direction.
                 middle = (lo + hi) / 2.0
-                right_of, count = yield from robust_ask(antipodal_query(middle, asked), robust)
+                right_of, count = yield from robust_step(antipodal_query(middle, asked), robust)
                 asked += count
+                if right_of is None:
+                    return lo, hi, False
                 if right_of:
                     lo = middle
                 else:
@@ -520,20 +556,25 @@ def _lpme_steps(
             point_d = point(angles)
             angles[j] = quarter
             query = trusted_query(point(angles), point_d, search, "shrink", j, asked)
-            better, count = yield from robust_ask(query, robust)
+            better, count = yield from robust_step(query, robust)
             asked += count
+            if better is None:
+                return lo, hi, False
             if better:
                 hi = middle
                 continue
             angles[j] = three
             query = trusted_query(point_d, point(angles), search, "shrink", j, asked)
-            better, count = yield from robust_ask(query, robust)
+            better, count = yield from robust_step(query, robust)
             asked += count
+            if better is None:
+                # The peak is right of the quarter point (it did not beat the middle).
+                return quarter, hi, False
             if better:
                 lo, hi = quarter, three
             else:
                 lo = middle
-        return lo, hi
+        return lo, hi, True
 
     theta = np.array(_start_angles(k), dtype=np.float64)
     n_steps = search_steps(epsilon)
@@ -543,18 +584,19 @@ def _lpme_steps(
         start = theta.copy()
         for j in reversed(range(k - 1)):
             if cycle == 0 or not early_stop:
-                lo, hi = yield from shrink(j, 0.0, _ANGLE_RANGE, n_steps)
+                lo, hi, _ = yield from shrink(j, 0.0, _ANGLE_RANGE, n_steps)
             else:
                 # After one backward sweep every angle is within epsilon / 2 of its optimum, so a repeat
                 # search over [0, pi/2] would only confirm it: search +- epsilon around it instead (refining
                 # it to epsilon / 4), and fall back to the full range if the optimum left that window.
                 local_lo, local_hi = max(theta[j] - epsilon, 0.0), min(theta[j] + epsilon, _ANGLE_RANGE)
-                lo, hi = yield from shrink(j, local_lo, local_hi, _REFINE_STEPS)
+                lo, hi, complete = yield from shrink(j, local_lo, local_hi, _REFINE_STEPS)
                 escaped = (lo == local_lo and local_lo > 0.0) or (hi == local_hi and local_hi < _ANGLE_RANGE)
-                if escaped:
-                    lo, hi = yield from shrink(j, 0.0, _ANGLE_RANGE, n_steps)
-                else:
+                if escaped and complete:
+                    lo, hi, _ = yield from shrink(j, 0.0, _ANGLE_RANGE, n_steps)
+                elif complete:
                     refined += 1
+                # An incomplete window (the display refused its steps) keeps the bracket it reached.
             theta[j] = (lo + hi) / 2.0
         cycles_run += 1
         if early_stop and float(np.max(np.abs(theta - start))) <= epsilon:

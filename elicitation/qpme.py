@@ -114,6 +114,7 @@ from .lpme import (
     lpme,
     lpme_max_queries,
     robust_ask,
+    robust_step,
     validate_embed,
     validate_epsilon,
     validate_probe,
@@ -125,6 +126,7 @@ from .types import (
     Elicitor,
     Embedding,
     FloatArray,
+    ImperceptibleError,
     QuadraticMetric,
     Query,
     Sphere,
@@ -136,6 +138,7 @@ __all__ = [
     "DEFAULT_LAYOUT",
     "DEFAULT_PROBE",
     "DEFAULT_RIDGE",
+    "DISPLAYED_INNER_RATIO",
     "LAYOUTS",
     "RECONSTRUCTIONS",
     "Layout",
@@ -162,6 +165,12 @@ RECONSTRUCTIONS: tuple[str, ...] = ("signed", "lstsq", "closed_form")
 #: large ``varrho`` widens the value gaps Definition-4 noise acts on; measured over ``varrho`` in
 #: {0.005, 0.02, 0.03, 0.04, 0.05, 0.1} at ``rho = 0.2``, 0.04 was the best compromise.
 DEFAULT_INNER_RATIO = 0.2
+#: ``varrho / rho`` when the questions are shown in whole people (a `elicitation.display.DisplayGrid`).
+#: Antipodal probes read the gradient at a small sphere's centre exactly whatever its radius, so on a
+#: coarse display the spheres grow until their searches can be shown (at the default 0.2 a step moves a
+#: classifier by a fraction of a person), at the cost of the lever arm ``rho - varrho``. Chosen among
+#: 0.2, 0.5, 0.6 and 0.7 on the breast-cancer sphere with noisy people (docs/realistic-queries.md).
+DISPLAYED_INNER_RATIO = 0.6
 #: How the LPME runs compare rates (see `elicitation.lpme.lpme`).
 DEFAULT_PROBE: Probe = "antipodal"
 Layout = Literal["paper", "axes", "dense", "auto"]
@@ -436,7 +445,12 @@ def _informative(
     try:
         query = next(steps)
         while True:
-            answer = yield query
+            try:
+                answer = yield query
+            except ImperceptibleError as refused:
+                # A search step the display cannot show: the search inside ends it (`ask_step`).
+                query = steps.throw(refused)
+                continue
             seen.add(answer is True)
             query = steps.send(answer)
     except StopIteration as stop:
@@ -724,8 +738,11 @@ def line_peak(
         upper = embed((o + hi * direction).tolist())
         lower = embed((o + lo * direction).tolist())
         query = Query(upper, lower, f"{search}/line", "line", None, step)
-        preferred, count = yield from robust_ask(query, robust)
+        preferred, count = yield from robust_step(query, robust)
         asked += count
+        if preferred is None:
+            # The display cannot show the two ends apart: the peak is as fine as it can be shown.
+            return (lo + hi) / 2.0, asked
         middle = (lo + hi) / 2.0
         if preferred:
             lo = middle

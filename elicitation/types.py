@@ -30,16 +30,19 @@ __all__ = [
     "Embedding",
     "FairQuadraticMetric",
     "FloatArray",
+    "ImperceptibleError",
     "LinearMetric",
     "Metric",
     "Oracle",
     "QuadraticMetric",
     "Query",
     "RandomState",
+    "SearchStep",
     "Sphere",
     "as_generator",
     "as_rate_array",
     "ask",
+    "ask_step",
     "check_tau",
     "pair_index",
     "plain_rates",
@@ -817,6 +820,36 @@ def ask(query: Query) -> Generator[Query, bool, bool]:
     if not isinstance(answer, (bool, np.bool_)):
         raise InvalidAnswerError(f"answers must be booleans (True: first preferred), got {answer!r}")
     return bool(answer)
+
+
+class ImperceptibleError(Exception):
+    """Thrown into an elicitor at a `SearchStep` a chart cannot show as a question of its own.
+
+    `elicitation.display.shown` throws it when the step's two classifiers would look identical to the
+    participant: the search has reached the display's resolution and ends there, keeping what it has.
+    """
+
+
+class SearchStep(Query):
+    """A query refining a search (a bisection step) that may be refused with `ImperceptibleError`.
+
+    Only `ask_step` makes them, inside searches that stop cleanly when refused; every other query (orthant
+    signs, trivial probes) must be answered.
+    """
+
+
+def ask_step(query: Query) -> Generator[Query, bool, bool | None]:
+    """Ask one step of a search: the answer, or ``None`` when the display refused it (`ImperceptibleError`).
+
+    A search that gets ``None`` stops refining and keeps its current bracket: its tolerance is then what
+    the charts can show rather than its own ``epsilon``.
+    """
+    step = object.__new__(SearchStep)
+    step.__dict__.update(query.__dict__)
+    try:
+        return (yield from ask(step))
+    except ImperceptibleError:
+        return None
 
 
 Oracle = Callable[[FloatArray, FloatArray], bool]

@@ -1,15 +1,15 @@
 """Which elicitor a session runs: displayed, never-repeated questions, or exact rates for old sessions.
 
-The active elicitors choose among candidate pairs snapped to what the charts show (`elicitation.display`),
-so they update on exactly the pair a person saw and never show one twice. Their new sessions record
-``<version>+shown-<n>``; sessions recorded before keep the version they were recorded with and replay
-their exact queries unchanged.
+Algorithms marked ``displayed`` in the catalogue ask new sessions' questions as the charts show them
+(`elicitation.display.displayed`): the active elicitors choose among candidate pairs snapped to the display
+grid, so they update on exactly the pair a person saw; QPME's searches are wrapped by
+`elicitation.display.shown`, which snaps each step and ends a search whose next step would look like one
+already shown. Their new sessions record ``<version>+shown-<n>``; sessions recorded before keep the version
+they were recorded with and replay their exact queries unchanged.
 
-The bisection algorithms (LPME, QPME and their variants) keep asking exact rates: their searches run on
-spheres far smaller than a chart's whole people (QPME's inner spheres), and answering their steps from the
-displayed pair (`elicitation.display.shown`) measured worse agreement than the exact search (see
-``docs/realistic-queries.md``), so they are not switched until their searches stop at the display's
-resolution themselves.
+LPME, fair QPME, the trade-off search and diagonal QPME keep asking exact rates (the charts add decimals so
+that their small steps show): on the realistic regions their whole-people searches ended after a few
+questions and agreed less with the person (measured in ``docs/realistic-queries.md``).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from ..errors import InvalidConfigError
 from ..fair import fair_qpme, tradeoff_search
 from ..families import Draw, get_family
 from ..lpme import lpme
-from ..qpme import qpme
+from ..qpme import DISPLAYED_INNER_RATIO, qpme
 from ..types import (
     Elicitation,
     Elicitor,
@@ -145,10 +145,14 @@ register(
 
 
 def _qpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    inner_radius = p["inner_radius"]
+    if inner_radius is None and getattr(setting.space, "display", None) is not None:
+        # Questions shown in whole people: small spheres wide enough for their searches to show.
+        inner_radius = DISPLAYED_INNER_RATIO * setting.sphere.radius
     return qpme(
         setting.sphere,
         p["epsilon"],
-        inner_radius=p["inner_radius"],
+        inner_radius=inner_radius,
         reconstruction=p["reconstruction"],
         cycles=p["cycles"],
         robust=p["robust"],
@@ -196,6 +200,7 @@ register(
         ),
         builder=_qpme,
         earlier={"qpme-2": _qpme_lines_only},
+        displayed=True,
     )
 )
 

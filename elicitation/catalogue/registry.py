@@ -94,8 +94,9 @@ class Algorithm:
     offered to study coordinators. ``sphere(n_classes, radius)`` gives the query sphere of algorithms whose
     rates are not the ``n_classes`` per-class rates (``None``: any sphere, by default around the uniform
     rate), and ``classes_from_rates`` maps such a sphere's dimension back to ``n_classes``.
-    ``displayed``: its elicitor adopts the display grid when wrapped by `elicitation.display.displayed`
-    (it then asks only pairs a person can be shown exactly, so the web app records a marked version).
+    ``displayed``: the web app's sessions ask its questions as the charts show them
+    (`elicitation.display.displayed`: the elicitor adopts the display grid, or its searches are wrapped by
+    `elicitation.display.shown` and end at the display's resolution), and record a marked version.
     ``group_spheres``: it asks each group's rates in that group's own sphere of a query space
     (``space.group_spheres``) rather than all of them in the common ``space.sphere``; `query_region` says
     which. ``draw_metric`` replaces the family's random draw and ``check_metric`` rejects given metrics for

@@ -30,7 +30,7 @@ from ..types import (
     Query,
     Sphere,
     as_rate_array,
-    ask,
+    ask_step,
     check_tau,
 )
 from .partitions import ZERO, check_epsilon, check_groups, check_sphere, lift_rates
@@ -144,7 +144,10 @@ def _threshold_steps(
         moved = lift_rates(sphere.center + x, frozenset({plan.group}), sphere.center, m)
         query = Query(moved, baseline, search=label, kind="threshold", coordinate=plan.group, step=step)
         # The moved profile costs less exactly when lam < threshold.
-        if (yield from ask(query)):
+        cheaper = yield from ask_step(query)
+        if cheaper is None:
+            break  # the display cannot show this step: lam is as fine as it can be shown
+        if cheaper:
             hi = threshold
         else:
             lo = threshold
@@ -178,18 +181,31 @@ def _shrink_steps(
 
     lo, hi, asked, step = 0.0, 1.0, 0, 0
 
-    def compare(first: float, second: float) -> Generator[Query, bool, bool]:
+    def compare(first: float, second: float) -> Generator[Query, bool, bool | None]:
         nonlocal asked
-        asked += 1
         query = Query(profile(first), profile(second), search=label, kind="shrink", step=step)
-        return (yield from ask(query))
+        answer = yield from ask_step(query)
+        asked += answer is not None
+        return answer
 
     while hi - lo > epsilon:
         c, mid, e = (3 * lo + hi) / 4, (lo + hi) / 2, (lo + 3 * hi) / 4
-        # ShrinkInterval (Figure 4): at most three queries; vartheta is unimodal in lam (Lemma 4).
-        if (yield from compare(lo, c)) or (yield from compare(c, mid)):
+        # ShrinkInterval (Figure 4): at most three queries; vartheta is unimodal in lam (Lemma 4). A step
+        # the display refuses ends the search at the bracket reached.
+        left = yield from compare(lo, c)
+        if left is None:
+            break
+        inner = True if left else (yield from compare(c, mid))
+        if inner is None:
+            break
+        if inner:
             hi = mid
-        elif (yield from compare(mid, e)):
+            step += 1
+            continue
+        right = yield from compare(mid, e)
+        if right is None:
+            break
+        if right:
             lo, hi = c, e
         else:
             # The paper keeps [c, b] here; e preferred to d already puts the peak in [d, b] (a true halving).

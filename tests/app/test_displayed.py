@@ -12,11 +12,13 @@ from app.sessions.displayed import DISPLAY_MARK, build_session_elicitor, session
 from elicitation import ReplayMismatchError, Sphere, run
 from elicitation.display import DisplayGrid
 from elicitation.oracles import (
+    ExactOracle,
     LogisticOracle,
     random_fair_metric,
     random_linear_metric,
     random_quadratic_metric,
 )
+from elicitation.qpme import DEFAULT_INNER_RATIO, DISPLAYED_INNER_RATIO
 from elicitation.rates import SyntheticSpace
 
 SPACES = {
@@ -36,8 +38,8 @@ def _metric(name: str, space: SyntheticSpace, rng: np.random.Generator) -> objec
 DISPLAYED = sorted(name for name, spec in REGISTRY.items() if spec.algorithm.displayed)
 
 
-def test_the_active_elicitors_ask_displayed_questions() -> None:
-    assert DISPLAYED == ["active_fair", "active_linear", "active_quadratic"]
+def test_qpme_and_the_active_elicitors_ask_displayed_questions() -> None:
+    assert DISPLAYED == ["active_fair", "active_linear", "active_quadratic", "qpme"]
 
 
 @pytest.mark.parametrize("name", DISPLAYED)
@@ -46,7 +48,7 @@ def test_successive_questions_never_display_alike(name: str, seed: int) -> None:
     spec = REGISTRY[name]
     space = SPACES[2 if spec.needs_groups else 1]
     grid = DisplayGrid.from_priors(space.priors)
-    params = spec.parse_params({"max_queries": 15})
+    params = spec.parse_params({"max_queries": 15} if spec.algorithm.needs_space else {})
     rng = np.random.default_rng(seed)
     oracle = LogisticOracle(_metric(name, space, rng), 200.0, rng=rng)
     result = run(build_session_elicitor(spec, space, params, seed=seed), oracle)
@@ -70,7 +72,27 @@ def test_old_sessions_replay_their_exact_queries_and_unknown_versions_are_refuse
     assert np.allclose(shown.first, grid.snap(shown.first, space.sphere))
     with pytest.raises(ReplayMismatchError, match="active_quadratic-0"):
         build_session_elicitor(spec, space, params, seed=1, version="active_quadratic-0")
-    assert session_version(REGISTRY["qpme"]) == REGISTRY["qpme"].version
+    assert session_version(REGISTRY["lpme"]) == REGISTRY["lpme"].version
+
+
+def test_qpme_sessions_search_wider_small_spheres_and_earlier_sessions_replay_the_exact_searches() -> None:
+    spec = REGISTRY["qpme"]
+    space = SPACES[1]
+    params = spec.parse_params({})
+    metric = random_quadratic_metric(np.random.default_rng(4), 2)
+    assert session_version(spec) == "qpme-3" + DISPLAY_MARK
+    current = run(build_session_elicitor(spec, space, params, seed=0), ExactOracle(metric))
+    assert current.details["inner_radius"] == pytest.approx(DISPLAYED_INNER_RATIO * space.sphere.radius)
+    earlier = run(build_session_elicitor(spec, space, params, seed=0, version="qpme-3"), ExactOracle(metric))
+    assert earlier.details["inner_radius"] == pytest.approx(DEFAULT_INNER_RATIO * space.sphere.radius)
+    assert earlier.num_queries > current.num_queries
+    grid = DisplayGrid.from_priors(space.priors)
+    assert not all(np.allclose(query.first, grid.snap(query.first, space.sphere)) for query, _ in earlier.log)
+    # A coordinator's own small-sphere radius is kept.
+    chosen = spec.parse_params({"inner_radius": 0.05})
+    assert run(build_session_elicitor(spec, space, chosen, seed=0), ExactOracle(metric)).details[
+        "inner_radius"
+    ] == pytest.approx(0.05)
 
 
 class _RegionsPerGroup(SyntheticSpace):

@@ -43,7 +43,6 @@ from elicitation.oracles import (
 from elicitation.posterior import ParticlePosterior, vec_from_sym
 from elicitation.rates import SyntheticSpace
 
-
 #: Particles used where a test does not measure accuracy (keeps the suite fast).
 FAST_PARTICLES = 160
 

@@ -1,4 +1,5 @@
-"""Tests for the display grid: queries are what the chart shows, and no question is asked twice in a row."""
+"""Tests for the display grid: queries are what the chart shows, no question is asked twice in a row, and a
+search whose next step cannot be shown ends there."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elicitation import InvalidConfigError, Sphere, run
+from elicitation import InvalidConfigError, Query, Sphere, run
+from elicitation.catalogue import Setting, get_algorithm
 from elicitation.display import DisplayGrid, apportion, displayed_counts, shown
-from elicitation.lpme import lpme
+from elicitation.families import Draw
+from elicitation.lpme import lpme, robust_step
 from elicitation.oracles import ExactOracle, random_linear_metric, random_quadratic_metric
 from elicitation.qpme import qpme
 from elicitation.rates import SyntheticSpace
+from elicitation.types import ImperceptibleError, SearchStep, ask_step
 
 PRIORS = np.array([0.6496350364963503, 0.3503649635036496])
 
@@ -95,3 +99,56 @@ def test_shown_searches_never_repeat_a_displayed_question(algorithm: str, seed: 
     assert result.num_queries == len(result.log)
     skipped = result.details["display_skipped"]
     assert result.details["inner_queries"] == len(result.log) + skipped["identical"] + skipped["repeated"]
+
+
+def test_a_refused_step_returns_nothing_and_a_refused_mirror_keeps_the_answer_given() -> None:
+    query = Query(np.array([0.7, 0.8]), np.array([0.8, 0.7]))
+    step = ask_step(query)
+    asked = next(step)
+    assert isinstance(asked, SearchStep) and np.array_equal(asked.first, query.first)
+    with pytest.raises(StopIteration) as stop:
+        step.throw(ImperceptibleError())
+    assert stop.value.value is None
+    decision = robust_step(query, "repeat")
+    next(decision)
+    mirror = decision.send(True)
+    assert np.array_equal(mirror.first, query.second)
+    with pytest.raises(StopIteration) as stop:
+        decision.throw(ImperceptibleError())
+    assert stop.value.value == (True, 1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lpme_shown_in_whole_people_ends_its_search_where_the_display_stops_and_stays_close(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sphere = Sphere(np.array([0.77, 0.78]), 0.155)
+    grid = DisplayGrid.from_priors(PRIORS)
+    metric = random_linear_metric(rng, 2, nonnegative=True)
+    exact = run(lpme(sphere, 0.01), ExactOracle(metric))
+    result = run(shown(lpme(sphere, 0.01), grid, sphere), ExactOracle(metric))
+    # The boundary search's last halvings compare classifiers one person apart at most: refused, not faked.
+    assert result.details["display_skipped"]["ended"] >= 1
+    assert result.num_queries < exact.num_queries
+    # The angle stops at what whole people resolve on this sphere (a person of 35 is 0.19 rad of it).
+    assert abs(result.details["angles"][0] - exact.details["angles"][0]) < 0.2
+
+
+def _groups_setting() -> Setting:
+    priors = np.array([[0.89, 0.11], [0.69, 0.31]])
+    return Setting(Sphere(np.array([0.92, 0.29]), 0.0463), n_groups=2, priors=priors)
+
+
+@pytest.mark.parametrize("name", ["fair_qpme", "tradeoff"])
+def test_fair_searches_end_cleanly_when_the_display_refuses_their_steps(name: str) -> None:
+    # Adult's common sphere: four people in the largest class, so most search steps cannot be shown.
+    setting = _groups_setting()
+    grid = DisplayGrid.from_priors(setting.priors)
+    algorithm = get_algorithm(name)
+    params = {"a": [0.6, 0.8], "B_pairs": [[[1.0, 0.0], [0.0, 1.0]]]} if name == "tradeoff" else {}
+    draw = Draw(n_classes=2, sphere=setting.sphere, n_groups=2, tau=setting.group_weights(None))
+    metric = algorithm.random_metric(np.random.default_rng(3), draw, params or None)
+    result = run(shown(algorithm.build(setting, params), grid, setting.sphere), ExactOracle(metric))
+    assert result.details["display_skipped"]["ended"] >= 1
+    for query, _answer in result.log:
+        assert not grid.same(query.first, query.second)
+    assert 0.0 <= result.metric.lam <= 1.0
