@@ -216,7 +216,8 @@ def _check_database(app: Any, acknowledged: dict[str, dict[int, str]], finals: d
 
             # The elicited metric equals an uninterrupted in-process run of the same participant.
             runtime = cache.runtime(session.study)
-            expected = run(runtime.spec.build(runtime.space, runtime.params), METRIC.prefers).metric
+            elicitor = runtime.elicitor(session.seed, session.algorithm_version)
+            expected = run(elicitor, METRIC.prefers).metric
             stored = decode_metric(results[0].metric)
             np.testing.assert_allclose(stored.a, expected.a, atol=METRIC_ATOL)
             np.testing.assert_allclose(stored.B, expected.B, atol=METRIC_ATOL)

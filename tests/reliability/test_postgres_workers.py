@@ -224,7 +224,8 @@ def _check_sessions(
                 results = db.scalars(select(Result).where(Result.session_id == view.session.id)).all()
                 assert len(results) == 1
                 runtime = cache.runtime(view.study)
-                expected = run(runtime.spec.build(runtime.space, runtime.params), METRIC.prefers).metric
+                elicitor = runtime.elicitor(view.session.seed, view.session.algorithm_version)
+                expected = run(elicitor, METRIC.prefers).metric
                 stored = decode_metric(results[0].metric)
                 np.testing.assert_allclose(stored.a, expected.a, atol=METRIC_ATOL)
                 np.testing.assert_allclose(stored.B, expected.B, atol=METRIC_ATOL)
