@@ -31,7 +31,7 @@ paper              code
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -145,17 +145,31 @@ def displayed_counts(confusion: npt.ArrayLike, decimals: int = 0) -> FloatArray:
 
 @dataclass(frozen=True, eq=False)
 class DisplayGrid:
-    """The rates whole people can show: ``r_i = n_i / N_i`` with ``N_i`` people of class ``i`` of 100.
+    """The rates a chart can show: ``r_i = n_i / N_i`` with ``N_i`` people of class ``i`` of 100.
+
+    ``n_i`` is a whole number of people, or with ``decimals = 1`` of tenths of a person: the chart then
+    writes counts with one decimal, and searches whose steps are finer than a person can still be shown
+    exactly.
 
     Attributes
     ----------
     totals : numpy.ndarray, shape (n_groups, n_classes)
         People of each class out of `DISPLAY_TOTAL` (per group), as the chart shows them.
+    decimals : int
+        Decimals of the counts shown, one of `DISPLAY_DECIMALS`; `counts`, `key` and `gap` are in these
+        steps (people, or tenths of a person).
+    steps : numpy.ndarray or None
+        Class sizes in those steps, as the chart apportions them at that precision (a class of 88.6
+        people is 886 tenths, not 890); default ``totals * 10**decimals``.
     """
 
     totals: npt.NDArray[np.int64]
+    decimals: int = 0
+    steps: npt.NDArray[np.int64] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if self.decimals not in DISPLAY_DECIMALS:
+            raise InvalidConfigError(f"decimals must be one of {DISPLAY_DECIMALS}, got {self.decimals!r}")
         totals = np.array(self.totals, dtype=np.int64)
         if totals.ndim != 2 or totals.shape[1] < 2 or np.any(totals < 0):
             raise InvalidConfigError(f"totals must be (n_groups, n_classes) counts, got {totals.tolist()}")
@@ -168,13 +182,36 @@ class DisplayGrid:
             )
         totals.setflags(write=False)
         object.__setattr__(self, "totals", totals)
+        unit = 10**self.decimals
+        steps = totals * unit if self.steps is None else np.array(self.steps, dtype=np.int64)
+        if (
+            steps.shape != totals.shape
+            or np.any(steps <= 0)
+            or np.any(steps.sum(axis=1) != DISPLAY_TOTAL * unit)
+        ):
+            raise InvalidConfigError(
+                f"steps must be positive class sizes adding up to {DISPLAY_TOTAL * unit}"
+            )
+        steps.setflags(write=False)
+        object.__setattr__(self, "steps", steps)
 
     @classmethod
-    def from_priors(cls, priors: npt.ArrayLike) -> DisplayGrid:
-        """The grid of class priors ``(n_classes,)`` or ``(n_groups, n_classes)``."""
+    def from_priors(cls, priors: npt.ArrayLike, decimals: int = 0) -> DisplayGrid:
+        """The grid of class priors ``(n_classes,)`` or ``(n_groups, n_classes)``, counts to ``decimals``."""
+        if decimals not in DISPLAY_DECIMALS:
+            raise InvalidConfigError(f"decimals must be one of {DISPLAY_DECIMALS}, got {decimals!r}")
         array = np.atleast_2d(as_rate_array(priors, "priors"))
-        rows = [apportion(row / row.sum() * DISPLAY_TOTAL, DISPLAY_TOTAL) for row in array]
-        return cls(np.array(rows, dtype=np.int64))
+        shares = array / array.sum(axis=1, keepdims=True)
+        rows = [apportion(row * DISPLAY_TOTAL, DISPLAY_TOTAL) for row in shares]
+        units = DISPLAY_TOTAL * 10**decimals
+        steps = [apportion(row * units, units) for row in shares]
+        return cls(np.array(rows, dtype=np.int64), decimals, np.array(steps, dtype=np.int64))
+
+    @property
+    def class_steps(self) -> npt.NDArray[np.int64]:
+        """Class sizes in display steps (``(n_groups, n_classes)``): people, or tenths of a person."""
+        assert self.steps is not None  # filled in by __post_init__
+        return self.steps
 
     @property
     def n_groups(self) -> int:
@@ -196,9 +233,9 @@ class DisplayGrid:
         return array.reshape((-1, self.n_groups, self.n_classes)), array.shape
 
     def counts(self, rates: npt.ArrayLike) -> npt.NDArray[np.int64]:
-        """People of each class a classifier gets right, as shown (``rates``' shape, any leading axes)."""
+        """People of each class a classifier gets right, as shown, in display steps (``rates``' shape)."""
         rows, shape = self._rows(rates)
-        counts = np.floor(rows * self.totals + 0.5).astype(np.int64)
+        counts = np.floor(rows * self.class_steps + 0.5).astype(np.int64)
         result: npt.NDArray[np.int64] = counts.reshape(shape)
         return result
 
@@ -216,7 +253,7 @@ class DisplayGrid:
         """
         rows, shape = self._rows(rates)
         spheres = self._spheres(sphere)
-        totals = np.broadcast_to(self.totals, rows.shape)
+        totals = np.broadcast_to(self.class_steps, rows.shape)
         flat = rows.reshape((-1, self.n_classes)).copy()
         flat_totals = totals.reshape((-1, self.n_classes))
         if len(spheres) == 1:
@@ -227,7 +264,7 @@ class DisplayGrid:
             center = np.broadcast_to(centers, rows.shape).reshape(flat.shape)
             radii = np.array([own.radius for own in spheres]) * _INSIDE
             limit = np.broadcast_to(radii, rows.shape[:-1]).reshape(-1)
-        step = float(np.linalg.norm(1.0 / self.totals.min(axis=0)))
+        step = float(np.linalg.norm(1.0 / self.class_steps.min(axis=0)))
         snapped = np.floor(flat * flat_totals + 0.5) / flat_totals
         outside = np.linalg.norm(snapped - center, axis=1) > limit
         for _ in range(_SNAP_ROUNDS):
@@ -277,7 +314,7 @@ class DisplayGrid:
         return bool(np.array_equal(self.counts(first), self.counts(second)))
 
     def gap(self, first: npt.ArrayLike, second: npt.ArrayLike) -> npt.NDArray[np.int64]:
-        """Largest difference in correctly classified people (any class and group) per pair."""
+        """Largest difference in correctly classified people (any class and group) per pair, in steps."""
         difference = np.abs(self.counts(first) - self.counts(second))
         axes = tuple(range(difference.ndim - len(self.shape), difference.ndim))
         result: npt.NDArray[np.int64] = np.max(difference, axis=axes)
@@ -392,14 +429,17 @@ class DisplayedSpace:
         return getattr(self.space, name)
 
 
-def displayed(build: Callable[[Any], Elicitor[Elicitation[Any]]], space: Any) -> Elicitor[Elicitation[Any]]:
+def displayed(
+    build: Callable[[Any], Elicitor[Elicitation[Any]]], space: Any, decimals: int = 0
+) -> Elicitor[Elicitation[Any]]:
     """Build an elicitor whose every query is displayed as asked and perceptibly new.
 
     ``build(space)`` makes the elicitor from a query space (``sphere``, ``priors``, ...); it receives a
     `DisplayedSpace`. An elicitor that adopted the grid (its ``display`` attribute is that grid) already
-    asks displayed queries; any other is wrapped by `shown`.
+    asks displayed queries; any other is wrapped by `shown`. ``decimals``: the counts' decimals on the
+    charts (whole people by default; 1 for searches that need tenths of a person).
     """
-    grid = DisplayGrid.from_priors(space.priors)
+    grid = DisplayGrid.from_priors(space.priors, decimals)
     elicitor = build(DisplayedSpace(space, grid))
     if getattr(elicitor, "display", None) is grid:
         return elicitor

@@ -39,8 +39,10 @@ from .common import (
 __all__ = [
     "COUNT_TOTAL",
     "DISPLAY_DECIMALS",
+    "ON_GRID_ATOL",
     "SANKEY_LABEL_MARGIN",
     "bar_figure",
+    "carried_decimals",
     "comparison_view",
     "counts_table",
     "display_decimals",
@@ -57,6 +59,8 @@ COUNT_TOTAL = 100.0
 TOTAL_ATOL = 1e-6
 #: Differences between the two classifiers' exact counts below this are "the same" (out-of-100 units).
 SAME_COUNT_ATOL = 1e-9
+#: A count within this of a display step is exactly on it (float noise of a rate times a class size).
+ON_GRID_ATOL = 1e-6
 #: Side margin (px) of a flow chart, where its box labels go ("malignant", "54 in total").
 SANKEY_LABEL_MARGIN = 92
 
@@ -107,11 +111,35 @@ def rounded_counts(confusion: npt.ArrayLike, decimals: int = 0) -> np.ndarray:
     return result.reshape(shape)
 
 
+def carried_decimals(confusion: npt.ArrayLike) -> int | None:
+    """The fewest decimals at which a classifier's correct counts are exact, or ``None`` if at none shown.
+
+    The counts are read as a participant reads them: each class's rate times its size out of 100
+    (apportioned). A question asked on a display grid (`elicitation.display.DisplayGrid`) is exact at
+    that grid's decimals; a rate off every grid is exact at none.
+    """
+    stack = _as_matrix_stack(confusion, "confusion")
+    for decimals in DISPLAY_DECIMALS[:-1]:
+        steps = round(COUNT_TOTAL * 10**decimals)
+        exact = True
+        for matrix in stack:
+            sizes = matrix.sum(axis=1)
+            shown_sizes = apportion(sizes * (steps / matrix.sum()), steps)
+            rates = np.divide(np.diagonal(matrix), sizes, out=np.zeros_like(sizes), where=sizes > 0.0)
+            values = rates * shown_sizes
+            exact = exact and bool(np.allclose(values, np.round(values), rtol=0.0, atol=ON_GRID_ATOL))
+        if exact:
+            return decimals
+    return None
+
+
 def display_decimals(left: npt.ArrayLike, right: npt.ArrayLike) -> int:
-    """The fewest decimals that show the two classifiers' differences faithfully.
+    """The fewest decimals that show the two classifiers' differences faithfully, and them exactly.
 
     Integers (as in the paper's user study) unless rounding would hide a difference between the two
-    classifiers, invert one, or invent one where the exact counts agree; then one decimal, then two.
+    classifiers, invert one, or invent one where the exact counts agree; then one decimal, then two. Two
+    classifiers asked on a grid of tenths of a person (`carried_decimals`) keep their tenths, so the
+    person reads exactly the pair the elicitor learns from.
     """
     exact_left = _as_matrix_stack(left, "left confusion")
     exact_right = _as_matrix_stack(right, "right confusion")
@@ -119,11 +147,13 @@ def display_decimals(left: npt.ArrayLike, right: npt.ArrayLike) -> int:
         raise ValueError(
             f"left and right must have the same shape, got {exact_left.shape} and {exact_right.shape}"
         )
+    left_carries, right_carries = carried_decimals(exact_left), carried_decimals(exact_right)
+    at_least = 0 if left_carries is None or right_carries is None else max(left_carries, right_carries)
     difference = exact_left - exact_right
     wanted = np.where(np.abs(difference) <= SAME_COUNT_ATOL, 0.0, np.sign(difference))
     for decimals in DISPLAY_DECIMALS:
         shown = np.sign(rounded_counts(exact_left, decimals) - rounded_counts(exact_right, decimals))
-        if np.array_equal(shown, wanted):
+        if decimals >= at_least and np.array_equal(shown, wanted):
             return decimals
     return DISPLAY_DECIMALS[-1]
 

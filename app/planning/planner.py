@@ -31,10 +31,10 @@ import numpy as np
 
 from elicitation import ElicitationError, ExactOracle, elicitation_errors, run
 from elicitation.catalogue import Setting
-from elicitation.display import displayed_counts
 from elicitation.families import Draw
 
 from ..algorithms import get_algorithm
+from ..charts.comparison import displayed_counts
 from ..sessions.displayed import build_session_elicitor
 from ..study_config import StudyConfig, build_space, config_hash
 
@@ -128,11 +128,12 @@ def imperceptible(space: Any, first: Any, second: Any, min_cell_gap: float) -> b
 
 
 def _shown_picture(space: Any, first: Any, second: Any) -> tuple[bytes, bytes]:
-    """The pair in whole people out of 100, as a chart shows it (hashable, in the order given)."""
-    return (
-        displayed_counts(space.confusion(np.asarray(first, dtype=np.float64))).tobytes(),
-        displayed_counts(space.confusion(np.asarray(second, dtype=np.float64))).tobytes(),
+    """The pair out of 100 exactly as the participant page shows it (hashable, in the order given)."""
+    left, right, _decimals = displayed_counts(
+        space.confusion(np.asarray(first, dtype=np.float64)),
+        space.confusion(np.asarray(second, dtype=np.float64)),
     )
+    return left.tobytes(), right.tobytes()
 
 
 def _stat(values: list[float], q: float | None = None) -> float | None:

@@ -56,12 +56,18 @@ def build_session_elicitor(
     if version is not None and version in spec.algorithm.earlier:
         return spec.build(space, params, seed=seed, version=version)
     if version is None or version == current:
-        return displayed(lambda shown_space: spec.build(shown_space, params, seed=seed), space)
+        return displayed(
+            lambda shown_space: spec.build(shown_space, params, seed=seed),
+            space,
+            spec.algorithm.display_decimals,
+        )
     earlier = version.removesuffix(DISPLAY_MARK)
     if spec.algorithm.displayed and earlier != version and earlier in spec.algorithm.earlier:
         # A displayed session of an earlier version: that version's questions, snapped as they were.
         return displayed(
-            lambda shown_space: spec.build(shown_space, params, seed=seed, version=earlier), space
+            lambda shown_space: spec.build(shown_space, params, seed=seed, version=earlier),
+            space,
+            spec.algorithm.display_decimals,
         )
     raise ReplayMismatchError(
         f"the session was recorded with {spec.name} version {version!r}; this server runs "

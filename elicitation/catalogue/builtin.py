@@ -140,6 +140,8 @@ register(
             ),
         ),
         builder=_lpme,
+        displayed=True,
+        display_decimals=1,
     )
 )
 
@@ -238,6 +240,8 @@ register(
             "fair_qpme-2": _fair_qpme_asking(fit="signed"),
         },
         needs_groups=True,
+        displayed=True,
+        display_decimals=1,
     )
 )
 
@@ -296,6 +300,8 @@ register(
         needs_groups=True,
         draw_metric=_draw_tradeoff,
         reported_errors=("lam",),
+        displayed=True,
+        display_decimals=1,
     )
 )
 
@@ -327,6 +333,8 @@ register(
         builder=_diagonal_qpme,
         draw_metric=_draw_diagonal,
         check_metric=_check_diagonal,
+        displayed=True,
+        display_decimals=1,
     )
 )
 

@@ -96,7 +96,9 @@ class Algorithm:
     rate), and ``classes_from_rates`` maps such a sphere's dimension back to ``n_classes``.
     ``displayed``: the web app's sessions ask its questions as the charts show them
     (`elicitation.display.displayed`: the elicitor adopts the display grid, or its searches are wrapped by
-    `elicitation.display.shown` and end at the display's resolution), and record a marked version.
+    `elicitation.display.shown` and end at the display's resolution), and record a marked version;
+    ``display_decimals``: the decimals of the counts those questions show (whole people, or tenths of a
+    person for searches too fine for whole people on the regions they are used with).
     ``group_spheres``: it asks each group's rates in that group's own sphere of a query space
     (``space.group_spheres``) rather than all of them in the common ``space.sphere``; `query_region` says
     which. ``draw_metric`` replaces the family's random draw and ``check_metric`` rejects given metrics for
@@ -116,6 +118,7 @@ class Algorithm:
     needs_space: bool = False
     studies: bool = True
     displayed: bool = False
+    display_decimals: int = 0
     group_spheres: bool = False
     sphere: Callable[[int, float], Sphere] | None = None
     classes_from_rates: Callable[[int], int] | None = None

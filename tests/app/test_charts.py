@@ -16,6 +16,7 @@ from app.charts import comparison as comparison_charts
 from app.charts import monitor as monitor_charts
 from app.charts.inert import figure_json
 from app.i18n import configure_templates
+from elicitation.display import DisplayGrid
 from elicitation.rates import SyntheticSpace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -463,3 +464,24 @@ def test_class_colours_are_okabe_ito_and_distinct_for_the_first_classes() -> Non
     assert common.class_color(8) == common.class_color(0)
     with pytest.raises(ValueError):
         common.class_color(-1)
+
+
+def test_classifiers_asked_in_tenths_of_a_person_are_shown_with_their_tenths() -> None:
+    # Adult women: 88.6 and 11.4 people in tenths. Rates on that grid whose whole-people picture would
+    # order the cells the same way still keep their decimal, so the person reads the asked pair itself.
+    space = SyntheticSpace(2, radius=0.04, priors=[0.8864, 0.1136])
+    grid = DisplayGrid.from_priors(space.priors, 1)
+    first = np.array([823 / 886, 31 / 114])
+    second = np.array([812 / 886, 40 / 114])
+    left, right = space.confusion(first), space.confusion(second)
+    assert comparison_charts.carried_decimals(left) == 1 and comparison_charts.carried_decimals(right) == 1
+    shown_left, shown_right, decimals = comparison_charts.displayed_counts(left, right)
+    assert decimals == 1
+    assert np.allclose(np.diagonal(shown_left), grid.counts(first) / 10)
+    assert np.allclose(np.diagonal(shown_right), grid.counts(second) / 10)
+    # Whole people stay whole, and rates on no grid keep the faithful rule.
+    whole = DisplayGrid.from_priors(space.priors)
+    on_people = space.confusion(whole.snap(space.sphere.center, space.sphere))
+    assert comparison_charts.carried_decimals(on_people) == 0
+    assert comparison_charts.carried_decimals(_confusion([0.8123457, 0.3012345])) is None
+    assert comparison_charts.display_decimals(_confusion([0.82, 0.61]), _confusion([0.70, 0.79])) == 0

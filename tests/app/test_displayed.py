@@ -1,4 +1,5 @@
-"""Sessions ask displayed questions: no algorithm that does so shows a pair twice in a row, on many seeds."""
+"""Sessions ask displayed questions: no study algorithm shows a pair twice in a row, on many seeds, and the
+page shows exactly the pair each elicitor learns from."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import numpy as np
 import pytest
 
 from app.algorithms import REGISTRY, group_tau
+from app.charts.comparison import displayed_counts
 from app.sessions.displayed import DISPLAY_MARK, build_session_elicitor, session_version
 from elicitation import ReplayMismatchError, Sphere, run
 from elicitation.display import DisplayGrid
+from elicitation.families import Draw
 from elicitation.oracles import (
     ExactOracle,
     LogisticOracle,
@@ -23,8 +26,17 @@ from elicitation.rates import SyntheticSpace
 
 SPACES = {
     1: SyntheticSpace(2, radius=0.2, priors=[0.65, 0.35]),
-    2: SyntheticSpace(2, radius=0.2, priors=[[0.85, 0.15], [0.7, 0.3]], n_groups=2),
+    # Adult's group priors: at tenths of a person the classes are 88.6 and 11.4 (not 89 and 11) people.
+    2: SyntheticSpace(2, radius=0.2, priors=[[0.8864, 0.1136], [0.6875, 0.3125]], n_groups=2),
 }
+#: Known costs and group-gap penalty of the trade-off search's studies.
+TRADEOFF = {"a": [0.6, 0.8], "B_pairs": [[[1.0, 0.0], [0.0, 1.0]]]}
+
+
+def _params(name: str) -> dict[str, object]:
+    if name == "tradeoff":
+        return TRADEOFF
+    return {"max_queries": 15} if REGISTRY[name].algorithm.needs_space else {}
 
 
 def _metric(name: str, space: SyntheticSpace, rng: np.random.Generator) -> object:
@@ -32,30 +44,43 @@ def _metric(name: str, space: SyntheticSpace, rng: np.random.Generator) -> objec
         return random_linear_metric(rng, 2, nonnegative=True)
     if name == "active_fair":
         return random_fair_metric(rng, 2, 2, tau=group_tau(space.priors, None))
-    return random_quadratic_metric(rng, 2)
+    algorithm = REGISTRY[name].algorithm
+    tau = group_tau(space.priors, None) if algorithm.needs_groups else None
+    draw = Draw(n_classes=2, sphere=space.sphere, n_groups=space.n_groups, tau=tau)
+    return algorithm.random_metric(rng, draw, TRADEOFF if name == "tradeoff" else None)
 
 
-DISPLAYED = sorted(name for name, spec in REGISTRY.items() if spec.algorithm.displayed)
+def _page_rates(space: SyntheticSpace, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The rates a participant reads off the page for this pair (its rounding, its decimals)."""
+    left, right, _decimals = displayed_counts(space.confusion(first), space.confusion(second))
+    return tuple(np.diagonal(counts, axis1=-2, axis2=-1) / counts.sum(axis=-1) for counts in (left, right))
 
 
-def test_qpme_and_the_active_elicitors_ask_displayed_questions() -> None:
-    assert DISPLAYED == ["active_fair", "active_linear", "active_quadratic", "qpme"]
+def test_every_study_algorithm_asks_displayed_questions() -> None:
+    assert sorted(REGISTRY) == sorted(name for name, spec in REGISTRY.items() if spec.algorithm.displayed)
+    assert all(session_version(spec) == spec.version + DISPLAY_MARK for spec in REGISTRY.values())
 
 
-@pytest.mark.parametrize("name", DISPLAYED)
+@pytest.mark.parametrize("name", sorted(REGISTRY))
 @pytest.mark.parametrize("seed", range(4))
-def test_successive_questions_never_display_alike(name: str, seed: int) -> None:
+def test_successive_questions_never_display_alike_and_show_what_the_elicitor_learns_from(
+    name: str, seed: int
+) -> None:
     spec = REGISTRY[name]
     space = SPACES[2 if spec.needs_groups else 1]
-    grid = DisplayGrid.from_priors(space.priors)
-    params = spec.parse_params({"max_queries": 15} if spec.algorithm.needs_space else {})
+    grid = DisplayGrid.from_priors(space.priors, spec.algorithm.display_decimals)
+    params = spec.parse_params(_params(name))
     rng = np.random.default_rng(seed)
     oracle = LogisticOracle(_metric(name, space, rng), 200.0, rng=rng)
     result = run(build_session_elicitor(spec, space, params, seed=seed), oracle)
+    assert result.log
     pictures = []
     for query, _answer in result.log:
         assert np.allclose(query.first, grid.snap(query.first, space.sphere))
         assert not grid.same(query.first, query.second)
+        # The page shows exactly these rates, so the answer is about the pair the elicitor updates on.
+        shown_first, shown_second = _page_rates(space, query.first, query.second)
+        assert np.allclose(shown_first, query.first) and np.allclose(shown_second, query.second)
         pictures.append({grid.key(query.first, query.second), grid.key(query.second, query.first)})
     assert all(not (before & after) for before, after in itertools.pairwise(pictures))
 
@@ -72,7 +97,11 @@ def test_old_sessions_replay_their_exact_queries_and_unknown_versions_are_refuse
     assert np.allclose(shown.first, grid.snap(shown.first, space.sphere))
     with pytest.raises(ReplayMismatchError, match="active_quadratic-0"):
         build_session_elicitor(spec, space, params, seed=1, version="active_quadratic-0")
-    assert session_version(REGISTRY["lpme"]) == REGISTRY["lpme"].version
+    # An LPME session recorded before its questions were displayed replays its exact rates.
+    lpme = REGISTRY["lpme"]
+    exact = next(build_session_elicitor(lpme, space, lpme.parse_params({}), seed=0, version=lpme.version))
+    tenths = DisplayGrid.from_priors(space.priors, 1)
+    assert not np.allclose(exact.first, tenths.snap(exact.first, space.sphere))
 
 
 def test_qpme_sessions_search_wider_small_spheres_and_earlier_sessions_replay_the_exact_searches() -> None:

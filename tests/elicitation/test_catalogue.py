@@ -56,7 +56,10 @@ def test_every_algorithm_is_registered_once_with_its_family_and_version() -> Non
     assert get_algorithm("qpme").version == "qpme-3"
     assert [name for name, spec in ALGORITHMS.items() if not spec.studies] == ["general_qpme", "cubic_qpme"]
     active = ["active_linear", "active_quadratic", "active_fair"]
-    assert [name for name, spec in ALGORITHMS.items() if spec.displayed] == ["qpme", *active]
+    studies = [name for name, spec in ALGORITHMS.items() if spec.studies]
+    assert [name for name, spec in ALGORITHMS.items() if spec.displayed] == studies
+    tenths = [name for name, spec in ALGORITHMS.items() if spec.display_decimals == 1]
+    assert tenths == ["lpme", "fair_qpme", "tradeoff", "diagonal_qpme"]
     assert [name for name, spec in ALGORITHMS.items() if spec.needs_space] == active
 
 

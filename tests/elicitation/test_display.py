@@ -119,7 +119,9 @@ def test_a_refused_step_returns_nothing_and_a_refused_mirror_keeps_the_answer_gi
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_lpme_shown_in_whole_people_ends_its_search_where_the_display_stops_and_stays_close(seed: int) -> None:
+def test_lpme_shown_in_whole_people_ends_its_search_where_the_display_stops_and_stays_close(
+    seed: int,
+) -> None:
     rng = np.random.default_rng(seed)
     sphere = Sphere(np.array([0.77, 0.78]), 0.155)
     grid = DisplayGrid.from_priors(PRIORS)
@@ -152,3 +154,19 @@ def test_fair_searches_end_cleanly_when_the_display_refuses_their_steps(name: st
     for query, _answer in result.log:
         assert not grid.same(query.first, query.second)
     assert 0.0 <= result.metric.lam <= 1.0
+
+
+def test_a_grid_of_tenths_apportions_class_sizes_at_tenths_and_counts_in_tenths() -> None:
+    grid = DisplayGrid.from_priors([[0.8864, 0.1136], [0.6875, 0.3125]], 1)
+    assert np.array_equal(grid.totals, [[89, 11], [69, 31]])
+    assert np.array_equal(grid.class_steps, [[886, 114], [688, 312]])
+    sphere = Sphere(np.array([0.92, 0.29]), 0.0463)
+    snapped = grid.snap(np.array([[0.9211, 0.2893], [0.9102, 0.3011]]), sphere)
+    assert np.allclose(snapped * grid.class_steps, np.round(snapped * grid.class_steps))
+    assert np.array_equal(grid.counts(snapped), np.round(snapped * grid.class_steps))
+    # Whole people cannot tell these two apart; tenths of a person can.
+    whole = DisplayGrid.from_priors([[0.8864, 0.1136], [0.6875, 0.3125]])
+    other = snapped + np.array([[1 / 886, 0.0], [0.0, 0.0]])
+    assert whole.same(snapped, other) and not grid.same(snapped, other)
+    with pytest.raises(InvalidConfigError, match="decimals"):
+        DisplayGrid.from_priors([0.6, 0.4], 3)
