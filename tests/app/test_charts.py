@@ -469,7 +469,7 @@ def test_class_colours_are_okabe_ito_and_distinct_for_the_first_classes() -> Non
 def test_classifiers_asked_in_tenths_of_a_person_are_shown_with_their_tenths() -> None:
     # Adult women: 88.6 and 11.4 people in tenths. Rates on that grid whose whole-people picture would
     # order the cells the same way still keep their decimal, so the person reads the asked pair itself.
-    space = SyntheticSpace(2, radius=0.04, priors=[0.8864, 0.1136])
+    space = SyntheticSpace(2, radius=0.2, priors=[0.8864, 0.1136])
     grid = DisplayGrid.from_priors(space.priors, 1)
     first = np.array([823 / 886, 31 / 114])
     second = np.array([812 / 886, 40 / 114])
