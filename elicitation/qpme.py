@@ -169,7 +169,8 @@ DEFAULT_INNER_RATIO = 0.2
 #: Antipodal probes read the gradient at a small sphere's centre exactly whatever its radius, so on a
 #: coarse display the spheres grow until their searches can be shown (at the default 0.2 a step moves a
 #: classifier by a fraction of a person), at the cost of the lever arm ``rho - varrho``. Chosen among
-#: 0.2, 0.5, 0.6 and 0.7 on the breast-cancer sphere with noisy people (docs/realistic-queries.md).
+#: 0.2, 0.5, 0.6 and 0.7 on the breast-cancer sphere with noisy people (docs/realistic-queries.md); diagonal
+#: QPME's displayed sessions use it too.
 DISPLAYED_INNER_RATIO = 0.6
 #: How the LPME runs compare rates (see `elicitation.lpme.lpme`).
 DEFAULT_PROBE: Probe = "antipodal"

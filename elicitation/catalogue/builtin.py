@@ -16,6 +16,7 @@ import numpy as np
 from ..active import DEFAULT_BETA_GRID, active_fair, active_linear, active_quadratic
 from ..errors import InvalidConfigError
 from ..fair import fair_qpme, tradeoff_search
+from ..fair.designs import DISPLAYED_INNER_RATIO as FAIR_DISPLAYED_INNER_RATIO
 from ..families import Draw, get_family
 from ..lpme import lpme
 from ..qpme import DISPLAYED_INNER_RATIO, qpme
@@ -146,15 +147,19 @@ register(
 )
 
 
+def _small_spheres(setting: Setting, chosen: float | None, displayed_ratio: float) -> float | None:
+    """The coordinator's small-sphere radius; by default, for displayed questions, ``displayed_ratio`` of
+    the sphere's (small spheres wide enough for their searches to show), else the algorithm's own."""
+    if chosen is None and getattr(setting.space, "display", None) is not None:
+        return displayed_ratio * setting.sphere.radius
+    return chosen
+
+
 def _qpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
-    inner_radius = p["inner_radius"]
-    if inner_radius is None and getattr(setting.space, "display", None) is not None:
-        # Questions shown in whole people: small spheres wide enough for their searches to show.
-        inner_radius = DISPLAYED_INNER_RATIO * setting.sphere.radius
     return qpme(
         setting.sphere,
         p["epsilon"],
-        inner_radius=inner_radius,
+        inner_radius=_small_spheres(setting, p["inner_radius"], DISPLAYED_INNER_RATIO),
         reconstruction=p["reconstruction"],
         cycles=p["cycles"],
         robust=p["robust"],
@@ -216,7 +221,7 @@ def _fair_qpme_asking(**options: Any) -> Callable[[Setting, Mapping[str, Any], i
             groups=setting.n_groups,
             tau=setting.group_weights(p["group_shares"]),
             epsilon=p["epsilon"],
-            inner_radius=p["inner_radius"],
+            inner_radius=_small_spheres(setting, p["inner_radius"], FAIR_DISPLAYED_INNER_RATIO),
             cycles=p["cycles"],
             **options,
         )
@@ -307,7 +312,8 @@ register(
 
 
 def _diagonal_qpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
-    return diagonal_qpme(setting.sphere, p["epsilon"], inner_radius=p["inner_radius"], cycles=p["cycles"])
+    inner_radius = _small_spheres(setting, p["inner_radius"], DISPLAYED_INNER_RATIO)
+    return diagonal_qpme(setting.sphere, p["epsilon"], inner_radius=inner_radius, cycles=p["cycles"])
 
 
 def _draw_diagonal(rng: np.random.Generator, draw: Draw, params: Mapping[str, Any] | None) -> Metric:

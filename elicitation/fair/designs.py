@@ -82,10 +82,16 @@ from .tradeoff import tradeoff_search
 
 __all__ = [
     "DESIGNS",
+    "DISPLAYED_INNER_RATIO",
     "FITS",
     "fair_qpme",
 ]
 
+#: ``varrho / rho`` when the questions are shown on a display grid (`elicitation.display.DisplayGrid`): as
+#: for QPME (`elicitation.qpme.DISPLAYED_INNER_RATIO`) the small spheres grow until their steps can be
+#: shown. Chosen among the default, 0.3, 0.5 and 0.6 on Adult's common sphere with noisy people, in tenths
+#: of a person (docs/realistic-queries.md).
+DISPLAYED_INNER_RATIO = 0.5
 #: Tolerance of the trade-off search `fair_qpme` runs near either end of the trade-off.
 TRADEOFF_TOLERANCE = 1e-3
 #: Slope-solved ``lam`` inside this band stands; outside it the trade-off search asks. The benchmark's
