@@ -38,6 +38,7 @@ from ..models import (
 )
 from ..planning import PLAUSIBLE_SECONDS
 from ..sessions import SessionCache, status_of
+from ..sessions.displayed import session_version
 from ..study_config import StudyConfig, StudyConfigError, build_space, parse_study_config
 from .auth import AdminError, Principal
 from .models import Exclusion, StudySnapshot, User
@@ -325,7 +326,8 @@ def edit_study(
                 code="has_answers",
                 title=REFUSED_TITLE,
             )
-        version = get_algorithm(parsed.algorithm).version
+        # Sessions without answers start over under the new configuration, as a new session would.
+        version = session_version(get_algorithm(parsed.algorithm))
         for session in db.scalars(select(ElicitationSession).where(ElicitationSession.study_id == study.id)):
             session.algorithm = parsed.algorithm
             session.algorithm_version = version

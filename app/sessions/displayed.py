@@ -1,15 +1,13 @@
 """Which elicitor a session runs: displayed, never-repeated questions, or exact rates for old sessions.
 
-Algorithms marked ``displayed`` in the catalogue ask new sessions' questions as the charts show them
-(`elicitation.display.displayed`): the active elicitors choose among candidate pairs snapped to the display
-grid, so they update on exactly the pair a person saw; QPME's searches are wrapped by
-`elicitation.display.shown`, which snaps each step and ends a search whose next step would look like one
-already shown. Their new sessions record ``<version>+shown-<n>``; sessions recorded before keep the version
-they were recorded with and replay their exact queries unchanged.
-
-LPME, fair QPME, the trade-off search and diagonal QPME keep asking exact rates (the charts add decimals so
-that their small steps show): on the realistic regions their whole-people searches ended after a few
-questions and agreed less with the person (measured in ``docs/realistic-queries.md``).
+Every study algorithm asks new sessions' questions as the charts show them (`elicitation.display.displayed`):
+the active elicitors choose among candidate pairs snapped to the display grid, so they update on exactly the
+pair a person saw; the bisection algorithms' searches are wrapped by `elicitation.display.shown`, which snaps
+each step and ends a search whose next step would look like one already shown. QPME, LPME and the active
+elicitors show whole people; fair QPME, the trade-off search and diagonal QPME show tenths of a person
+(`Algorithm.display_decimals`), because whole people cannot carry their searches on the regions they are
+used with (``docs/realistic-queries.md``). New sessions record ``<version>+shown-<n>``; sessions recorded
+before keep the version they were recorded with and replay their exact queries unchanged.
 """
 
 from __future__ import annotations

@@ -120,7 +120,10 @@ def tradeoff_pairs(
 
 
 def _lpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
-    return lpme(setting.sphere, p["epsilon"], cycles=p["cycles"], robust=p["robust"])
+    # Shown in whole people, the paper's boundary points merge after a few halvings; antipodal probes stay
+    # people apart and read the direction off the pair actually shown (docs/realistic-queries.md).
+    probe = "antipodal" if getattr(setting.space, "display", None) is not None else "boundary"
+    return lpme(setting.sphere, p["epsilon"], cycles=p["cycles"], robust=p["robust"], probe=probe)
 
 
 register(
@@ -142,7 +145,6 @@ register(
         ),
         builder=_lpme,
         displayed=True,
-        display_decimals=1,
     )
 )
 

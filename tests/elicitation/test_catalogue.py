@@ -59,7 +59,7 @@ def test_every_algorithm_is_registered_once_with_its_family_and_version() -> Non
     studies = [name for name, spec in ALGORITHMS.items() if spec.studies]
     assert [name for name, spec in ALGORITHMS.items() if spec.displayed] == studies
     tenths = [name for name, spec in ALGORITHMS.items() if spec.display_decimals == 1]
-    assert tenths == ["lpme", "fair_qpme", "tradeoff", "diagonal_qpme"]
+    assert tenths == ["fair_qpme", "tradeoff", "diagonal_qpme"]
     assert [name for name, spec in ALGORITHMS.items() if spec.needs_space] == active
 
 
