@@ -139,6 +139,20 @@ class AgreementIn(_Strict):
         return value
 
 
+class CheckCountsIn(_Strict):
+    """One kind of check of a result (`app.outcome.check_summary`): how many were shown and passed."""
+
+    shown: Count = 0
+    passed: Count = 0
+
+    @field_validator("passed")
+    @classmethod
+    def _passed(cls, value: int, info: ValidationInfo) -> int:
+        if value > info.data.get("shown", 0):
+            raise ValueError("passed: more checks passed than shown")
+        return value
+
+
 class ResultIn(_Strict):
     metric: dict[str, Any]
     num_queries: Int32
@@ -161,6 +175,25 @@ class ResultIn(_Strict):
                     problem = exc.errors()[0]
                     where = ".".join(str(part) for part in problem["loc"])
                     raise ValueError(f"evaluation.{key}.{where}: {problem['msg']}") from None
+        return value
+
+    @field_validator("checks")
+    @classmethod
+    def _checks(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # The exports add up every kind's counts: each object-valued entry is one kind of check.
+        for kind, counts in value.items():
+            if kind == "all_passed":
+                if not isinstance(counts, bool):
+                    raise ValueError("checks.all_passed: must be true or false")
+                continue
+            if not isinstance(counts, dict):
+                raise ValueError(f"checks.{kind}: must be an object with shown and passed counts")
+            try:
+                CheckCountsIn.model_validate(counts)
+            except ValidationError as exc:
+                problem = exc.errors()[0]
+                where = ".".join(str(part) for part in problem["loc"])
+                raise ValueError(f"checks.{kind}.{where}: {problem['msg']}") from None
         return value
 
     @field_validator("metric")

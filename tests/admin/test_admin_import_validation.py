@@ -98,6 +98,14 @@ def _session(body: dict[str, Any], finished: bool) -> dict[str, Any]:
             id="agreement-list",
         ),
         pytest.param(
+            lambda a: _session(a, True)["result"]["checks"]["dominance"].__setitem__("shown", None),
+            id="check-count-null",
+        ),
+        pytest.param(
+            lambda a: _session(a, True)["result"]["checks"].__setitem__("repeat", {"shown": 1, "passed": 2}),
+            id="check-more-passed-than-shown",
+        ),
+        pytest.param(
             lambda a: _session(a, True).__setitem__("participant_code", "p" * 201), id="code-too-long"
         ),
     ],
