@@ -63,6 +63,11 @@ SAME_COUNT_ATOL = 1e-9
 ON_GRID_ATOL = 1e-6
 #: Side margin (px) of a flow chart, where its box labels go ("malignant", "54 in total").
 SANKEY_LABEL_MARGIN = 92
+#: A compact flow chart's side margin (px) at least, its gap between box and total (static/js/charts.js
+#: ``BOX_LABEL_GAP`` plus room), and the width of one character of a total at its 13 px font.
+COMPACT_SANKEY_MARGIN = 30
+SANKEY_BOX_GAP = 10
+TOTAL_DIGIT_PX = 8
 
 _WRONG_PATTERN = "/"
 _LEGEND_GREY = "#7b8794"
@@ -234,14 +239,17 @@ def sankey_figure(
         "plot_bgcolor": "rgba(0,0,0,0)",
     }
     set_title(layout, title)
+    totals = [fmt(total, decimals, tr) for total in [*true_totals, *predicted_totals]]
+    # Narrow screens show only the totals beside the boxes: the margin fits the longest ("75.0" needs
+    # more room than "75"), so no total is cut off at the chart's edge.
+    compact_margin = max(COMPACT_SANKEY_MARGIN, SANKEY_BOX_GAP + TOTAL_DIGIT_PX * max(map(len, totals)))
     return {
         # For static/js/charts.js: the box labels it draws beside the boxes, outside the flows.
-        "boxes": {
-            "names": names + names,
-            "totals": [fmt(total, decimals, tr) for total in [*true_totals, *predicted_totals]],
-        },
+        "boxes": {"names": names + names, "totals": totals},
         # Narrow screens: only the totals beside the boxes (the page's legend names the class colours).
-        "compact": {"layout": {"height": 125, "margin": {"l": 30, "r": 30, "t": 4, "b": 4}}},
+        "compact": {
+            "layout": {"height": 125, "margin": {"l": compact_margin, "r": compact_margin, "t": 4, "b": 4}}
+        },
         "data": [
             {
                 "type": "sankey",
