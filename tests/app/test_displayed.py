@@ -62,7 +62,7 @@ def test_every_study_algorithm_asks_displayed_questions() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(12))
 def test_successive_questions_never_display_alike_and_show_what_the_elicitor_learns_from(
     name: str, seed: int
 ) -> None:
