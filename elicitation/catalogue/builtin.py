@@ -18,7 +18,7 @@ from ..errors import InvalidConfigError
 from ..fair import fair_qpme, tradeoff_search
 from ..fair.designs import DISPLAYED_INNER_RATIO as FAIR_DISPLAYED_INNER_RATIO
 from ..families import Draw, get_family
-from ..lpme import lpme
+from ..lpme import Probe, lpme
 from ..qpme import DISPLAYED_INNER_RATIO, qpme
 from ..types import (
     Elicitation,
@@ -122,7 +122,7 @@ def tradeoff_pairs(
 def _lpme(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
     # Shown in whole people, the paper's boundary points merge after a few halvings; antipodal probes stay
     # people apart and read the direction off the pair actually shown (docs/realistic-queries.md).
-    probe = "antipodal" if getattr(setting.space, "display", None) is not None else "boundary"
+    probe: Probe = "antipodal" if getattr(setting.space, "display", None) is not None else "boundary"
     return lpme(setting.sphere, p["epsilon"], cycles=p["cycles"], robust=p["robust"], probe=probe)
 
 
