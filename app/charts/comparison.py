@@ -138,13 +138,13 @@ def carried_decimals(confusion: npt.ArrayLike) -> int | None:
     return None
 
 
-def display_decimals(left: npt.ArrayLike, right: npt.ArrayLike) -> int:
+def display_decimals(left: npt.ArrayLike, right: npt.ArrayLike, *, keep_grid: bool = True) -> int:
     """The fewest decimals that show the two classifiers' differences faithfully, and them exactly.
 
     Integers (as in the paper's user study) unless rounding would hide a difference between the two
     classifiers, invert one, or invent one where the exact counts agree; then one decimal, then two. Two
     classifiers asked on a grid of tenths of a person (`carried_decimals`) keep their tenths, so the
-    person reads exactly the pair the elicitor learns from.
+    person reads exactly the pair the elicitor learns from (``keep_grid=False``: the faithful rule alone).
     """
     exact_left = _as_matrix_stack(left, "left confusion")
     exact_right = _as_matrix_stack(right, "right confusion")
@@ -153,7 +153,9 @@ def display_decimals(left: npt.ArrayLike, right: npt.ArrayLike) -> int:
             f"left and right must have the same shape, got {exact_left.shape} and {exact_right.shape}"
         )
     left_carries, right_carries = carried_decimals(exact_left), carried_decimals(exact_right)
-    at_least = 0 if left_carries is None or right_carries is None else max(left_carries, right_carries)
+    at_least = 0
+    if keep_grid and left_carries is not None and right_carries is not None:
+        at_least = max(left_carries, right_carries)
     difference = exact_left - exact_right
     wanted = np.where(np.abs(difference) <= SAME_COUNT_ATOL, 0.0, np.sign(difference))
     for decimals in DISPLAY_DECIMALS:
@@ -542,6 +544,8 @@ def comparison_view(comparison: Mapping[str, Any], tr: NullTranslations = ENGLIS
         "class_names": class_names,
         "group_names": group_names,
         "decimals": decimals,
+        # The decimal is there because the classifiers were asked in tenths, not to show a difference.
+        "decimals_for_tenths": decimals > display_decimals(left_exact, right_exact, keep_grid=False),
         "sides": sides,
         "legend": [{"name": name, "color": class_color(index)} for index, name in enumerate(class_names)],
         "same_groups": same_groups,

@@ -16,6 +16,7 @@ from app.charts import comparison as comparison_charts
 from app.charts import monitor as monitor_charts
 from app.charts.inert import figure_json
 from app.i18n import configure_templates
+from elicitation import Sphere
 from elicitation.display import DisplayGrid
 from elicitation.rates import SyntheticSpace
 
@@ -485,3 +486,22 @@ def test_classifiers_asked_in_tenths_of_a_person_are_shown_with_their_tenths() -
     assert comparison_charts.carried_decimals(on_people) == 0
     assert comparison_charts.carried_decimals(_confusion([0.8123457, 0.3012345])) is None
     assert comparison_charts.display_decimals(_confusion([0.82, 0.61]), _confusion([0.70, 0.79])) == 0
+
+
+def test_the_decimals_note_says_why_the_counts_have_a_decimal() -> None:
+    # A small difference: the decimal shows it.
+    small = _comparison([0.7000, 0.6000], [0.7040, 0.5920])
+    assert "so that every difference between the two classifiers shows" in _render_partial(small)
+    assert not comparison_charts.comparison_view(small)["decimals_for_tenths"]
+    # Classifiers asked in tenths of a person whose whole-people picture would be faithful: the decimal
+    # is there because the study describes them to a tenth, and the note says so.
+    tenths = DisplayGrid.from_priors(SPACE.priors, 1)
+    first = tenths.snap(np.array([0.823, 0.314]), Sphere(np.array([0.8, 0.3]), 0.1))
+    second = tenths.snap(np.array([0.751, 0.412]), Sphere(np.array([0.8, 0.3]), 0.1))
+    asked = _comparison(first.tolist(), second.tolist())
+    view = comparison_charts.comparison_view(asked)
+    assert view["decimals"] == 1 and view["decimals_for_tenths"]
+    html = _render_partial(asked)
+    assert "described to a tenth" in html and "so that every difference" not in html
+    # Whole people: no note at all.
+    assert "comparison__note" not in _render_partial(_comparison([0.82, 0.61], [0.70, 0.79]))
