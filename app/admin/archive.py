@@ -153,6 +153,16 @@ class CheckCountsIn(_Strict):
         return value
 
 
+def _validate_part(model: type[BaseModel], value: Any, path: str) -> None:
+    """Validate one nested part of a result; a `ValueError` names its first problem by its full path."""
+    try:
+        model.model_validate(value)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise ValueError(f"{path}.{where}: {problem['msg']}") from None
+
+
 class ResultIn(_Strict):
     metric: dict[str, Any]
     num_queries: Int32
@@ -169,12 +179,7 @@ class ResultIn(_Strict):
             if value.get(key) is not None:
                 if not isinstance(value[key], dict):
                     raise ValueError(f"evaluation.{key}: must be an object")
-                try:
-                    AgreementIn.model_validate(value[key])
-                except ValidationError as exc:
-                    problem = exc.errors()[0]
-                    where = ".".join(str(part) for part in problem["loc"])
-                    raise ValueError(f"evaluation.{key}.{where}: {problem['msg']}") from None
+                _validate_part(AgreementIn, value[key], f"evaluation.{key}")
         return value
 
     @field_validator("checks")
@@ -188,12 +193,7 @@ class ResultIn(_Strict):
                 continue
             if not isinstance(counts, dict):
                 raise ValueError(f"checks.{kind}: must be an object with shown and passed counts")
-            try:
-                CheckCountsIn.model_validate(counts)
-            except ValidationError as exc:
-                problem = exc.errors()[0]
-                where = ".".join(str(part) for part in problem["loc"])
-                raise ValueError(f"checks.{kind}.{where}: {problem['msg']}") from None
+            _validate_part(CheckCountsIn, counts, f"checks.{kind}")
         return value
 
     @field_validator("metric")
