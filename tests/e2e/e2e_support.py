@@ -1,4 +1,5 @@
-"""Helpers shared by the browser tests: an automated participant answering over the JSON API."""
+"""Helpers shared by the browser tests: an automated participant answering over the JSON API, and the
+back-office login."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from collections.abc import Callable
 
 import httpx
 import numpy as np
+from playwright.sync_api import Page
 
-__all__ = ["answer_to_the_end"]
+__all__ = ["answer_to_the_end", "sign_in"]
 
 
 def answer_to_the_end(base_url: str, token: str, prefers: Callable[[np.ndarray, np.ndarray], bool]) -> None:
@@ -28,3 +30,11 @@ def answer_to_the_end(base_url: str, token: str, prefers: Callable[[np.ndarray, 
             assert response.status_code == 200, response.text
             state = response.json()
         assert state["status"] == "done"
+
+
+def sign_in(page: Page, email: str, password: str) -> None:
+    """Fill the back-office login form the page shows and submit it, waiting for the page it leads to."""
+    page.get_by_test_id("login-email").fill(email)
+    page.get_by_test_id("login-password").fill(password)
+    with page.expect_navigation():
+        page.get_by_test_id("login-submit").click()

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from e2e_support import sign_in
 from playwright.sync_api import Page, expect
 
 from app.admin.auth import create_user
@@ -59,10 +60,7 @@ def test_coordinator_plans_invites_watches_and_downloads(
     base = live_server.url
     page.goto(f"{base}/admin")
     expect(page.get_by_test_id("login")).to_be_visible()  # redirected to the login page
-    page.get_by_test_id("login-email").fill("coordinator@example.org")
-    page.get_by_test_id("login-password").fill(PASSWORD)
-    with page.expect_navigation():
-        page.get_by_test_id("login-submit").click()
+    sign_in(page, "coordinator@example.org", PASSWORD)
     expect(page.get_by_test_id("studies")).to_be_visible()
 
     with page.expect_navigation():
@@ -160,10 +158,7 @@ def test_results_charts_name_participants_whose_codes_look_like_numbers(
             )
         assert _answer_over_api(live_server.url, token)["status"] == "done"
     page.goto(f"{live_server.url}/admin/login")
-    page.get_by_test_id("login-email").fill("codes-admin@example.org")
-    page.get_by_test_id("login-password").fill(PASSWORD)
-    with page.expect_navigation():
-        page.get_by_test_id("login-submit").click()
+    sign_in(page, "codes-admin@example.org", PASSWORD)
     page.goto(f"{live_server.url}/admin/studies/{study.id}/results")
     expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
     # Each name is one tick of its own (a numeric axis would show round numbers such as 500, 0, -500).
@@ -195,10 +190,7 @@ def test_dashboard_on_a_phone_shows_each_sessions_own_progress_in_view(phone: Pa
     own_total = _answer_over_api(base, token, count=3)["progress"]["estimated_total"]
     assert own_total < 30
     phone.goto(f"{base}/admin/login")
-    phone.get_by_test_id("login-email").fill("phone-admin@example.org")
-    phone.get_by_test_id("login-password").fill(PASSWORD)
-    with phone.expect_navigation():
-        phone.get_by_test_id("login-submit").click()
+    sign_in(phone, "phone-admin@example.org", PASSWORD)
     phone.goto(f"{base}/admin/studies/{study.id}/monitor")
     expect(phone.get_by_test_id("monitor")).to_have_attribute("data-live", "on")
     progress = phone.get_by_test_id("session-progress")
@@ -227,10 +219,7 @@ def test_study_form_shows_the_other_panel_fields_only_for_another_panel(
     with live_server.app.state.sessionmaker() as db:
         create_user(db, "form-admin@example.org", PASSWORD, Role.ADMIN.value)
     page.goto(f"{live_server.url}/admin/login")
-    page.get_by_test_id("login-email").fill("form-admin@example.org")
-    page.get_by_test_id("login-password").fill(PASSWORD)
-    with page.expect_navigation():
-        page.get_by_test_id("login-submit").click()
+    sign_in(page, "form-admin@example.org", PASSWORD)
     page.goto(f"{live_server.url}/admin/studies/new")
     parameters = page.get_by_test_id("field-panel-parameters")
     expect(parameters).to_be_hidden()

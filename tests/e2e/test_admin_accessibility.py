@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from e2e_support import answer_to_the_end
+from e2e_support import answer_to_the_end, sign_in
 from playwright.sync_api import Page
 from test_accessibility import _assert_accessible
 
@@ -50,10 +50,7 @@ def test_coordinator_pages_have_no_serious_axe_violation(screen: Page, live_serv
     _finished_participants(live_server.url, study.id, 2)
     page.goto(f"{live_server.url}/admin/login")
     _assert_accessible(page, "login")
-    page.get_by_test_id("login-email").fill(EMAIL)
-    page.get_by_test_id("login-password").fill(PASSWORD)
-    with page.expect_navigation():
-        page.get_by_test_id("login-submit").click()
+    sign_in(page, EMAIL, PASSWORD)
     base = f"/admin/studies/{study.id}"
     pages = {
         "studies": "/admin",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from e2e_support import answer_to_the_end
+from e2e_support import answer_to_the_end, sign_in
 from playwright.sync_api import Page, expect
 
 from app.admin.auth import create_user
@@ -60,10 +60,7 @@ def best_study(live_server: Any) -> Any:
 
 def _open_results(page: Page, base: str, study: Any) -> None:
     page.goto(f"{base}/admin/login")
-    page.get_by_test_id("login-email").fill(EMAIL)
-    page.get_by_test_id("login-password").fill(PASSWORD)
-    with page.expect_navigation():
-        page.get_by_test_id("login-submit").click()
+    sign_in(page, EMAIL, PASSWORD)
     page.goto(f"{base}/admin/studies/{study.id}/results")
     expect(page.get_by_test_id("best-table")).to_be_visible()
 

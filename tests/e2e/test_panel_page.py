@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from e2e_support import answer_to_the_end
+from e2e_support import answer_to_the_end, sign_in
 from playwright.sync_api import Page, expect
 
 from app.admin.auth import create_user
@@ -98,10 +98,7 @@ def _fill_fair_panel(live_server: Any, study: Any) -> None:
 
 def _login(page: Page, base: str) -> None:
     page.goto(f"{base}/admin/login")
-    page.get_by_test_id("login-email").fill("panel@example.org")
-    page.get_by_test_id("login-password").fill(PASSWORD)
-    with page.expect_navigation():
-        page.get_by_test_id("login-submit").click()
+    sign_in(page, "panel@example.org", PASSWORD)
 
 
 def _open_panel(page: Page, base: str, study: Any, *, login: bool = True) -> None:
