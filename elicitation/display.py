@@ -10,12 +10,13 @@ elicitor that updates on the exact rates learns from a pair the person never saw
 that round to the same picture ask the same question twice.
 
 `DisplayGrid` makes the grid explicit: `DisplayGrid.snap` moves rates to the nearest displayable rates
-inside the query sphere, so a query built from snapped rates is exactly what the chart shows
-(`displayed_counts` draws it without further rounding), and `DisplayGrid.counts` gives the people a person
-reads. `shown` wraps any elicitor so that every query it yields is the displayed one. A search step whose
-displayed pair would be identical is refused, and the search ends with the bracket it has (its tolerance is
-then what the display can show, not its own ``epsilon``); a pair the person has already answered (in either
-order) is answered from what they said instead of being asked again.
+inside the query sphere, so a query built from snapped rates is exactly what the chart shows (the web
+app's rounding draws grid rates without changing them, ``tests/app/test_displayed.py``), and
+`DisplayGrid.counts` gives the people a person reads. `shown` wraps any elicitor so that every query it
+yields is the displayed one. A search step whose displayed pair would be identical is refused, and the
+search ends with the bracket it has (its tolerance is then what the display can show, not its own
+``epsilon``); a pair the person has already answered (in either order) is answered from what they said
+instead of being asked again.
 
 Symbols
 -------
@@ -58,7 +59,6 @@ __all__ = [
     "DisplayedSpace",
     "apportion",
     "displayed",
-    "displayed_counts",
     "shown",
 ]
 
@@ -94,53 +94,6 @@ def apportion(values: npt.ArrayLike, total_units: int) -> FloatArray:
         floors[positive[:-shortfall]] -= 1
     result: FloatArray = floors
     return result
-
-
-def displayed_counts(confusion: npt.ArrayLike, decimals: int = 0) -> FloatArray:
-    """Round out-of-100 confusion matrices to ``decimals`` places the way a participant is shown them.
-
-    Each matrix is scaled to 100; the class sizes (row totals) are apportioned to add up to exactly 100,
-    then the correct predictions of each class are rounded to the nearest unit of its size (so the rate a
-    person reads is the nearest displayable one, and rates on the display grid show exactly), and the
-    rest of the row is apportioned over the wrong predictions by largest remainder.
-
-    Parameters
-    ----------
-    confusion : array_like, shape (k, k) or (m, k, k)
-        Non-negative counts (any total), rows true class.
-    decimals : int
-        One of `DISPLAY_DECIMALS`.
-
-    Returns
-    -------
-    numpy.ndarray
-        The input's shape; each matrix sums to `DISPLAY_TOTAL`.
-    """
-    if decimals not in DISPLAY_DECIMALS:
-        raise InvalidConfigError(f"decimals must be one of {DISPLAY_DECIMALS}, got {decimals}")
-    array = np.asarray(confusion, dtype=np.float64)
-    shape = array.shape
-    stack = array[np.newaxis] if array.ndim == 2 else array
-    unit = 10.0**decimals
-    total = round(DISPLAY_TOTAL * unit)
-    result = np.empty_like(stack)
-    k = stack.shape[-1]
-    off = ~np.eye(k, dtype=bool)
-    for index, matrix in enumerate(stack):
-        scaled = matrix * (total / matrix.sum())
-        sizes = apportion(scaled.sum(axis=1), total)
-        for row in range(k):
-            size = float(scaled[row].sum())
-            correct = np.floor(scaled[row, row] / size * sizes[row] + 0.5) if size > 0.0 else 0.0
-            cells = np.zeros(k)
-            cells[row] = correct
-            wrong = scaled[row][off[row]]
-            rest = int(sizes[row] - correct)
-            if rest > 0:
-                weights = wrong if wrong.sum() > 0.0 else np.ones_like(wrong)
-                cells[off[row]] = apportion(weights * (rest / weights.sum()), rest)
-            result[index, row] = cells / unit
-    return result.reshape(shape)
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,9 +7,11 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.algorithms import REGISTRY, group_tau
-from app.charts.comparison import displayed_counts
+from app.charts.comparison import displayed_counts, rounded_counts
 from app.sessions.displayed import DISPLAY_MARK, build_session_elicitor, session_version
 from elicitation import ReplayMismatchError, Sphere, run
 from elicitation.display import DisplayGrid
@@ -54,6 +56,25 @@ def _page_rates(space: SyntheticSpace, first: np.ndarray, second: np.ndarray) ->
     """The rates a participant reads off the page for this pair (its rounding, its decimals)."""
     left, right, _decimals = displayed_counts(space.confusion(first), space.confusion(second))
     return tuple(np.diagonal(counts, axis1=-2, axis2=-1) / counts.sum(axis=-1) for counts in (left, right))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 5), st.integers(0, 10_000), st.sampled_from([0, 1]))
+def test_the_page_shows_rates_on_the_display_grid_exactly(k: int, seed: int, decimals: int) -> None:
+    rng = np.random.default_rng(seed)
+    priors = rng.dirichlet(np.full(k, 3.0))
+    # Every class has at least 8 people in 100: a class of 2 shows only the rates 0, 1/2 and 1, and a
+    # sphere of radius 0.2 around 1/k may then hold no rate the display can show (snap refuses that).
+    priors = np.maximum(priors, 0.08) / np.maximum(priors, 0.08).sum()
+    space = SyntheticSpace(k, radius=min(0.2, 1.0 / k), priors=priors)
+    grid = DisplayGrid.from_priors(space.priors, decimals)
+    point = grid.snap(space.sphere.center + rng.normal(scale=0.1, size=k), space.sphere)
+    counts = rounded_counts(space.confusion(point), decimals)
+    unit = 10**decimals
+    assert counts.sum() == pytest.approx(100.0)
+    assert np.allclose(counts.sum(axis=1) * unit, grid.class_steps[0])
+    assert np.allclose(np.diag(counts) * unit, grid.counts(point))
+    assert np.allclose(np.diag(counts) / counts.sum(axis=1), point)
 
 
 def test_every_study_algorithm_asks_displayed_questions() -> None:

@@ -7,17 +7,14 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from elicitation import InvalidConfigError, Query, Sphere, run
 from elicitation.catalogue import Setting, get_algorithm
-from elicitation.display import DisplayGrid, apportion, displayed_counts, shown
+from elicitation.display import DisplayGrid, apportion, shown
 from elicitation.families import Draw
 from elicitation.lpme import lpme, robust_step
 from elicitation.oracles import ExactOracle, random_linear_metric, random_quadratic_metric
 from elicitation.qpme import qpme
-from elicitation.rates import SyntheticSpace
 from elicitation.types import ImperceptibleError, SearchStep, ask_step
 
 PRIORS = np.array([0.6496350364963503, 0.3503649635036496])
@@ -28,24 +25,6 @@ def test_apportion_keeps_the_total_and_rounds_each_value_by_less_than_one() -> N
     result = apportion(values, 100)
     assert result.sum() == 100
     assert np.all(np.abs(result - values) < 1.0)
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.integers(2, 5), st.integers(0, 10_000))
-def test_displayed_counts_show_grid_rates_exactly(k: int, seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    priors = rng.dirichlet(np.full(k, 3.0))
-    # Every class has at least 8 people in 100: a class of 2 shows only the rates 0, 1/2 and 1, and a
-    # sphere of radius 0.2 around 1/k may then hold no rate the display can show (snap refuses that).
-    priors = np.maximum(priors, 0.08) / np.maximum(priors, 0.08).sum()
-    space = SyntheticSpace(k, radius=min(0.2, 1.0 / k), priors=priors)
-    grid = DisplayGrid.from_priors(space.priors)
-    point = grid.snap(space.sphere.center + rng.normal(scale=0.1, size=k), space.sphere)
-    counts = displayed_counts(space.confusion(point))
-    assert counts.sum() == pytest.approx(100.0)
-    assert np.array_equal(counts.sum(axis=1), grid.totals[0])
-    assert np.array_equal(np.diag(counts), grid.counts(point))
-    assert np.allclose(np.diag(counts) / counts.sum(axis=1), point)
 
 
 def test_snap_is_nearest_inside_and_stays_in_the_sphere_at_the_boundary() -> None:
