@@ -30,12 +30,14 @@ from .panels import PANEL_PRESETS, PanelConfig, check_redirect_template, redirec
 __all__ = [
     "DEFAULT_ALGORITHM",
     "DEFAULT_CONSENT_TEXT",
+    "DEFAULT_GROUP_ALGORITHM",
     "DEFAULT_INSTRUCTIONS_TEXT",
     "DEFAULT_POPULATION",
     "StudyConfig",
     "StudyConfigError",
     "build_space",
     "config_hash",
+    "default_algorithm",
     "format_validation_error",
     "load_study_config",
     "parse_study_config",
@@ -46,6 +48,8 @@ __all__ = [
 #: pairs that display differently, and copes with the odd inconsistent answer (the paper's QPME stays a
 #: choice).
 DEFAULT_ALGORITHM = "active_quadratic"
+#: The same for a study with groups: the active fairness elicitor (the one without groups cannot ask them).
+DEFAULT_GROUP_ALGORITHM = "active_fair"
 DEFAULT_CONSENT_TEXT = N_(
     "This study asks you to compare pairs of classifiers and say which one you would rather use. "
     "We record your answers, how long each one took, and nothing that identifies you. You may stop at "
@@ -93,7 +97,11 @@ class StudyConfig(BaseModel):
         description="the language of the participant pages",
         json_schema_extra={"enum": list(LANGUAGES)},
     )
-    algorithm: str = DEFAULT_ALGORITHM
+    algorithm: str = Field(
+        default=DEFAULT_ALGORITHM,
+        description=f"the elicitor; left out or empty: {DEFAULT_ALGORITHM!r}, or {DEFAULT_GROUP_ALGORITHM!r} "
+        "for a study with groups",
+    )
     algorithm_params: dict[str, Any] = Field(default_factory=dict)
     query_space: dict[str, Any] = Field(default_factory=lambda: {"kind": "synthetic"})
     practice_queries: int = Field(default=2, ge=0, le=10)
@@ -137,6 +145,14 @@ class StudyConfig(BaseModel):
         description="a participant code that joins again continues its session instead of starting another",
     )
     show_summary: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recommended_algorithm(cls, data: Any) -> Any:
+        """A study that names no algorithm gets the recommended one for its groups (or for none)."""
+        if isinstance(data, dict) and data.get("algorithm") in (None, ""):
+            return {**data, "algorithm": default_algorithm(data.get("group_names"))}
+        return data
 
     @field_validator("class_names", "group_names")
     @classmethod
@@ -241,6 +257,11 @@ class StudyConfig(BaseModel):
     def total_checks(self) -> int:
         """Attention and consistency checks per session (0 when checks are off)."""
         return self.dominance_checks + self.repeat_checks if self.checks else 0
+
+
+def default_algorithm(group_names: Any) -> str:
+    """The recommended elicitor for a study with these ``group_names`` (none, or at least two)."""
+    return DEFAULT_GROUP_ALGORITHM if group_names else DEFAULT_ALGORITHM
 
 
 def config_hash(config: dict[str, Any]) -> str:

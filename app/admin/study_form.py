@@ -1,6 +1,7 @@
 """The new-study form of the back office: form fields <-> a study configuration dict.
 
-Every default comes from one source: `StudyConfig`'s field defaults, the chosen algorithm's parameter model
+Every default comes from one source: `StudyConfig`'s field defaults (the algorithm left at
+"recommended" is the study's recommended elicitor for its groups), the chosen algorithm's parameter model
 (the searches' tolerance ``epsilon``; the active elicitors stop on their own rule and take none from the
 form) and the core's default question-region radius. A field left empty takes that default; the advanced
 JSON box, when filled, replaces the whole form.
@@ -22,7 +23,7 @@ from ..models import Study, StudyControl
 from ..panels import PANEL_PRESETS
 from ..planning import PlanCache, PlannerResult
 from ..sessions import SessionCache
-from ..study_config import StudyConfig, StudyConfigError, parse_study_config
+from ..study_config import StudyConfig, StudyConfigError, default_algorithm, parse_study_config
 from . import studies
 from .auth import AdminError, Principal
 
@@ -84,7 +85,7 @@ def blank_form() -> dict[str, Any]:
         "group_names": "",
         "population": _EXAMPLES["population"],
         "language": _default("language"),
-        "algorithm": _default("algorithm"),
+        "algorithm": "",
         "epsilon": "",
         "radius": DEFAULT_SYNTHETIC_RADIUS,
         "priors": "",
@@ -156,7 +157,9 @@ def config_from_form(form: dict[str, Any]) -> dict[str, Any]:
     priors = _floats(str(form.get("priors", "")), "class shares")
     if priors is not None:
         space["priors"] = priors
-    if tolerance is not None and _takes_tolerance(config.get("algorithm", _default("algorithm"))):
+    if tolerance is not None and _takes_tolerance(
+        config.get("algorithm") or default_algorithm(config["group_names"])
+    ):
         params[TOLERANCE_PARAM] = tolerance
     config["algorithm_params"] = params
     config["query_space"] = space
@@ -202,7 +205,7 @@ def form_from_config(config: dict[str, Any]) -> dict[str, Any]:
     """The form showing a stored configuration (a dataset space goes to the advanced JSON box)."""
     space = config.get("query_space") or {}
     synthetic = space.get("kind", "synthetic") == "synthetic"
-    algorithm = config.get("algorithm", _default("algorithm"))
+    algorithm = config.get("algorithm") or ""
     params = config.get("algorithm_params") or {}
     return {
         **blank_form(),
