@@ -27,6 +27,7 @@ from ..types import (
 )
 from . import checkpoint
 from .families import Config, FamilySpec, resolve_space
+from .intervals import DEFAULT_INTERVAL_LEVEL, class_shares, posterior_intervals, weighted_quantiles
 from .selection import choose_query
 from .state import Asked, State
 
@@ -192,19 +193,6 @@ def _consensus_estimate(
     return result, float(expected[best])
 
 
-def _weighted_quantiles(values: FloatArray, weights: FloatArray, levels: Sequence[float]) -> FloatArray:
-    """Per-column weighted quantiles: ``(n, p)`` values -> ``(len(levels), p)``."""
-    order = np.argsort(values, axis=0)
-    sorted_values = np.take_along_axis(values, order, axis=0)
-    cumulative = np.cumsum(weights[order], axis=0)
-    cumulative /= cumulative[-1]
-    result = np.empty((len(levels), values.shape[1]))
-    for row, level in enumerate(levels):
-        index = np.argmax(cumulative >= level, axis=0)
-        result[row] = sorted_values[index, np.arange(values.shape[1])]
-    return result
-
-
 def _metric_coordinates(spec: FamilySpec, theta: FloatArray) -> dict[str, FloatArray]:
     """Each normalised particle in the metric's own coordinates (``a``, ``B`` / ``B^{uv}``, ``lam``)."""
     k = spec.n_classes
@@ -233,7 +221,7 @@ def _credible_intervals(
     intervals: dict[str, dict[str, FloatArray]] = {}
     k = spec.n_classes
     for name, values in coords.items():
-        bounds = _weighted_quantiles(values, posterior.weights, (tail, 1.0 - tail))
+        bounds = weighted_quantiles(values, posterior.weights, (tail, 1.0 - tail))
         shape: tuple[int, ...] = (k, k) if values.shape[1] == k * k else (values.shape[1],)
         if name == "lam":
             shape = ()
@@ -331,6 +319,15 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
         estimate, expected = _consensus_estimate(config, posterior, estimate, rng)
         metric = config.spec.metric(estimate)
         extra = {"expected_agreement": expected}
+    intervals, ratio_base = posterior_intervals(
+        config.spec,
+        posterior.normalised(),
+        posterior.weights,
+        estimate,
+        level=DEFAULT_INTERVAL_LEVEL,
+        shares=class_shares(config.geometry.priors, config.spec.tau),
+        center=config.geometry.sphere.center,
+    )
     details: dict[str, Any] = {
         "family": config.spec.to_dict(),
         "estimate": config.estimate,
@@ -343,6 +340,9 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
         "criterion": config.criterion,
         "credible_level": config.credible_level,
         "credible_intervals": _credible_intervals(config.spec, posterior, config.credible_level),
+        "interval_level": DEFAULT_INTERVAL_LEVEL,
+        "intervals": intervals,
+        "cost_ratio_base": ratio_base,
         "posterior_sample": _posterior_sample(posterior, rng),
         "beta_grid": None if config.betas is None else list(config.betas),
         "beta_posterior": None if config.betas is None else posterior.beta_probabilities(),
@@ -495,7 +495,10 @@ def active_elicitor(
     -------
     ActiveElicitor
         Yields `Query` objects (receives ``True`` when ``first`` is preferred) and returns an
-        `Elicitation` whose ``details`` hold ``credible_intervals``, ``posterior_spread``,
+        `Elicitation` whose ``details`` hold ``credible_intervals`` (per coefficient, at
+        ``credible_level``), ``intervals`` with ``interval_level`` and ``cost_ratio_base``
+        (`elicitation.active.intervals.posterior_intervals`: ``lam`` and the per-person cost ratios the
+        result's words state), ``posterior_spread``,
         ``spread_history``, ``beta_posterior``, ``posterior_sample`` (for `ranking_probability`),
         ``stopped_by`` and ``inconsistent_answers``.
 
