@@ -69,11 +69,16 @@ class UndoIn(BaseModel):
 class OptionOut(BaseModel):
     rates: list[Any] = Field(description="rates (n_classes,) or (n_groups, n_classes)")
     confusion: list[Any] = Field(description="confusion matrix out of 100: (k, k) or (m, k, k)")
+    shown: list[Any] = Field(
+        description="the confusion matrix exactly as the page shows it (rounded to the query's decimals, "
+        "rows and totals still adding up to 100): show these numbers, the elicitor learns from them"
+    )
 
 
 class QueryOut(BaseModel):
     seq: int
     practice: bool
+    decimals: int = Field(description="decimals of the shown counts: 0 (whole people), 1 or 2")
     first: OptionOut
     second: OptionOut
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from elicitation import Sphere
 
+from ..charts.comparison import displayed_counts
 from ..models import ElicitationSession, Result, SessionStatus, Study
 from ..panels import fill_redirect
 from ..plan import Section, Step
@@ -57,11 +58,16 @@ class SessionView:
         """The JSON API shape: ``{status, phase, progress, query, result}``."""
         query = None
         if self.comparison is not None:
+            left, right = self.comparison["left"], self.comparison["right"]
+            # The counts exactly as the page shows them (its own rounding), so that any front end shows
+            # the pair the elicitor learns from.
+            shown_left, shown_right, decimals = displayed_counts(left["confusion"], right["confusion"])
             query = {
                 "seq": self.comparison["seq"],
                 "practice": self.comparison["practice"],
-                "first": self.comparison["left"],
-                "second": self.comparison["right"],
+                "decimals": decimals,
+                "first": {**left, "shown": _as_shown(shown_left, decimals)},
+                "second": {**right, "shown": _as_shown(shown_right, decimals)},
             }
         result = None
         if self.result is not None:
@@ -85,6 +91,13 @@ class SessionView:
             "query": query,
             "result": result,
         }
+
+
+def _as_shown(counts: np.ndarray, decimals: int) -> list[Any]:
+    """Displayed counts as JSON numbers: whole people as integers, else rounded to ``decimals`` places."""
+    rounded = np.round(counts, decimals)
+    shown: list[Any] = rounded.astype(np.int64).tolist() if decimals == 0 else rounded.tolist()
+    return shown
 
 
 def shown_side(runtime: StudyRuntime, rates: np.ndarray) -> dict[str, Any]:
