@@ -301,7 +301,11 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
             if posterior.n_answers >= config.min_queries and state.spreads[-1] <= config.tolerance:
                 stopped_by = "tolerance"
                 break
-            first, second, feature, gain = choose_query(config, posterior, rng, state.asked)
+            chosen = choose_query(config, posterior, rng, state.asked)
+            if chosen is None:
+                stopped_by = "exhausted"
+                break
+            first, second, feature, gain = chosen
             state.gains.append(gain)
             if config.geometry.grid is not None:
                 grid = config.geometry.grid

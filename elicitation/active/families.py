@@ -224,7 +224,8 @@ class Geometry:
         if self.grid is not None:
             gap: FloatArray = self.grid.gap(first, second).astype(np.float64)
             return gap
-        diff = np.abs(first - second).reshape((first.shape[0], self.priors.shape[0], -1))
+        # Every axis named: with no pairs left (an empty candidate set) ``-1`` could not be inferred.
+        diff = np.abs(first - second).reshape((first.shape[0], *self.priors.shape))
         result: FloatArray = np.max(100.0 * self.priors[None, :, :] * diff, axis=(1, 2))
         return result
 

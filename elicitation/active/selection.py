@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InvalidConfigError, NumericalError
+from ..errors import InvalidConfigError
 from ..posterior import ParticlePosterior, sym_from_vec
 from ..types import (
     FloatArray,
@@ -121,11 +121,13 @@ def _tie_pairs(config: Config, params: FloatArray, rng: np.random.Generator) -> 
 
 def choose_query(
     config: Config, posterior: ParticlePosterior, rng: np.random.Generator, asked: set[bytes]
-) -> tuple[FloatArray, FloatArray, FloatArray, float]:
+) -> tuple[FloatArray, FloatArray, FloatArray, float] | None:
     """Pick the most informative perceptible pair not asked before: (first, second, feature, gain).
 
     ``asked`` holds the displayed pictures (`DisplayGrid.key`) of the pairs already asked, in both orders;
-    it is only used with a display grid (without one, exact pairs never repeat).
+    it is only used with a display grid (without one, exact pairs never repeat). Returns None when every
+    perceptible candidate found was asked before: the display has nothing new to show, and the elicitor
+    stops there.
     """
     geometry, spec = config.geometry, config.spec
     first = second = np.empty((0, *geometry.shape))
@@ -200,7 +202,7 @@ def choose_query(
         best = int(index)
         break
     else:
-        raise NumericalError("no perceptible candidate pair is left that was not asked before")
+        return None
     r1, r2, feature = first[best], second[best], features[best]
     if rng.random() < 0.5:
         # Which option is shown first carries no information; randomising it avoids a position bias.

@@ -508,3 +508,26 @@ def _golden_run(name: str):
 @pytest.mark.parametrize("name", sorted(ACTIVE_GOLDEN))
 def test_active_query_streams_are_bit_identical_to_the_recorded_ones(name: str) -> None:
     assert _stream_digest(_golden_run(name)) == ACTIVE_GOLDEN[name]
+
+
+def test_active_quadratic_without_tolerance_runs_its_whole_budget_on_a_linear_metric() -> None:
+    # Once the posterior is narrow no tie pair stays in the sphere; the empty candidate set once crashed
+    # numpy (a reshape of zero pairs) after 37 answers.
+    metric = QuadraticMetric(np.array([0.986394, -0.164399]), np.zeros((2, 2)))
+    sphere = Sphere(center=np.array([0.5, 0.5]), radius=0.2)
+    elicitor = active_quadratic(sphere, seed=9303, beta=None, max_queries=100, tolerance=0.0)
+    result = run(elicitor, metric.prefers)
+    assert result.num_queries == 100 and result.details["stopped_by"] == "budget"
+    assert agreement(metric, result.metric, sphere, np.random.default_rng(0), n_pairs=2000) >= 0.99
+
+
+def test_active_stops_as_exhausted_when_the_display_has_no_new_pair_left() -> None:
+    priors = np.array([0.5, 0.5])
+    sphere = Sphere(center=np.array([0.5, 0.5]), radius=0.05)
+    grid = DisplayGrid.from_priors(priors)
+    elicitor = active_linear(sphere, priors=priors, display=grid, seed=1, max_queries=1000, tolerance=1e-9)
+    result = run(elicitor, LinearMetric(np.array([0.6, 0.8])).prefers)
+    assert result.details["stopped_by"] == "exhausted"
+    assert 0 < result.num_queries < 1000
+    pictures = [grid.key(query.first, query.second) for query, _answer in result.log]
+    assert len(set(pictures)) == len(pictures)
