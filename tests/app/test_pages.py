@@ -223,3 +223,55 @@ def test_unexpected_error_is_a_generic_500_page(settings: Settings, monkeypatch:
     assert page.status_code == 500 and 'data-testid="error-500"' in page.text
     assert "secret internal detail" not in page.text and "Traceback" not in page.text
     assert api.status_code == 500 and api.json()["error"] == "internal_error"
+
+
+def _footer(html: str) -> str:
+    start = html.index('<footer class="site-footer">')
+    return html[start : html.index("</footer>", start)]
+
+
+def test_the_footer_says_how_to_come_back_as_it_really_works(
+    client: TestClient, app: Any, study: Any
+) -> None:
+    # Without a code: this browser (the cookie), elsewhere the personal link the page offers.
+    token = join(client, study)
+    for path in (f"/sessions/{token}/instructions", f"/sessions/{token}"):
+        page = client.get(path).text
+        footer = _footer(page)
+        assert "In this browser, the study's link brings you back" in footer, path
+        assert "use your personal link" in footer and "Continue later or on another device" in page
+        assert "same link later" not in page
+    # A code the study continues sessions by is what brings the participant back elsewhere; shown escaped.
+    code = "<b>ab-12</b>"
+    client.cookies.clear()  # another browser
+    response = client.post(
+        f"/studies/{study.id}/join", data={"consent": "yes", "participant_code": code}, follow_redirects=False
+    )
+    coded = response.headers["location"].split("/")[2]
+    footer = _footer(client.get(f"/sessions/{coded}").text)
+    assert (
+        'enter your participant code <strong data-testid="footer-code">&lt;b&gt;ab-12&lt;/b&gt;</strong>'
+        in footer
+    )
+    # A study that does not continue by code never promises it.
+    no_resume = make_study(app, name="no resume", resume_by_participant_code=False)
+    response = client.post(
+        f"/studies/{no_resume.id}/join",
+        data={"consent": "yes", "participant_code": "x1"},
+        follow_redirects=False,
+    )
+    other = response.headers["location"].split("/")[2]
+    footer = _footer(client.get(f"/sessions/{other}").text)
+    assert "participant code" not in footer and "use your personal link" in footer
+
+
+def test_the_worked_example_explains_the_charts_without_suggesting_an_answer(
+    client: TestClient, study: Any
+) -> None:
+    token = join(client, study)
+    page = client.get(f"/sessions/{token}/instructions").text
+    example = page[page.index("A worked example") : page.index('data-testid="comparison"')]
+    assert "how many each classifier gets right and how many it gets wrong" in " ".join(example.split())
+    assert "no right or wrong answer" in example
+    for leading in ("you would choose", "worries you more", "should choose"):
+        assert leading not in example
