@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import __version__, access_log
 from .admin import web as admin_web
-from .admin.monitor import STATUS_WORDS
+from .admin.monitor import STATUS_WORDS, STOPPED_AFTER_MIN
 from .algorithms import algorithm_label
 from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
@@ -156,6 +156,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     templates.env.filters["figure_json"] = figure_json
     templates.env.filters["algorithm_label"] = algorithm_label
     templates.env.globals["status_words"] = STATUS_WORDS
+    templates.env.globals["stopped_after_min"] = STOPPED_AFTER_MIN
     app.state.templates = templates
 
     plotly_js = _plotly_js_path()

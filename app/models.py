@@ -25,6 +25,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     Uuid,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -138,6 +139,9 @@ class ElicitationSession(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     consented_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: A coordinator trying the study as a participant: kept out of paces, estimates, results, panel and
+    #: exports unless they are asked for.
+    pilot: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     study: Mapped[Study] = relationship(back_populates="sessions")
 

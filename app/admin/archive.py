@@ -227,6 +227,7 @@ class SessionIn(_Strict):
     created_at: AwareDatetime
     consented_at: AwareDatetime | None = None
     finished_at: AwareDatetime | None = None
+    pilot: StrictBool = False
     answers: list[AnswerRowIn] = Field(max_length=100_000)
     result: ResultIn | None = None
     exclusions: list[ExclusionIn] = Field(default_factory=list, max_length=1000)

@@ -105,6 +105,7 @@ def result_columns(study: Study) -> list[str]:
         "participant_code",
         *panel_columns(study),
         "status",
+        "pilot",
         "excluded",
         "exclusion_reason",
         "algorithm",
@@ -157,15 +158,22 @@ def _excluded(db: Session, study: Study) -> dict[uuid.UUID, str]:
     return {session_id: reason for session_id, reason in db.execute(statement)}
 
 
-def result_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
-    """One row per session (every status; excluded ones marked), streamed in creation order."""
+def _sessions_of(study: Study, include_pilots: bool) -> Any:
+    """The condition on `ElicitationSession` of an export: the study's sessions, pilots only on request."""
+    of_study = ElicitationSession.study_id == study.id
+    return of_study if include_pilots else of_study & ElicitationSession.pilot.is_(False)
+
+
+def result_rows(db: Session, study: Study, *, include_pilots: bool = False) -> Iterator[dict[str, Any]]:
+    """One row per session (every status; excluded ones marked; pilots only with ``include_pilots``),
+    streamed in creation order."""
     columns = result_columns(study)
     digest = config_hash(study.config)
     excluded = _excluded(db, study)
     statement = (
         select(ElicitationSession, Result)
         .outerjoin(Result, Result.session_id == ElicitationSession.id)
-        .where(ElicitationSession.study_id == study.id)
+        .where(_sessions_of(study, include_pilots))
         .order_by(ElicitationSession.created_at, ElicitationSession.id)
         .execution_options(yield_per=BATCH)
     )
@@ -180,6 +188,7 @@ def result_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
             session_id=str(session.id),
             participant_code=session.participant_code,
             status=session.status,
+            pilot=session.pilot,
             excluded=session.id in excluded,
             exclusion_reason=excluded.get(session.id),
             algorithm=session.algorithm,
@@ -342,8 +351,9 @@ def _confusion_cells(shown: dict[str, Any], names: list[str]) -> dict[str, float
     return cells
 
 
-def answer_log_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
-    """Every log row of every session of the study (answers, undone answers and undo rows).
+def answer_log_rows(db: Session, study: Study, *, include_pilots: bool = False) -> Iterator[dict[str, Any]]:
+    """Every log row of every session of the study (answers, undone answers and undo rows; pilots' only
+    with ``include_pilots``).
 
     ``after_close`` marks rows recorded after the study was closed: closing stops enrolment, but sessions
     already under way may finish, and their later answers are kept, marked, rather than refused.
@@ -353,7 +363,7 @@ def answer_log_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
     statement = (
         select(Answer, ElicitationSession.participant_code)
         .join(ElicitationSession, Answer.session_id == ElicitationSession.id)
-        .where(ElicitationSession.study_id == study.id)
+        .where(_sessions_of(study, include_pilots))
         .order_by(ElicitationSession.created_at, Answer.session_id, Answer.seq)
         .execution_options(yield_per=BATCH * 10)
     )
@@ -513,6 +523,7 @@ def _archive_session(
         "created_at": iso_utc(session.created_at),
         "consented_at": iso_utc(session.consented_at),
         "finished_at": iso_utc(session.finished_at),
+        "pilot": bool(session.pilot),
         "answers": [
             {
                 **{name: getattr(row, name) for name in _ANSWER_FIELDS},
@@ -632,6 +643,7 @@ def import_archive(
                 created_at=item.created_at,
                 consented_at=item.consented_at,
                 finished_at=item.finished_at,
+                pilot=item.pilot,
             )
             db.add(session)
             db.flush()

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Annotated, Any
 
-from fastapi import Path, Request
+from fastapi import Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
 from ..planning import PlanCache
@@ -19,6 +19,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "MAX_STUDY_BODY_BYTES",
     "PARQUET_TABLES",
+    "IncludePilotsQuery",
     "RowIdPath",
     "answers_csv_response",
     "best_export",
@@ -39,6 +40,10 @@ MAX_ARCHIVE_BYTES = 50_000_000
 MAX_ARCHIVE_BODY_BYTES = MAX_ARCHIVE_BYTES + 1_000_000
 #: A database row id in a URL (snapshots, tokens): a positive 64-bit integer.
 RowIdPath = Annotated[int, Path(ge=1, le=2**63 - 1)]
+#: The exports' switch for the coordinators' own pilot sessions, which they leave out unless asked.
+IncludePilotsQuery = Annotated[
+    bool, Query(description="also the pilot sessions (a coordinator's own trial runs), marked in `pilot`")
+]
 
 
 def plan_cache(request: Request) -> PlanCache:
@@ -65,35 +70,45 @@ def _stream(
     return StreamingResponse(body(), media_type=media_type, headers=headers)
 
 
-def results_json_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
+def results_json_response(
+    request: Request, principal: Principal, study_id: str, include_pilots: bool = False
+) -> StreamingResponse:
     return _stream(
         request,
         principal,
         study_id,
-        lambda db, study: export.json_lines(study, export.result_rows(db, study)),
+        lambda db, study: export.json_lines(
+            study, export.result_rows(db, study, include_pilots=include_pilots)
+        ),
         "application/json",
         "results",
     )
 
 
-def results_csv_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
-    return _stream(
-        request,
-        principal,
-        study_id,
-        lambda db, study: export.csv_lines(export.result_columns(study), export.result_rows(db, study)),
-        "text/csv; charset=utf-8",
-        "results",
-    )
-
-
-def answers_csv_response(request: Request, principal: Principal, study_id: str) -> StreamingResponse:
+def results_csv_response(
+    request: Request, principal: Principal, study_id: str, include_pilots: bool = False
+) -> StreamingResponse:
     return _stream(
         request,
         principal,
         study_id,
         lambda db, study: export.csv_lines(
-            export.answer_log_columns(study), export.answer_log_rows(db, study)
+            export.result_columns(study), export.result_rows(db, study, include_pilots=include_pilots)
+        ),
+        "text/csv; charset=utf-8",
+        "results",
+    )
+
+
+def answers_csv_response(
+    request: Request, principal: Principal, study_id: str, include_pilots: bool = False
+) -> StreamingResponse:
+    return _stream(
+        request,
+        principal,
+        study_id,
+        lambda db, study: export.csv_lines(
+            export.answer_log_columns(study), export.answer_log_rows(db, study, include_pilots=include_pilots)
         ),
         "text/csv; charset=utf-8",
         "answers",
@@ -107,12 +122,14 @@ PARQUET_TABLES: dict[str, tuple[Any, Any]] = {
 }
 
 
-def parquet_response(request: Request, principal: Principal, study_id: str, kind: str) -> Response:
+def parquet_response(
+    request: Request, principal: Principal, study_id: str, kind: str, include_pilots: bool = False
+) -> Response:
     """One of `PARQUET_TABLES` as a Parquet file (501 with the install command when pyarrow is missing)."""
     columns, rows = PARQUET_TABLES[kind]
     with request.app.state.sessionmaker() as db:
         study, _control = studies.visible_study(db, principal, study_id)
-        body = export.parquet_bytes(columns(study), rows(db, study))
+        body = export.parquet_bytes(columns(study), rows(db, study, include_pilots=include_pilots))
         name = kind.removesuffix(".parquet")
         headers = {"Content-Disposition": f'attachment; filename="{name}-{study.id}.parquet"'}
     return Response(body, media_type="application/vnd.apache.parquet", headers=headers)

@@ -57,6 +57,7 @@ __all__ = [
     "IDLE_ALERT_MIN",
     "LIVE_SESSIONS",
     "PROGRESS_REPLAY_BUDGET_S",
+    "STOPPED_AFTER_MIN",
     "UNDO_ALERT",
     "ElicitedMetric",
     "SessionDetail",
@@ -71,6 +72,9 @@ __all__ = [
 UNDO_ALERT = 3
 #: An answering session quiet for this long is marked as possibly abandoned on the dashboard.
 IDLE_ALERT_MIN = 10
+#: A session that consented, has not finished and gave no answer for this long counts as stopped (the
+#: drop-off chart); people reading, or away for a call, are usually back well within it.
+STOPPED_AFTER_MIN = 30
 #: The dashboard lists this many of the latest sessions.
 LIVE_SESSIONS = 200
 #: What the coordinator reads for the stage of the last recorded answer (checks count as questions:
@@ -110,6 +114,10 @@ class StudyDashboard:
 
     by_status: dict[str, int]
     excluded: int
+    #: Pilot sessions (coordinators trying the study), counted nowhere else on the dashboard.
+    pilots: int
+    #: Unfinished sessions without an answer for `STOPPED_AFTER_MIN` (counted in ``by_status`` as active).
+    stopped: int
     answers_last_5_min: int
     answers_per_minute: float
     median_seconds_per_query: float | None
@@ -125,6 +133,8 @@ class StudyDashboard:
         return {
             "by_status": self.by_status,
             "excluded": self.excluded,
+            "pilots": self.pilots,
+            "stopped": self.stopped,
             "answers_last_5_min": self.answers_last_5_min,
             "answers_per_minute": self.answers_per_minute,
             "median_seconds_per_query": self.median_seconds_per_query,
@@ -172,10 +182,14 @@ def _log_rows(db: Session, session_ids: list[uuid.UUID]) -> dict[uuid.UUID, list
 def study_dashboard(
     db: Session, cache: SessionCache, study: Study, *, now: datetime | None = None
 ) -> StudyDashboard:
-    """Participants by status, answer rate, median time per comparison, drop-off and warning signs, and
-    the latest sessions' progress, each against its own expected total where it is at hand."""
+    """Participants by status, answer rate, median time per comparison, where people stopped and warning
+    signs, and the latest sessions' progress, each against its own expected total where it is at hand.
+
+    Pilot sessions are listed (marked) but counted in none of the numbers or charts.
+    """
     now = now or utcnow()
     sessions = list(db.scalars(select(ElicitationSession).where(ElicitationSession.study_id == study.id)))
+    people = [session for session in sessions if not session.pilot]
     ids = [session.id for session in sessions]
     logs = _log_rows(db, ids)
     results = (
@@ -193,13 +207,13 @@ def study_dashboard(
         if ids
         else set()
     )
-    by_status = Counter(session.status for session in sessions)
+    by_status = Counter(session.status for session in people)
     times: list[int] = []
     minute_counts: Counter[int] = Counter()
     recent = 0
     dropoff: Counter[int] = Counter()
     inconsistent = []
-    for session in sessions:
+    for session in people:
         rows = logs[session.id]
         answers = [row for row in rows if row.action == LogAction.ANSWER.value]
         for row in answers:
@@ -213,7 +227,7 @@ def study_dashboard(
                     minute_counts[age_min] += 1
                 if now - created <= timedelta(minutes=5):
                     recent += 1
-        if session.status == SessionStatus.ACTIVE.value:
+        if _stopped(session, rows, now):
             dropoff[len(effective_rows(rows))] += 1
         reasons = []
         undos = sum(1 for row in rows if row.action == LogAction.UNDO.value)
@@ -242,9 +256,11 @@ def study_dashboard(
     median_s = statistics.median(times) / 1000.0 if times else None
     latest = sorted(sessions, key=lambda item: as_utc(item.created_at) or now, reverse=True)[:LIVE_SESSIONS]
     progress = _progress_of(db, cache, latest, logs, now)
-    upper_bound = cache.runtime(study).spec.seeded
+    runtime = cache.runtime(study)
+    upper_bound = runtime.spec.seeded
+    typical_total = runtime.plan(0).estimated_total(0, runtime.expected_queries, False)
     # A participant code shared by several sessions: one person started twice (or a code was reused).
-    codes = Counter(session.participant_code for session in sessions if session.participant_code)
+    codes = Counter(session.participant_code for session in people if session.participant_code)
     session_rows = [
         {
             **_session_progress(
@@ -262,11 +278,13 @@ def study_dashboard(
             {STATUS_WORDS.get(key, key): n for key, n in counts.items()}, len(excluded)
         ),
         monitor_charts.answer_rate_figure(per_minute),
-        monitor_charts.dropoff_figure(dropoff),
+        monitor_charts.dropoff_figure(dropoff, typical_total, STOPPED_AFTER_MIN),
     ]
     return StudyDashboard(
         by_status=counts,
         excluded=len(excluded),
+        pilots=len(sessions) - len(people),
+        stopped=sum(dropoff.values()),
         answers_last_5_min=recent,
         answers_per_minute=recent / 5.0,
         median_seconds_per_query=median_s,
@@ -284,6 +302,23 @@ def _last_activity(session: ElicitationSession, rows: list[Any], now: datetime) 
     moments = [as_utc(row.created_at) for row in rows]
     candidates = [*moments, as_utc(session.consented_at), as_utc(session.created_at)]
     return max([moment for moment in candidates if moment] or [now])
+
+
+def _stopped(session: ElicitationSession, rows: list[Any], now: datetime) -> bool:
+    """Whether ``session`` consented, has not finished, and gave no answer for `STOPPED_AFTER_MIN`."""
+    if session.status != SessionStatus.ACTIVE.value:
+        return False
+    return now - _last_activity(session, rows, now) >= timedelta(minutes=STOPPED_AFTER_MIN)
+
+
+def _duration_words(seconds: float) -> str:
+    """A session's length as a coordinator reads it: "45 s", "12 min", "1 h 05 min"."""
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 def _progress_of(
@@ -328,6 +363,10 @@ def _session_progress(
     last = _last_activity(session, rows, now)
     idle_min = max(0.0, (now - last).total_seconds() / 60.0)
     finished = as_utc(session.finished_at)
+    started = as_utc(session.consented_at)
+    # Consent to the last answer (finished) or to the latest activity (still under way), as exported.
+    ended = finished if finished is not None else last
+    duration = (ended - started).total_seconds() if started is not None else None
     total = progress.estimated_total
     stage = {
         SessionStatus.INVITED.value: "not started",
@@ -340,6 +379,7 @@ def _session_progress(
         "session_id": str(session.id),
         "participant_code": session.participant_code,
         "status": status,
+        "pilot": session.pilot,
         "excluded": excluded,
         "answered": answered,
         "estimated_total": total,
@@ -352,6 +392,9 @@ def _session_progress(
         "last_activity": _ago(idle_min),
         "idle": status == SessionStatus.ACTIVE.value and idle_min >= IDLE_ALERT_MIN,
         "finished_at": finished.isoformat() if finished else None,
+        "duration_s": None if duration is None else round(max(0.0, duration), 3),
+        "duration": None if duration is None else _duration_words(max(0.0, duration)),
+        "stopped": _stopped(session, rows, now),
     }
 
 
@@ -622,7 +665,8 @@ class ElicitedMetric:
 
 
 def included_metrics(db: Session, study: Study) -> list[ElicitedMetric]:
-    """Every elicited metric of the study that counts (not excluded, not failed), in enrolment order."""
+    """Every elicited metric of the study that counts (not a pilot, not excluded, not failed), in enrolment
+    order."""
     excluded = set(
         db.scalars(
             select(Exclusion.session_id)
@@ -633,7 +677,7 @@ def included_metrics(db: Session, study: Study) -> list[ElicitedMetric]:
     statement = (
         select(ElicitationSession.id, ElicitationSession.participant_code, Result.metric)
         .join(Result, Result.session_id == ElicitationSession.id)
-        .where(ElicitationSession.study_id == study.id)
+        .where(ElicitationSession.study_id == study.id, ElicitationSession.pilot.is_(False))
         .order_by(ElicitationSession.created_at, ElicitationSession.id)
     )
     return [

@@ -39,6 +39,7 @@ from .http import (
     MAX_ARCHIVE_BODY_BYTES,
     MAX_BODY_BYTES,
     MAX_STUDY_BODY_BYTES,
+    IncludePilotsQuery,
     RowIdPath,
     answers_csv_response,
     best_export,
@@ -361,9 +362,11 @@ CSV_RESPONSE: dict[int | str, dict[str, Any]] = {
     responses=error_responses(404, 422),
     response_description="the results JSON, streamed",
 )
-def results(study_id: str, principal: ApiUserDep, request: Request) -> StreamingResponse:
+def results(
+    study_id: str, principal: ApiUserDep, request: Request, include_pilots: IncludePilotsQuery = False
+) -> StreamingResponse:
     """Elicited metrics, one row per participant (named columns, algorithm, version, config hash)."""
-    return results_json_response(request, principal, study_id)
+    return results_json_response(request, principal, study_id, include_pilots)
 
 
 @router.get(
@@ -371,9 +374,11 @@ def results(study_id: str, principal: ApiUserDep, request: Request) -> Streaming
     response_class=StreamingResponse,
     responses={**CSV_RESPONSE, **error_responses(404, 422)},
 )
-def results_csv(study_id: str, principal: ApiUserDep, request: Request) -> StreamingResponse:
+def results_csv(
+    study_id: str, principal: ApiUserDep, request: Request, include_pilots: IncludePilotsQuery = False
+) -> StreamingResponse:
     """The same rows as CSV (text cells neutralised against spreadsheet formulas); streamed."""
-    return results_csv_response(request, principal, study_id)
+    return results_csv_response(request, principal, study_id, include_pilots)
 
 
 @router.get(
@@ -381,9 +386,11 @@ def results_csv(study_id: str, principal: ApiUserDep, request: Request) -> Strea
     response_class=StreamingResponse,
     responses={**CSV_RESPONSE, **error_responses(404, 422)},
 )
-def answers_csv(study_id: str, principal: ApiUserDep, request: Request) -> StreamingResponse:
+def answers_csv(
+    study_id: str, principal: ApiUserDep, request: Request, include_pilots: IncludePilotsQuery = False
+) -> StreamingResponse:
     """Every answer-log row of every session (undone answers and undo rows included); streamed."""
-    return answers_csv_response(request, principal, study_id)
+    return answers_csv_response(request, principal, study_id, include_pilots)
 
 
 #: The 200 answer of a Parquet download.
@@ -398,9 +405,11 @@ PARQUET_RESPONSE: dict[int | str, dict[str, Any]] = {
     response_class=Response,
     responses={**PARQUET_RESPONSE, **error_responses(404, 422)},
 )
-def results_parquet(study_id: str, principal: ApiUserDep, request: Request) -> Response:
+def results_parquet(
+    study_id: str, principal: ApiUserDep, request: Request, include_pilots: IncludePilotsQuery = False
+) -> Response:
     """The results table as Parquet (same columns as the CSV); needs the server's optional pyarrow."""
-    return parquet_response(request, principal, study_id, "results.parquet")
+    return parquet_response(request, principal, study_id, "results.parquet", include_pilots)
 
 
 @router.get(
@@ -408,9 +417,11 @@ def results_parquet(study_id: str, principal: ApiUserDep, request: Request) -> R
     response_class=Response,
     responses={**PARQUET_RESPONSE, **error_responses(404, 422)},
 )
-def answers_parquet(study_id: str, principal: ApiUserDep, request: Request) -> Response:
+def answers_parquet(
+    study_id: str, principal: ApiUserDep, request: Request, include_pilots: IncludePilotsQuery = False
+) -> Response:
     """Every answer-log row as Parquet (same columns as the CSV); needs the server's optional pyarrow."""
-    return parquet_response(request, principal, study_id, "answers.parquet")
+    return parquet_response(request, principal, study_id, "answers.parquet", include_pilots)
 
 
 @router.get("/studies/{study_id}/panel", response_model=PanelOut, responses=error_responses(404, 422))

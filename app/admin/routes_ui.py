@@ -49,6 +49,7 @@ from .http import (
     MAX_BODY_BYTES,
     MAX_STUDY_BODY_BYTES,
     PARQUET_TABLES,
+    IncludePilotsQuery,
     RowIdPath,
     answers_csv_response,
     best_export,
@@ -377,6 +378,16 @@ def duplicate_study(
     return _see_other(f"/admin/studies/{copy.id}/edit")
 
 
+@router.post("/studies/{study_id}/pilots")
+def start_pilot(
+    study_id: str, principal: UiUserDep, db: DbSessionDep, cache: CacheDep, csrf_token: CsrfField = ""
+) -> Response:
+    """Take the study as a participant in a pilot session (left out of the analysis)."""
+    check_csrf(principal, csrf_token)
+    study, control = studies.visible_study(db, principal, study_id)
+    return _see_other(f"/sessions/{studies.start_pilot(db, cache, study, control)}")
+
+
 @router.post("/studies/{study_id}/invitations")
 def create_invitations(
     study_id: str,
@@ -518,6 +529,7 @@ def show_results(
         words=monitor.participant_words(db, cache, study),
         candidates=monitor.candidate_table(study),
         best=best.study_best(db, study),
+        pilots=studies.pilot_count(db, study.id),
         labels=monitor.coefficient_labels(study),
         config_hash=config_hash(study.config),
     )
@@ -539,7 +551,14 @@ def show_panel(study_id: str, request: Request, principal: UiUserDep, db: DbSess
 
 
 @router.get("/studies/{study_id}/export/{kind}")
-def download(study_id: str, kind: str, request: Request, principal: UiUserDep, db: DbSessionDep) -> Response:
+def download(
+    study_id: str,
+    kind: str,
+    request: Request,
+    principal: UiUserDep,
+    db: DbSessionDep,
+    include_pilots: IncludePilotsQuery = False,
+) -> Response:
     if kind in panel.PANEL_FILES:
         study, _control = studies.visible_study(db, principal, study_id)
         return panel_export(panel.study_panel(db, study), kind)
@@ -547,13 +566,13 @@ def download(study_id: str, kind: str, request: Request, principal: UiUserDep, d
         study, _control = studies.visible_study(db, principal, study_id)
         return best_export(best.study_best(db, study), kind)
     if kind == "results.csv":
-        return results_csv_response(request, principal, study_id)
+        return results_csv_response(request, principal, study_id, include_pilots)
     if kind == "results.json":
-        return results_json_response(request, principal, study_id)
+        return results_json_response(request, principal, study_id, include_pilots)
     if kind == "answers.csv":
-        return answers_csv_response(request, principal, study_id)
+        return answers_csv_response(request, principal, study_id, include_pilots)
     if kind in PARQUET_TABLES:
-        return parquet_response(request, principal, study_id, kind)
+        return parquet_response(request, principal, study_id, kind, include_pilots)
     if kind == "archive.json":
         study, _control = studies.visible_study(db, principal, study_id)
         return Response(

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .monitor import STOPPED_AFTER_MIN
+
 __all__ = [
     "ArchiveOut",
     "BestClassifiersOut",
@@ -122,6 +124,7 @@ class SessionProgressOut(_Out):
     session_id: uuid.UUID
     participant_code: str | None
     status: str
+    pilot: bool = Field(description="a coordinator's own trial session, counted in none of the numbers")
     excluded: bool
     answered: int = Field(description="answers given (undone ones not counted)")
     estimated_total: int = Field(
@@ -139,14 +142,27 @@ class SessionProgressOut(_Out):
     last_activity: str = Field(description="the same in words (just now, 4 min ago, ...)")
     idle: bool = Field(description="answering but quiet for 10 minutes or more")
     finished_at: Timestamp | None
+    duration_s: float | None = Field(
+        description="seconds from consent to the last answer (finished) or to the latest activity (under "
+        "way); null before consent"
+    )
+    duration: str | None = Field(description="the same in words (45 s, 12 min, 1 h 05 min)")
+    stopped: bool = Field(
+        description=f"consented, unfinished and without an answer for {STOPPED_AFTER_MIN} minutes or more"
+    )
     duplicate_code: bool = Field(
         description="another session of this study started with the same participant code"
     )
 
 
 class DashboardOut(_Out):
-    by_status: dict[str, int]
+    by_status: dict[str, int] = Field(description="sessions by status, pilot sessions not counted")
     excluded: int
+    pilots: int = Field(description="pilot sessions (coordinators trying the study), counted nowhere else")
+    stopped: int = Field(
+        description=f"consented, unfinished sessions without an answer for {STOPPED_AFTER_MIN} minutes or "
+        "more (in by_status as active)"
+    )
     answers_last_5_min: int
     answers_per_minute: float
     median_seconds_per_query: float | None = Field(
@@ -157,7 +173,7 @@ class DashboardOut(_Out):
         "with a plausible timer, the median of each session's median (null before any such session)"
     )
     inconsistent: list[InconsistentOut]
-    dropoff: dict[str, int] = Field(description="unfinished sessions by number of answers given")
+    dropoff: dict[str, int] = Field(description="stopped sessions (see stopped) by number of answers given")
     sessions: list[SessionProgressOut] = Field(description="the latest 200 sessions, newest first")
 
 
@@ -180,6 +196,7 @@ class ResultRowOut(BaseModel):
     session_id: uuid.UUID
     participant_code: str | None
     status: str
+    pilot: bool = Field(description="a coordinator's own trial session (only with include_pilots=true)")
     excluded: bool
     exclusion_reason: str | None
     algorithm: str
@@ -249,6 +266,7 @@ class ArchiveSessionOut(_Out):
     created_at: Timestamp | None
     consented_at: Timestamp | None
     finished_at: Timestamp | None
+    pilot: bool = Field(description="a coordinator's own trial session (left out of the analysis)")
     answers: list[dict[str, Any]] = Field(description="the whole log: answers, undone answers, undo rows")
     result: dict[str, Any] | None
     exclusions: list[ArchiveExclusionOut]

@@ -60,7 +60,9 @@ __all__ = [
     "give_study",
     "lift_exclusion",
     "list_visible_studies",
+    "pilot_count",
     "set_status",
+    "start_pilot",
     "status_of",
     "visible_session",
     "visible_study",
@@ -208,6 +210,18 @@ def list_visible_studies(db: Session, principal: Principal) -> list[StudyEntry]:
             )
         )
     return entries
+
+
+def pilot_count(db: Session, study_id: uuid.UUID) -> int:
+    """Pilot sessions of the study (coordinators' trial runs, left out of the analysis)."""
+    return int(
+        db.scalar(
+            select(func.count())
+            .select_from(ElicitationSession)
+            .where(ElicitationSession.study_id == study_id, ElicitationSession.pilot.is_(True))
+        )
+        or 0
+    )
 
 
 def answered_count(db: Session, study_id: uuid.UUID) -> int:
@@ -480,6 +494,21 @@ def create_invitations(
         created.append((invitation, token))
     db.commit()
     return created
+
+
+def start_pilot(db: Session, cache: SessionCache, study: Study, control: StudyControl | None) -> str:
+    """A pilot session of ``study`` for its coordinator to take as a participant; returns its token.
+
+    It starts at the consent page like anyone's, also in a draft or paused study (so the study can be
+    tried before people see it), and the analysis leaves it out (`ElicitationSession.pilot`). Refused
+    for a closed study, which takes nobody.
+    """
+    if status_of(control) is StudyStatus.CLOSED:
+        raise ConflictError(
+            "the study is closed; it takes nobody, pilots included", code="study_closed", title=REFUSED_TITLE
+        )
+    _session, token = sessions.create_session(db, cache, study.id, require_open=False, pilot=True)
+    return token
 
 
 def exclude_session(db: Session, principal: Principal, session: ElicitationSession, reason: str) -> Exclusion:

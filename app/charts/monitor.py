@@ -103,23 +103,30 @@ def answer_rate_figure(per_minute: Sequence[int]) -> dict[str, Any]:
     }
 
 
-def dropoff_figure(dropoff: Mapping[int, int]) -> dict[str, Any]:
-    """Unfinished sessions by the number of answers they stopped at."""
+def dropoff_figure(dropoff: Mapping[int, int], typical_total: int, stopped_after_min: int) -> dict[str, Any]:
+    """Sessions that stopped part-way (no answer for ``stopped_after_min``) by the answers they gave, on an
+    axis from 0 to the study's typical session (``typical_total`` comparisons), one bar per answer count."""
+    keys = sorted(dropoff)
+    right = max([typical_total, *keys]) + 0.5
+    step = next(base for base in (1, 2, 5, 10, 20, 50, 100, 200, 500) if right / base <= 12)
+    caption = f"Where participants stopped (no answer for {stopped_after_min} min)"
     return {
         "id": "fig-dropoff",
-        "caption": "Where unfinished participants stopped",
+        "caption": caption,
         "figure": _figure(
             [
                 {
                     "type": "bar",
-                    "x": sorted(dropoff),
-                    "y": [dropoff[key] for key in sorted(dropoff)],
+                    "x": keys,
+                    "y": [dropoff[key] for key in keys],
+                    # One answer wide, whatever the gaps between counts (Plotly sizes bars by the gaps).
+                    "width": [0.8] * len(keys),
                     "marker": {"color": _ORANGE},
-                    "hovertemplate": "after %{x} answers: %{y}<extra></extra>",
+                    "hovertemplate": "stopped after %{x} answers: %{y}<extra></extra>",
                 }
             ],
-            "Drop-off: unfinished sessions by answers given",
-            xaxis={"title": {"text": "Answers given"}, "rangemode": "tozero"},
+            caption,
+            xaxis={"title": {"text": "Answers given"}, "range": [-0.5, right], "dtick": step},
             yaxis=_count_axis("Sessions", max([*dropoff.values(), 1])),
             **(_empty_note("Nobody has stopped part-way") if not any(dropoff.values()) else {}),
         ),

@@ -63,6 +63,7 @@ def measured_seconds_per_query(db: Session, study_id: uuid.UUID) -> float | None
         .join(ElicitationSession, Answer.session_id == ElicitationSession.id)
         .where(
             ElicitationSession.study_id == study_id,
+            ElicitationSession.pilot.is_(False),
             Answer.action == LogAction.ANSWER.value,
             Answer.channel == AnswerChannel.PAGE.value,
             Answer.time_on_page_ms.is_not(None),

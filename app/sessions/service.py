@@ -386,11 +386,14 @@ def create_session(
     consented: bool = False,
     require_open: bool = True,
     commit: bool = True,
+    pilot: bool = False,
 ) -> tuple[ElicitationSession, str]:
     """Create a session of an (open-enrolment) study; returns it and its secret token (shown once).
 
     ``panel`` holds the study's panel parameters as the link carried them (`app.panels.panel_values`).
     ``commit=False`` leaves the new row in the caller's transaction (a batch of invitations is one commit).
+    A ``pilot`` session is a coordinator's own trial: it may run in a draft or paused study, and the
+    analysis leaves it out.
     """
     if require_open:
         study = open_study(db, study_id)
@@ -412,6 +415,7 @@ def create_session(
         status=(SessionStatus.ACTIVE if consented else SessionStatus.INVITED).value,
         created_at=now,
         consented_at=now if consented else None,
+        pilot=pilot,
     )
     repo.add(db, session)
     if commit:
@@ -545,7 +549,8 @@ def consent(db: Session, cache: SessionCache, token: str) -> SessionView:
     """Record consent (idempotent): from now on the session counts and its questions start."""
     context = _context(db, cache, token)
     if context.session.status == SessionStatus.INVITED.value:
-        check_enrolment(db, context.session.study, context.session)
+        if not context.session.pilot:  # a coordinator tries a draft or paused study before people do
+            check_enrolment(db, context.session.study, context.session)
         context.session.status = SessionStatus.ACTIVE.value
         context.session.consented_at = utcnow()
         db.commit()

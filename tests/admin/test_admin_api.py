@@ -253,7 +253,7 @@ def test_api_dashboard_exclusion_and_results_csv(client: TestClient, accounts: d
     client.post(f"/api/v1/studies/{sid}/sessions", json={"consent": True})
     dashboard = client.get(f"/api/v1/studies/{sid}/dashboard", headers=bearer(token)).json()
     assert dashboard["by_status"] == {"invited": 0, "active": 1, "done": 2}
-    assert dashboard["dropoff"] == {"0": 1}
+    assert dashboard["dropoff"] == {} and dashboard["stopped"] == 0  # started just now: not stopped
     assert dashboard["median_seconds_per_query"] == pytest.approx(1.5)
     assert dashboard["people_seconds_per_query"] is None  # scripted participants are not people's time
     results = client.get(f"/api/v1/studies/{sid}/results", headers=bearer(token)).json()
