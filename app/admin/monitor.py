@@ -273,10 +273,16 @@ def study_dashboard(
     per_minute = [minute_counts.get(RATE_WINDOW_MIN - 1 - i, 0) for i in range(RATE_WINDOW_MIN)]
     statuses = [status.value for status in SessionStatus]
     counts = {status: by_status.get(status, 0) for status in statuses}
+    stopped = sum(dropoff.values())
+    # The chart splits the active sessions as the numbers above it do: still answering, or stopped.
+    shown = {
+        STATUS_WORDS[SessionStatus.INVITED.value]: counts[SessionStatus.INVITED.value],
+        STATUS_WORDS[SessionStatus.ACTIVE.value]: counts[SessionStatus.ACTIVE.value] - stopped,
+        "stopped": stopped,
+        STATUS_WORDS[SessionStatus.DONE.value]: counts[SessionStatus.DONE.value],
+    }
     figures = [
-        monitor_charts.status_figure(
-            {STATUS_WORDS.get(key, key): n for key, n in counts.items()}, len(excluded)
-        ),
+        monitor_charts.status_figure(shown, len(excluded)),
         monitor_charts.answer_rate_figure(per_minute),
         monitor_charts.dropoff_figure(dropoff, typical_total, STOPPED_AFTER_MIN),
     ]
@@ -284,7 +290,7 @@ def study_dashboard(
         by_status=counts,
         excluded=len(excluded),
         pilots=len(sessions) - len(people),
-        stopped=sum(dropoff.values()),
+        stopped=stopped,
         answers_last_5_min=recent,
         answers_per_minute=recent / 5.0,
         median_seconds_per_query=median_s,

@@ -27,6 +27,8 @@ __all__ = [
 
 _BLUE = "#0072B2"
 _ORANGE = "#E69F00"
+#: Okabe-Ito colours of the status bars in order (invited, answering, stopped, done); excluded is grey.
+_STATUS_COLOURS = (_BLUE, _ORANGE, "#D55E00", "#009E73")
 
 
 def _count_axis(title: str, largest: int) -> dict[str, Any]:
@@ -66,7 +68,7 @@ def status_figure(by_status: Mapping[str, int], excluded: int) -> dict[str, Any]
                     "type": "bar",
                     "x": [*statuses, "excluded"],
                     "y": [by_status[status] for status in statuses] + [excluded],
-                    "marker": {"color": [_BLUE, _ORANGE, "#009E73", "#999999"]},
+                    "marker": {"color": [*_STATUS_COLOURS[: len(statuses)], "#999999"]},
                     "hovertemplate": "%{x}: %{y}<extra></extra>",
                 }
             ],
