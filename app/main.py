@@ -14,6 +14,7 @@ from fastapi.templating import Jinja2Templates
 from prometheus_client import CollectorRegistry
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from . import __version__, access_log
 from .admin import web as admin_web
@@ -106,12 +107,19 @@ class _StudioApp(FastAPI):
 
 @asynccontextmanager
 async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
-    """Exempt everything loaded at start-up (modules, the app) from the garbage collector's full passes.
+    """Exempt everything loaded at start-up (modules, the app) from the garbage collector's full passes,
+    and run the numerical libraries on one thread.
 
-    Those objects live as long as the process; left in the collected heap, every full pass walks them
+    Start-up objects live as long as the process; left in the collected heap, every full pass walks them
     again. Resuming a long session allocates enough to trigger such passes, which cost a 2,000-answer
     resume about 30 ms of its 50-80 ms; frozen, the passes only walk what requests allocated.
+
+    A worker process computes one request at a time on one core, and the elicitors' matrices are small:
+    BLAS threads only fight the other workers and requests for the cores (the active elicitor's question
+    took several times longer with them on a busy machine, docs/app.md), and one thread gives the same
+    numbers.
     """
+    threadpool_limits(limits=1)
     gc.collect()
     gc.freeze()
     yield

@@ -119,11 +119,11 @@ def sym_from_vec(vectors: npt.ArrayLike, k: int) -> FloatArray:
     """Inverse of `vec_from_sym`: ``(..., k(k+1)/2)`` -> symmetric ``(..., k, k)``."""
     array = np.asarray(vectors, dtype=np.float64)
     rows, cols, weights = _sym_indices(k)
-    upper = np.zeros((*array.shape[:-1], k, k))
-    upper[..., rows, cols] = array / weights
-    diagonal = np.zeros_like(upper)
-    diagonal[..., np.arange(k), np.arange(k)] = upper[..., np.arange(k), np.arange(k)]
-    result: FloatArray = upper + np.swapaxes(upper, -1, -2) - diagonal
+    # ``+ 0.0`` turns -0.0 into +0.0, as the sum of the triangles this replaces did: the same bits.
+    values = array / weights + 0.0
+    result: FloatArray = np.empty((*array.shape[:-1], k, k))
+    result[..., rows, cols] = values
+    result[..., cols, rows] = values
     return result
 
 
@@ -284,7 +284,7 @@ class ParticlePosterior:
         self.dropped: list[int] = []
         self.n_answers = 0
         self.particles = self._initial_particles()
-        self.log_weights: FloatArray = np.zeros(self.n)
+        self.log_weights = np.zeros(self.n)
         self.beta_index: IntArray = self.rng.integers(0, self.betas.shape[0], self.n).astype(np.int64)
         for sweep in range(_BURN_IN_SWEEPS):
             self._radial_move()
@@ -324,6 +324,33 @@ class ParticlePosterior:
     # Public interface
     # ------------------------------------------------------------------------------------------------
 
+    # A question's search and a rejuvenation read the weights and the normalised particles a dozen times
+    # between two changes; they are computed once per change (read-only, so no caller alters the cache).
+    _particles: FloatArray
+    _log_weights: FloatArray
+    _normalised: FloatArray | None
+    _weights: FloatArray | None
+
+    @property
+    def particles(self) -> FloatArray:
+        """The particles ``w_j``, shape ``(n_particles, dim)`` (replaced, never changed in place)."""
+        return self._particles
+
+    @particles.setter
+    def particles(self, value: FloatArray) -> None:
+        self._particles = value
+        self._normalised = None
+
+    @property
+    def log_weights(self) -> FloatArray:
+        """Unnormalised log weights, shape ``(n_particles,)`` (replaced, never changed in place)."""
+        return self._log_weights
+
+    @log_weights.setter
+    def log_weights(self, value: FloatArray) -> None:
+        self._log_weights = value
+        self._weights = None
+
     def state(self) -> PosteriorState:
         """A copy of the particles, weights, noise indices and answers (see `restored`)."""
         return PosteriorState(
@@ -337,11 +364,14 @@ class ParticlePosterior:
 
     @property
     def weights(self) -> FloatArray:
-        """Normalised particle weights, shape ``(n_particles,)``."""
-        shifted = self.log_weights - np.max(self.log_weights)
-        w = np.exp(shifted)
-        result: FloatArray = w / np.sum(w)
-        return result
+        """Normalised particle weights, shape ``(n_particles,)`` (read-only)."""
+        if self._weights is None:
+            shifted = self.log_weights - np.max(self.log_weights)
+            w = np.exp(shifted)
+            result: FloatArray = w / np.sum(w)
+            result.setflags(write=False)
+            self._weights = result
+        return self._weights
 
     @property
     def effective_size(self) -> float:
@@ -350,9 +380,12 @@ class ParticlePosterior:
         return float(1.0 / np.sum(w * w))
 
     def normalised(self) -> FloatArray:
-        """Particles scaled to ``N(w) = 1`` (the paper's normalisation), shape ``(n_particles, dim)``."""
-        result: FloatArray = self.particles / self.family.norm(self.particles)[:, None]
-        return result
+        """Particles scaled to ``N(w) = 1`` (the paper's normalisation), ``(n_particles, dim)``, read-only."""
+        if self._normalised is None:
+            result: FloatArray = self.particles / self.family.norm(self.particles)[:, None]
+            result.setflags(write=False)
+            self._normalised = result
+        return self._normalised
 
     def beta_probabilities(self) -> FloatArray:
         """Posterior probability of each ``beta`` grid value, shape ``(n_betas,)``."""
@@ -367,7 +400,9 @@ class ParticlePosterior:
         if self.hard:
             result: FloatArray = (margins > 0.0).astype(np.float64)
             return result
-        probabilities: FloatArray = special.expit(margins * self.betas[self.beta_index][None, :])
+        # In place: the candidates-by-particles matrix is the largest array of a question's search.
+        margins *= self.betas[self.beta_index][None, :]
+        probabilities: FloatArray = special.expit(margins, out=margins)
         return probabilities
 
     def update(self, signed_feature: FloatArray) -> None:

@@ -34,9 +34,16 @@ _MAX_CANDIDATE_ROUNDS = 8
 
 
 def _binary_entropy(p: FloatArray) -> FloatArray:
+    """``-(q log q + (1 - q) log(1 - q))`` with ``q`` clipped away from 0 and 1, computed in place (the
+    candidates-by-particles matrices are a question's largest arrays; the operations are the same)."""
     q = np.clip(p, 1e-12, 1.0 - 1e-12)
-    result: FloatArray = -(q * np.log(q) + (1.0 - q) * np.log(1.0 - q))
-    return result
+    other = 1.0 - q
+    result: FloatArray = np.log(q)
+    result *= q
+    tail = np.log(other)
+    tail *= other
+    result += tail
+    return np.negative(result, out=result)
 
 
 def _information_gain(probabilities: FloatArray, weights: FloatArray, hard: bool) -> FloatArray:

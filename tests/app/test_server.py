@@ -126,3 +126,25 @@ def test_elicit_serve_runs_uvicorn_with_the_header_deadline(monkeypatch: pytest.
     assert (
         seen["http"] is HeaderDeadlineProtocol and HeaderDeadlineProtocol.header_timeout_s == HEADER_TIMEOUT_S
     )
+
+
+def test_a_serving_app_runs_blas_on_one_thread(settings: Any) -> None:
+    """The app's start-up (its lifespan, in the server's main thread) limits BLAS to one thread."""
+    import asyncio
+
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from app.main import create_app
+
+    def blas_threads() -> set[int]:
+        return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+    app = create_app(settings)
+
+    async def serving() -> set[int]:
+        async with app.router.lifespan_context(app):
+            return blas_threads()
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert blas_threads() == {2}
+        assert asyncio.run(serving()) == {1}
