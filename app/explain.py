@@ -19,7 +19,7 @@ per-person ratios and of the trade-off come from it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,8 @@ from .i18n import ENGLISH, Translator
 __all__ = [
     "CURVATURE_NEGLIGIBLE",
     "PEOPLE",
+    "SETTLED_LAM_WIDTH",
+    "SETTLED_RATIO_FACTOR",
     "ClassCost",
     "MetricWords",
     "Reading",
@@ -41,6 +43,8 @@ __all__ = [
     "linear_words",
     "person_word",
     "reading_for",
+    "settled_lam",
+    "settled_ratio",
     "singular",
 ]
 
@@ -58,6 +62,13 @@ SAME_RATIO = 1.15
 NEGLIGIBLE_WEIGHT = 1e-3
 #: Gap between groups, in percentage points, used to give the fairness penalty a size people can picture.
 EXAMPLE_GAP_POINTS = 10
+#: The trade-off counts as settled when its credible interval is at most this wide (on the 0-1 scale);
+#: a wider one is stated as a range, never as "about" one value.
+SETTLED_LAM_WIDTH = 0.3
+#: A ratio counts as settled when its credible interval's upper end is at most this many times its lower
+#: end. A factor of 2 is stricter than the trade-off's width: 0.35-0.65 for lambda (width 0.3) is a factor
+#: of 3.4 in lambda / (1 - lambda).
+SETTLED_RATIO_FACTOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,10 @@ class MetricWords:
     tradeoff: str | None = None
     gap_example: str | None = None
     credible_level: float | None = None
+    #: Credible intervals of every number the words state, at `credible_level` (empty without a posterior):
+    #: ``lam`` (the trade-off), ``per_rate`` (the per-rate sentence's ratio) and ``per_person`` (each
+    #: class's cost per person relative to the cheapest; the headline states the dearest one's).
+    intervals: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -170,6 +185,16 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(values, [tail, 1.0 - tail])
     return float(low), float(high)
+
+
+def settled_lam(interval: tuple[float, float] | None) -> bool:
+    """Whether the answers settled the trade-off: no interval (nothing to doubt) or a narrow one."""
+    return interval is None or interval[1] - interval[0] <= SETTLED_LAM_WIDTH
+
+
+def settled_ratio(interval: tuple[float, float] | None) -> bool:
+    """Whether the answers settled a ratio: no interval, or its ends within `SETTLED_RATIO_FACTOR`."""
+    return interval is None or interval[1] <= SETTLED_RATIO_FACTOR * max(interval[0], 1e-300)
 
 
 def _region_points(center: np.ndarray, radius: float) -> np.ndarray:
@@ -267,15 +292,23 @@ def _costs(
     shares: np.ndarray,
     sample: np.ndarray | None,
     level: float | None,
+    stated: Mapping[str, Any] | None = None,
+    base: int | None = None,
 ) -> tuple[tuple[ClassCost, ...], int, int]:
-    """Per class costs, and the indices of the cheapest and dearest class per person."""
+    """Per class costs, and the indices of the cheapest and dearest class per person.
+
+    The per-person intervals are the elicitor's ``stated`` ones when they are relative to the same
+    cheapest class (``base``), else read off the posterior ``sample``.
+    """
     magnitude = np.abs(weights)
     per_person = magnitude / (PEOPLE * shares)
     cheapest, dearest = int(np.argmin(per_person)), int(np.argmax(per_person))
     floor_person = max(float(per_person[cheapest]), 1e-300)
     floor_rate = max(float(magnitude[cheapest]), 1e-300)
     intervals: list[tuple[float, float] | None] = [None] * len(names)
-    if sample is not None and level is not None:
+    if stated is not None and base == cheapest and level is not None:
+        intervals = [(float(low), float(high)) for low, high in stated["cost_ratio"]]
+    elif sample is not None and level is not None:
         ratios = _per_person_ratios(sample, shares, cheapest)
         intervals = [_interval(ratios[:, i], level) for i in range(len(names))]
     costs = tuple(
@@ -293,10 +326,26 @@ def _costs(
     return costs, cheapest, dearest
 
 
+def _stated(details: Mapping[str, Any] | None, k: int) -> Mapping[str, Any] | None:
+    """The elicitor's own intervals of what the words state (``details["intervals"]``), when it kept them.
+
+    Results stored before the elicitors kept them have only the posterior sample; their intervals are
+    read off the sample instead, at the same level.
+    """
+    if not details or not isinstance(details.get("intervals"), Mapping):
+        return None
+    ratios = details["intervals"].get("cost_ratio")
+    base = details.get("cost_ratio_base")
+    if not isinstance(ratios, Sequence) or len(ratios) != k or not isinstance(base, int) or not 0 <= base < k:
+        return None
+    return details["intervals"]
+
+
 def _level(details: Mapping[str, Any] | None, sample: np.ndarray | None) -> float | None:
+    """The level of the stated intervals (the elicitor's ``interval_level``, else its ``credible_level``)."""
     if sample is None or not details:
         return None
-    level = details.get("credible_level")
+    level = details.get("interval_level", details.get("credible_level"))
     return float(level) if isinstance(level, int | float) and 0.0 < float(level) < 1.0 else None
 
 
@@ -307,6 +356,21 @@ def _headline(
     names = [cost.name for cost in costs]
     person = person_word(population, tr)
     top, bottom = costs[dearest], costs[cheapest]
+    if dearest != cheapest and not settled_ratio(top.credible):
+        assert top.credible is not None
+        text = _(
+            "Your answers did not settle how much %(mistake)s costs you compared with %(other_mistake)s: "
+            "between %(low)s and %(high)s times as much."
+        )
+        return _capitalized(
+            text
+            % {
+                "mistake": _mistake(tr, top.name, person, [n for n in names if n != top.name]),
+                "other_mistake": _mistake(tr, bottom.name, person, [n for n in names if n != bottom.name]),
+                "low": _times(top.credible[0], tr),
+                "high": _times(top.credible[1], tr),
+            }
+        )
     if top.per_person <= 1e-300 or bottom.per_person <= NEGLIGIBLE_WEIGHT * top.per_person:
         text = _(
             "Only mistakes on %(top)s %(population)s changed your choices; mistakes on %(bottom)s "
@@ -329,17 +393,48 @@ def _headline(
     )
 
 
-def _per_rate_sentence(tr: Translator, costs: Sequence[ClassCost], population: str) -> str:
+def _per_rate_pair(costs: Sequence[ClassCost]) -> tuple[int, int]:
+    """The classes the per-rate sentence compares: the largest weight and the smallest."""
+    per_rate = [abs(cost.per_rate) for cost in costs]
+    return int(np.argmax(per_rate)), int(np.argmin(per_rate))
+
+
+def _per_rate_interval(
+    costs: Sequence[ClassCost], cheapest: int, sample: np.ndarray, level: float
+) -> tuple[float, float]:
+    """The interval of the per-rate sentence's ratio.
+
+    Per rate, class ``t`` weighs ``per_person_t / per_person_b * people_t / people_b`` times class ``b``:
+    when one of the two is the cheapest class, the per-person interval (the one the table shows) gives it
+    exactly; otherwise it is read off the posterior sample.
+    """
+    top, bottom = _per_rate_pair(costs)
+    scale = costs[top].people / max(costs[bottom].people, 1e-300)
+    if bottom == cheapest and costs[top].credible is not None:
+        low, high = costs[top].credible
+        return scale * low, scale * high
+    if top == cheapest and costs[bottom].credible is not None:
+        low, high = costs[bottom].credible
+        return scale / max(high, 1e-300), scale / max(low, 1e-300)
+    ratios = np.abs(sample[:, top]) / np.maximum(np.abs(sample[:, bottom]), 1e-300)
+    return _interval(ratios, level)
+
+
+def _per_rate_sentence(
+    tr: Translator, costs: Sequence[ClassCost], population: str, interval: tuple[float, float] | None
+) -> str:
     _ = tr.gettext
     per_rate = [abs(cost.per_rate) for cost in costs]
-    top, bottom = costs[int(np.argmax(per_rate))], costs[int(np.argmin(per_rate))]
-    if max(per_rate) <= 0.0 or bottom.times_per_rate * SAME_RATIO > top.times_per_rate:
+    top_index, bottom_index = _per_rate_pair(costs)
+    top, bottom = costs[top_index], costs[bottom_index]
+    unsettled = top_index != bottom_index and not settled_ratio(interval)
+    if not unsettled and (max(per_rate) <= 0.0 or bottom.times_per_rate * SAME_RATIO > top.times_per_rate):
         text = _(
             "Per rate the classes weigh about the same: one percentage point more of any class's "
             "%(population)s decided correctly counts about equally."
         )
         return text % {"population": population}
-    if abs(bottom.per_rate) <= NEGLIGIBLE_WEIGHT * abs(top.per_rate):
+    if not unsettled and abs(bottom.per_rate) <= NEGLIGIBLE_WEIGHT * abs(top.per_rate):
         text = _(
             "Per rate the same holds: only the share of %(name)s %(population)s decided correctly counts."
         )
@@ -347,6 +442,8 @@ def _per_rate_sentence(tr: Translator, costs: Sequence[ClassCost], population: s
     ratio = abs(top.per_rate) / abs(bottom.per_rate)
     values = {
         "times": _times(ratio, tr),
+        "low": _times(interval[0], tr) if interval is not None else "",
+        "high": _times(interval[1], tr) if interval is not None else "",
         "top": top.name,
         "bottom": bottom.name,
         "population": population,
@@ -355,10 +452,18 @@ def _per_rate_sentence(tr: Translator, costs: Sequence[ClassCost], population: s
         "bottom_people": _count(bottom.people, tr),
         "total": PEOPLE,
     }
-    sentence = _(
-        "Per rate it is %(times)s times: one percentage point more of the %(top)s %(population)s decided "
-        "correctly is worth %(times)s times as much as one point more of the %(bottom)s %(population)s."
-    )
+    if unsettled:
+        sentence = _(
+            "Per rate your answers did not settle it either: one percentage point more of the %(top)s "
+            "%(population)s decided correctly is worth between %(low)s and %(high)s times as much as one "
+            "point more of the %(bottom)s %(population)s."
+        )
+    else:
+        sentence = _(
+            "Per rate it is %(times)s times: one percentage point more of the %(top)s %(population)s "
+            "decided correctly is worth %(times)s times as much as one point more of the %(bottom)s "
+            "%(population)s."
+        )
     if abs(top.people - bottom.people) < 0.5:
         return sentence % values
     if top.people < bottom.people:
@@ -391,7 +496,9 @@ def _linear_words(
     names, population, shares, tr = reading.class_names, reading.population, reading.class_shares, reading.tr
     _ = tr.gettext
     level = _level(reading.details, sample)
-    costs, cheapest, dearest = _costs(weights, names, shares, sample if level else None, level)
+    stated = _stated(reading.details, len(names))
+    base = None if stated is None else int(reading.details["cost_ratio_base"])  # type: ignore[index]
+    costs, cheapest, dearest = _costs(weights, names, shares, sample if level else None, level, stated, base)
     terms = _score_terms(tr, [float(w) for w in weights], names, population)
     if curved:
         formula = _(
@@ -409,7 +516,9 @@ def _linear_words(
             "For a curved metric these weights are measured at the middle of the classifiers shown."
         )
     rule = _curvature_rule(tr, curved)
-    return _words(tr, costs, cheapest, dearest, population, formula % {"terms": terms}, units, rule, level)
+    formula_text = formula % {"terms": terms}
+    used = sample if level else None
+    return _words(tr, costs, cheapest, dearest, population, formula_text, units, rule, level, used)
 
 
 def _words(
@@ -422,20 +531,36 @@ def _words(
     units: str,
     curvature_rule: str,
     level: float | None,
+    sample: np.ndarray | None,
+    lam_interval: tuple[float, float] | None = None,
     **extra: Any,
 ) -> MetricWords:
-    """The words every family shares: headline per person, the per-rate sentence, formula and units."""
+    """The words every family shares: headline per person, the per-rate sentence, formula and units.
+
+    ``sample`` holds the posterior's weights per rate (one row per draw) when there is a credible
+    ``level``; every ratio the words state then comes with its interval, and an unsettled one is said
+    as a range.
+    """
+    intervals: dict[str, Any] = {}
+    per_rate_interval = None
+    if sample is not None and level is not None:
+        per_rate_interval = _per_rate_interval(costs, cheapest, sample, level)
+        intervals["per_rate"] = list(per_rate_interval)
+        intervals["per_person"] = {cost.name: list(cost.credible or (1.0, 1.0)) for cost in costs}
+    if lam_interval is not None:
+        intervals = {"lam": list(lam_interval), **intervals}
     return MetricWords(
         population=population,
         person=person_word(population, tr),
         headline=_headline(tr, costs, cheapest, dearest, population),
-        per_rate=_per_rate_sentence(tr, costs, population),
+        per_rate=_per_rate_sentence(tr, costs, population, per_rate_interval),
         formula=formula,
         units=units,
         costs=costs,
         curvature=None,
         curvature_rule=curvature_rule,
         credible_level=level,
+        intervals=intervals,
         **extra,
     )
 
@@ -522,36 +647,62 @@ def fair_words(metric: Metric, reading: Reading) -> MetricWords:
     sample = None
     lam_interval: tuple[float, float] | None = None
     level = None
+    stated = _stated(details, k)
+    base = None if stated is None else int(details["cost_ratio_base"])  # type: ignore[index]
     if thetas is not None:
         norms = np.linalg.norm(thetas[:, :k], axis=1)
         sample = thetas[:, :k] / np.maximum(norms, 1e-300)[:, None]
         level = _level(details, sample)
-        if level is not None:
+        if level is not None and stated is not None and len(stated.get("lam") or ()) == 2:
+            lam_interval = (float(stated["lam"][0]), float(stated["lam"][1]))
+        elif level is not None:
             lam_interval = _interval(1.0 - norms, level)
-    costs, cheapest, dearest = _costs(error_weights, names, shares, sample if level else None, level)
+    used = sample if level else None
+    costs, cheapest, dearest = _costs(error_weights, names, shares, used, level, stated, base)
     share = round(100 * metric.lam)
-    tradeoff = _(
-        "When fewer mistakes overall and equal treatment of the groups pull in different directions, you "
-        "put about %(fair)s%% of the weight on treating the groups equally and %(accurate)s%% on making "
-        "fewer mistakes overall."
-    ) % {"fair": share, "accurate": 100 - share}
+    settled = settled_lam(lam_interval)
+    if settled:
+        tradeoff = _(
+            "When fewer mistakes overall and equal treatment of the groups pull in different directions, "
+            "you put about %(fair)s%% of the weight on treating the groups equally and %(accurate)s%% on "
+            "making fewer mistakes overall."
+        ) % {"fair": share, "accurate": 100 - share}
     if lam_interval is not None and level is not None:
-        interval = _(
-            "(%(level)s%% credible interval for the weight on equal treatment: %(low)s%% to %(high)s%%.)"
-        )
-        tradeoff += " " + interval % {
+        values = {
             "level": round(100 * level),
             "low": round(100 * lam_interval[0]),
             "high": round(100 * lam_interval[1]),
         }
+        if settled:
+            interval = _(
+                "(%(level)s%% credible interval for the weight on equal treatment: %(low)s%% to %(high)s%%.)"
+            )
+            tradeoff += " " + interval % values
+        else:
+            tradeoff = (
+                _(
+                    "Your answers did not settle how you weigh fewer mistakes overall against equal "
+                    "treatment of the groups: the weight you put on treating the groups equally could be "
+                    "anywhere from %(low)s%% to %(high)s%% (%(level)s%% credible interval)."
+                )
+                % values
+            )
     term = _("%(weight)s × (share of %(name)s %(population)s decided wrongly)")
     terms = " + ".join(
         term % {"weight": _fmt(float(w), tr), "name": name, "population": population}
         for w, name in zip(metric.a, names, strict=True)
     )
-    formula = _(
-        "cost = %(accurate)s%% × [%(terms)s] + %(fair)s%% × (penalty for gaps between groups in those shares)"
-    ) % {"accurate": 100 - share, "terms": terms, "fair": share}
+    if settled:
+        formula = _(
+            "cost = %(accurate)s%% × [%(terms)s] + %(fair)s%% × (penalty for gaps between groups in those "
+            "shares)"
+        ) % {"accurate": 100 - share, "terms": terms, "fair": share}
+    else:
+        assert lam_interval is not None
+        formula = _(
+            "cost = (100%% − w) × [%(terms)s] + w × (penalty for gaps between groups in those shares), "
+            "with w between %(low)s%% and %(high)s%%"
+        ) % {"terms": terms, "low": round(100 * lam_interval[0]), "high": round(100 * lam_interval[1])}
     units = _(
         "Shares run from 0 to 1 over all %(population)s of a class; the penalty grows with the square of a "
         "gap. Lower costs are better; only differences between classifiers mean anything."
@@ -570,8 +721,11 @@ def fair_words(metric: Metric, reading: Reading) -> MetricWords:
         units,
         rule,
         level,
+        sample if level else None,
+        lam_interval,
         tradeoff=tradeoff,
-        gap_example=_gap_example(tr, metric, names, population, group_names, costs),
+        # A gap priced at an unsettled trade-off would state a number the answers did not support.
+        gap_example=_gap_example(tr, metric, names, population, group_names, costs) if settled else None,
     )
 
 

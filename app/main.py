@@ -24,6 +24,7 @@ from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
 from .embedding import CONTENT_SECURITY_POLICY
 from .errors import NotFoundError, install_error_handlers
+from .explain import SETTLED_LAM_WIDTH
 from .i18n import LANGUAGES, Catalogues, configure_templates, shipped_catalogues
 from .metrics import RequestMetrics, StudyCollector, resume_counter
 from .resources import resource_dir
@@ -165,6 +166,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     templates.env.filters["algorithm_label"] = algorithm_label
     templates.env.globals["status_words"] = STATUS_WORDS
     templates.env.globals["stopped_after_min"] = STOPPED_AFTER_MIN
+    # A trade-off interval wider than this is "not settled" wherever a page shows one.
+    templates.env.globals["settled_width"] = SETTLED_LAM_WIDTH
     app.state.templates = templates
 
     plotly_js = _plotly_js_path()

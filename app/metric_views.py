@@ -19,7 +19,15 @@ from elicitation.variants import CubicMetric
 
 from .charts import result as result_charts
 from .codec import decode_metric
-from .explain import MetricWords, Reading, curved_words, fair_words, linear_words, reading_for
+from .explain import (
+    MetricWords,
+    Reading,
+    curved_words,
+    fair_words,
+    linear_words,
+    reading_for,
+    settled_lam,
+)
 from .i18n import ENGLISH, Translator
 
 __all__ = [
@@ -30,6 +38,7 @@ __all__ = [
     "participant_figures",
     "plain_summary",
     "rate_text",
+    "stated_intervals",
     "stored_metric_words",
     "text_lines",
     "view_of",
@@ -79,12 +88,14 @@ def _costs(words: MetricWords, tr: Translator) -> Figures:
     ]
 
 
-def _tradeoff(metric: Mapping[str, Any], tr: Translator) -> Figures:
+def _tradeoff(metric: Mapping[str, Any], words: MetricWords, tr: Translator) -> Figures:
+    interval = words.intervals.get("lam")
+    unsettled = None if settled_lam(interval) else (float(interval[0]), float(interval[1]))
     return [
         {
             "id": "metric-tradeoff",
             "caption": tr.gettext("Fewer mistakes versus equal treatment of groups"),
-            "figure": result_charts.tradeoff_figure(metric["lam"], tr=tr),
+            "figure": result_charts.tradeoff_figure(metric["lam"], unsettled=unsettled, tr=tr),
         }
     ]
 
@@ -168,7 +179,7 @@ VIEWS: Mapping[str, MetricView] = {
     # A cubic metric is shown by its quadratic part.
     "cubic": replace(_QUADRATIC, text=_linear_text),
     "fair_quadratic": MetricView(
-        participant_figures=lambda metric, words, tr: _costs(words, tr) + _tradeoff(metric, tr),
+        participant_figures=lambda metric, words, tr: _costs(words, tr) + _tradeoff(metric, words, tr),
         coordinator_figures=_coordinator_fair,
         words=fair_words,
         text=_fair_text,
@@ -223,6 +234,15 @@ def plain_summary(metric: Metric, reading: Reading) -> str:
     """A few plain-language sentences about the metric a participant revealed."""
     words = metric_words(metric, reading)
     return words.text if words is not None else "Your answers were recorded; thank you."
+
+
+def stated_intervals(words: MetricWords | None) -> dict[str, Any]:
+    """What the API and the exports carry about a result's uncertainty: ``interval_level`` and
+    ``intervals`` (the credible interval of each number the words state, `MetricWords.intervals`), the
+    same numbers the result pages show; ``None`` and ``{}`` without a posterior."""
+    if words is None or not words.intervals:
+        return {"interval_level": None, "intervals": {}}
+    return {"interval_level": words.credible_level, "intervals": dict(words.intervals)}
 
 
 def text_lines(metric: Metric) -> list[str]:

@@ -32,6 +32,7 @@ from elicitation.families import get_family
 
 from ..algorithms import get_algorithm
 from ..charts.comparison import displayed_counts
+from ..metric_views import stated_intervals
 from ..models import (
     Answer,
     ElicitationSession,
@@ -44,7 +45,7 @@ from ..models import (
     as_utc,
 )
 from ..outcome import AGREEMENT_KEYS, agreement_interval
-from ..sessions import SessionCache
+from ..sessions import SessionCache, StudyRuntime, study_runtime
 from ..sessions.displayed import session_version
 from ..study_config import config_hash
 from .archive import ARCHIVE_FORMAT, ARCHIVE_VERSION, parse_archive
@@ -59,6 +60,8 @@ __all__ = [
     "gunzip_chunks",
     "gzip_archive",
     "import_archive",
+    "interval_cells",
+    "interval_columns",
     "iso_utc",
     "neutralise",
     "panel_columns",
@@ -123,7 +126,27 @@ def result_columns(study: Study) -> list[str]:
     for key in AGREEMENT_KEYS:
         columns += [f"agreement_{key}_pct", f"agreement_{key}_low_pct", f"agreement_{key}_high_pct"]
     columns += ["checks_shown", "checks_passed"]
+    columns += interval_columns(classes, groups)
     return columns
+
+
+def interval_columns(classes: list[str], groups: list[str]) -> list[str]:
+    """The credible intervals of what a result's words state (`MetricWords.intervals`), low and high."""
+    names = ["per_rate", *(f"per_person_{name}" for name in classes)]
+    if groups:
+        names.insert(0, "lam")
+    return ["interval_level", *(f"interval_{name}_{end}" for name in names for end in ("low", "high"))]
+
+
+def interval_cells(stated: dict[str, Any]) -> dict[str, float | None]:
+    """The interval columns of one result from `stated_intervals` (empty without a posterior)."""
+    intervals = stated["intervals"]
+    flat = {key: value for key, value in intervals.items() if key != "per_person"}
+    flat.update({f"per_person_{name}": pair for name, pair in intervals.get("per_person", {}).items()})
+    cells: dict[str, float | None] = {"interval_level": stated["interval_level"]}
+    for name, (low, high) in flat.items():
+        cells[f"interval_{name}_low"], cells[f"interval_{name}_high"] = float(low), float(high)
+    return cells
 
 
 def agreement_cells(evaluation: dict[str, Any]) -> dict[str, float | None]:
@@ -170,6 +193,7 @@ def result_rows(db: Session, study: Study, *, include_pilots: bool = False) -> I
     columns = result_columns(study)
     digest = config_hash(study.config)
     excluded = _excluded(db, study)
+    runtime: StudyRuntime | None = None
     statement = (
         select(ElicitationSession, Result)
         .outerjoin(Result, Result.session_id == ElicitationSession.id)
@@ -212,6 +236,9 @@ def result_rows(db: Session, study: Study, *, include_pilots: bool = False) -> I
             kinds = [value for value in checks.values() if isinstance(value, dict)]
             row["checks_shown"] = sum(int(item.get("shown", 0)) for item in kinds)
             row["checks_passed"] = sum(int(item.get("passed", 0)) for item in kinds)
+            runtime = runtime or study_runtime(study)
+            stated = stated_intervals(runtime.words(result.metric, result.details))
+            row.update((key, value) for key, value in interval_cells(stated).items() if key in row)
         yield row
 
 

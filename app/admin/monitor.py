@@ -27,7 +27,7 @@ from ..charts import monitor as monitor_charts
 from ..charts.inert import inert_figure
 from ..codec import decode_metric, encode_metric
 from ..explain import MetricWords
-from ..metric_views import coordinator_figures, stored_metric_words
+from ..metric_views import coordinator_figures
 from ..models import (
     Answer,
     ElicitationSession,
@@ -628,8 +628,6 @@ def candidate_rows(space: Any, pool: list[np.ndarray]) -> list[dict[str, Any]]:
 def participant_words(db: Session, cache: SessionCache, study: Study) -> dict[str, MetricWords]:
     """Each finished session's metric in plain words (per person and per rate), keyed by session id."""
     runtime = cache.runtime(study)
-    group_shares = getattr(runtime.params, "group_shares", None)
-    population = str(study.config.get("population") or "people")
     statement = (
         select(Result.session_id, Result.metric, Result.details)
         .join(ElicitationSession, Result.session_id == ElicitationSession.id)
@@ -637,7 +635,7 @@ def participant_words(db: Session, cache: SessionCache, study: Study) -> dict[st
     )
     found: dict[str, MetricWords] = {}
     for session_id, metric, details in db.execute(statement):
-        words = stored_metric_words(metric, details, runtime.space, population, group_shares)
+        words = runtime.words(metric, details)
         if words is not None:
             found[str(session_id)] = words
     return found
@@ -663,6 +661,8 @@ class ElicitedMetric:
     session_id: uuid.UUID
     participant_code: str | None
     metric: dict[str, Any]
+    #: The elicitor's stored details (an active elicitor's posterior sample gives the intervals).
+    details: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -681,14 +681,14 @@ def included_metrics(db: Session, study: Study) -> list[ElicitedMetric]:
         )
     )
     statement = (
-        select(ElicitationSession.id, ElicitationSession.participant_code, Result.metric)
+        select(ElicitationSession.id, ElicitationSession.participant_code, Result.metric, Result.details)
         .join(Result, Result.session_id == ElicitationSession.id)
         .where(ElicitationSession.study_id == study.id, ElicitationSession.pilot.is_(False))
         .order_by(ElicitationSession.created_at, ElicitationSession.id)
     )
     return [
-        ElicitedMetric(session_id, code, metric)
-        for session_id, code, metric in db.execute(statement)
+        ElicitedMetric(session_id, code, metric, details)
+        for session_id, code, metric, details in db.execute(statement)
         if session_id not in excluded and metric.get("type") != "failed"
     ]
 

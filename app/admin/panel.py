@@ -24,7 +24,9 @@ from elicitation.panel import DEFAULT_BOOTSTRAP, DEFAULT_LEVEL, SPLIT_SILHOUETTE
 from ..algorithms import get_algorithm
 from ..charts import panel as panel_charts
 from ..codec import decode_metric
+from ..metric_views import stated_intervals
 from ..models import Study
+from ..sessions import study_runtime
 from ..study_config import StudyConfig, build_space, config_hash
 from .export import csv_lines
 from .monitor import ElicitedMetric, coefficient_labels, included_metrics
@@ -113,6 +115,14 @@ class PanelView:
             self.family.export_cells(camp.centre.to_dict(), self.class_names, self.group_names)
             for camp in self.result.camps
         ]
+
+    @cached_property
+    def stated(self) -> list[dict[str, Any]]:
+        """Each member's ``interval_level`` and ``intervals`` (`stated_intervals`), in member order."""
+        if not self.members:
+            return []
+        runtime = study_runtime(self.study)
+        return [stated_intervals(runtime.words(item.metric, item.details)) for item in self.members]
 
     def camp_name(self, index: int) -> str:
         return f"Camp {index + 1}"
@@ -236,6 +246,7 @@ def panel_json(view: PanelView) -> dict[str, Any]:
                 "agreement_with_consensus": None if result is None else float(result.with_consensus[index]),
                 "position": None if result is None else result.positions[index].tolist(),
                 "metric": item.metric,
+                **view.stated[index],
             }
         )
     document: dict[str, Any] = {

@@ -380,6 +380,10 @@ class PanelMemberOut(_Out):
     agreement_with_consensus: float | None = Field(description="share of question pairs answered alike")
     position: list[float] | None = Field(description="place on the panel's map (distance ~ disagreement)")
     metric: dict[str, Any] = Field(description="the stored metric (Metric.to_dict)")
+    interval_level: float | None = Field(description="level of the intervals (null without a posterior)")
+    intervals: dict[str, Any] = Field(
+        description="credible intervals of what the participant's result states, as the session's result"
+    )
 
 
 class PanelConsensusOut(_Out):

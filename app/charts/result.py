@@ -158,17 +158,36 @@ def pair_heatmap_figures(
     return figures
 
 
-def tradeoff_figure(lam: float, *, title: str | None = None, tr: NullTranslations = ENGLISH) -> Figure:
-    """A single horizontal bar splitting the fair metric between performance (1 - lambda) and fairness."""
+def tradeoff_figure(
+    lam: float,
+    *,
+    unsettled: tuple[float, float] | None = None,
+    title: str | None = None,
+    tr: NullTranslations = ENGLISH,
+) -> Figure:
+    """A single horizontal bar splitting the fair metric between performance (1 - lambda) and fairness.
+
+    With ``unsettled`` (a credible interval of lambda too wide to state one value) the bar shows what the
+    answers did settle: performance up to ``1 - high``, fairness from ``low``, and the range between as
+    not settled, so no single split is drawn that the answers did not support.
+    """
     lam = float(lam)
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lambda must lie in [0, 1], got {lam!r}")
     layout = stacked_bar_layout({"range": [0, 1], "tickformat": ".0%"}, title)
     layout["separators"] = separators(tr)
-    parts = (
-        (tr.gettext("Predictive performance"), 1.0 - lam, OKABE_ITO["blue"], ""),
-        (tr.gettext("Fairness"), lam, OKABE_ITO["orange"], "/"),
-    )
+    if unsettled is None:
+        parts = (
+            (tr.gettext("Predictive performance"), 1.0 - lam, OKABE_ITO["blue"], ""),
+            (tr.gettext("Fairness"), lam, OKABE_ITO["orange"], "/"),
+        )
+    else:
+        low, high = (min(max(float(end), 0.0), 1.0) for end in unsettled)
+        parts = (
+            (tr.gettext("Predictive performance"), 1.0 - high, OKABE_ITO["blue"], ""),
+            (tr.gettext("Not settled by your answers"), high - low, MUTED, "."),
+            (tr.gettext("Fairness"), low, OKABE_ITO["orange"], "/"),
+        )
     return {
         "data": [
             {
@@ -177,7 +196,8 @@ def tradeoff_figure(lam: float, *, title: str | None = None, tr: NullTranslation
                 "name": name,
                 "x": [share],
                 "y": ["trade-off"],
-                "text": [f"{name} {share:.0%}"],
+                # The unsettled range is named, not sized: its width is no share of anything.
+                "text": [name if color == MUTED else f"{name} {share:.0%}"],
                 "insidetextanchor": "middle",
                 # "overlay" draws the stripes over the segment's colour; the default "replace" mode
                 # paints them on a transparent background, which left the fairness segment blank.

@@ -93,7 +93,12 @@ class SessionStateOut(BaseModel):
     phase: Literal["consent", "practice", "questions", "done"]
     progress: ProgressOut
     query: QueryOut | None
-    result: dict[str, Any] | None
+    result: dict[str, Any] | None = Field(
+        description="once done: completion_code, redirect_url, metric, num_queries, summary, interval_level "
+        'and intervals (credible intervals of what the summary states: "lam" for the trade-off, '
+        '"per_rate" and "per_person" by class for the cost ratios; empty without a posterior), '
+        "evaluation, checks"
+    )
 
 
 def _state(view: sessions.SessionView) -> Response:

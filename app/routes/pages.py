@@ -20,7 +20,7 @@ from ..embedding import allow_framing, cookie_in_frames, set_partitioned_cookie
 from ..errors import AppError, ConflictError
 from ..explain import MetricWords
 from ..i18n import N_, Catalogues, Translator, negotiate
-from ..metric_views import participant_figures, stored_metric_words
+from ..metric_views import participant_figures
 from ..models import AnswerChannel, SessionStatus
 from ..panels import PanelValues, panel_values
 from ..planning import StudyEstimate, study_estimate
@@ -412,7 +412,4 @@ def _result_words(
     result = view.result
     if result is None:
         return None
-    runtime = cache.runtime_of(db, view.session.study_id)
-    group_shares = getattr(runtime.params, "group_shares", None)
-    space, population = runtime.space, view.config.population
-    return stored_metric_words(result.metric, result.details, space, population, group_shares, tr)
+    return cache.runtime_of(db, view.session.study_id).words(result.metric, result.details, tr)

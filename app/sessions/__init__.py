@@ -11,7 +11,7 @@ show) and `service` (the use cases, which own their transactions).
 from .enrolment import check_enrolment, find_study, open_study, status_of
 from .log import effective_rows, elicitor_rows
 from .replay import replay_verified
-from .runtime import Failed, SessionCache, StudyRuntime
+from .runtime import Failed, SessionCache, StudyRuntime, study_runtime
 from .service import (
     MAX_TIMING_MS,
     Joined,
@@ -60,6 +60,7 @@ __all__ = [
     "session_progress",
     "start_session",
     "status_of",
+    "study_runtime",
     "submit_answer",
     "typical_queries",
     "undo",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,9 @@ from elicitation import Done, Pending
 from .. import repository as repo
 from ..algorithms import AlgorithmSpec, get_algorithm
 from ..errors import NotFoundError
+from ..explain import MetricWords
+from ..i18n import ENGLISH, Translator
+from ..metric_views import stored_metric_words
 from ..models import Study
 from ..plan import SessionPlan
 from ..study_config import StudyConfig, build_space
@@ -35,6 +38,7 @@ __all__ = [
     "Failed",
     "SessionCache",
     "StudyRuntime",
+    "study_runtime",
 ]
 
 #: Where a request's elicitor state comes from: the live elicitor in this process, the session's checkpoint
@@ -116,6 +120,33 @@ class StudyRuntime:
         """Where the study's questions sit: the common sphere, or one sphere per group."""
         return self.spec.algorithm.query_region(self.space)
 
+    def words(
+        self, metric: Mapping[str, Any], details: Mapping[str, Any] | None, tr: Translator = ENGLISH
+    ) -> MetricWords | None:
+        """A session's stored metric in plain words, read in this study's space (None for a failed one).
+
+        The result page, the API, the exports and the back office all read a result's words (and the
+        intervals of the numbers they state) here.
+        """
+        group_shares = getattr(self.params, "group_shares", None)
+        population = self.config.population
+        return stored_metric_words(metric, details, self.space, population, group_shares, tr)
+
+
+def study_runtime(study: Study) -> StudyRuntime:
+    """A study's runtime built from its stored configuration (`SessionCache.runtime` keeps one per study)."""
+    config = StudyConfig.model_validate(study.config)
+    spec = get_algorithm(study.algorithm)
+    return StudyRuntime(
+        study_id=study.id,
+        config=config,
+        space=build_space(config),
+        spec=spec,
+        params=spec.parse_params(config.algorithm_params),
+        expected_queries=study.expected_queries,
+        config_version=study.config_version,
+    )
+
 
 class SessionCache:
     """In-process caches: study runtimes, and the live elicitor state of recently active sessions."""
@@ -154,17 +185,7 @@ class SessionCache:
         return self._build_runtime(study)
 
     def _build_runtime(self, study: Study) -> StudyRuntime:
-        config = StudyConfig.model_validate(study.config)
-        spec = get_algorithm(study.algorithm)
-        runtime = StudyRuntime(
-            study_id=study.id,
-            config=config,
-            space=build_space(config),
-            spec=spec,
-            params=spec.parse_params(config.algorithm_params),
-            expected_queries=study.expected_queries,
-            config_version=study.config_version,
-        )
+        runtime = study_runtime(study)
         with self._lock:
             self._studies[study.id] = runtime
         return runtime

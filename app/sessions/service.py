@@ -254,6 +254,7 @@ class _Context:
             result=result,
             can_undo=status is SessionStatus.ACTIVE and bool(self.effective),
             sections=self.plan.sections(self.effective, elicitor_total, finished, step),
+            words=None if result is None else self.runtime.words(result.metric, result.details),
         )
 
     # -- finishing ----------------------------------------------------------------------------------------

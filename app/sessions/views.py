@@ -10,6 +10,8 @@ import numpy as np
 from elicitation import Sphere
 
 from ..charts.comparison import displayed_counts
+from ..explain import MetricWords
+from ..metric_views import stated_intervals
 from ..models import ElicitationSession, Result, SessionStatus, Study
 from ..panels import fill_redirect
 from ..plan import Section, Step
@@ -36,6 +38,8 @@ class SessionView:
     can_undo: bool
     #: The session's parts (practice, questions, last comparisons) with how far each has got.
     sections: list[Section] = field(default_factory=list)
+    #: A finished session's metric in plain words (English), with the intervals of what they state.
+    words: MetricWords | None = None
 
     @property
     def study(self) -> Study:
@@ -77,6 +81,7 @@ class SessionView:
                 "metric": self.result.metric,
                 "num_queries": self.result.num_queries,
                 "summary": self.result.summary,
+                **stated_intervals(self.words),
                 "evaluation": self.result.evaluation,
                 "checks": self.result.checks,
             }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from app.explain import (
     linear_words,
     reading_for,
 )
+from app.i18n import shipped_catalogues
 from app.study_config import build_space, parse_study_config
 from elicitation import FairQuadraticMetric, LinearMetric, QuadraticMetric
 
@@ -138,3 +141,76 @@ def test_reading_for_a_fairness_space_weighs_the_groups_priors_by_their_shares()
     reading = reading_for(build_space(config), "applicants", group_shares=[0.25, 0.75])
     assert reading.class_shares == pytest.approx([0.25 * 0.8 + 0.75 * 0.6, 0.25 * 0.2 + 0.75 * 0.4])
     assert reading.group_names == ("women", "men") and reading.radius == pytest.approx(0.2)
+
+
+def _fair_reading(lam_range: tuple[float, float], ratio: tuple[float, float], tr: Any = None) -> Reading:
+    """A two-group reading whose elicitor stated ``lam_range`` and the malignant class's ``ratio``."""
+    rng = np.random.default_rng(5)
+    lams = rng.uniform(*lam_range, size=300)
+    direction = np.array([0.4, 0.9]) / np.linalg.norm([0.4, 0.9])
+    sample = np.hstack([(1.0 - lams)[:, None] * direction, np.zeros((300, 3))])
+    details = {
+        "family": {"kind": "fair", "n_classes": 2},
+        "posterior_sample": sample.tolist(),
+        "credible_level": 0.95,
+        "interval_level": 0.9,
+        "intervals": {"lam": list(lam_range), "cost_ratio": [[1.0, 1.0], list(ratio)]},
+        "cost_ratio_base": 0,
+    }
+    extra = {} if tr is None else {"tr": tr}
+    return Reading(
+        ("benign", "malignant"),
+        "patients",
+        np.array([0.65, 0.35]),
+        np.array([0.5, 0.5]),
+        0.2,
+        ("women", "men"),
+        details,
+        **extra,
+    )
+
+
+FAIR = FairQuadraticMetric(
+    np.array([0.4, 0.9]), {(0, 1): np.array([[1.0, 0.2], [0.2, 0.5]])}, 0.4, np.full((2, 2), 0.5)
+)
+
+
+def test_a_wide_trade_off_interval_is_said_as_a_range_never_as_one_share() -> None:
+    words = fair_words(FAIR, _fair_reading((0.2, 0.7), (3.5, 4.5)))
+    assert words.intervals["lam"] == [0.2, 0.7] and words.credible_level == 0.9
+    assert words.tradeoff is not None and "about 40%" not in words.tradeoff
+    assert "did not settle how you weigh" in words.tradeoff and "anywhere from 20% to 70%" in words.tradeoff
+    assert "40%" not in words.formula and "with w between 20% and 70%" in words.formula
+    assert words.gap_example is None, "a gap priced at an unsettled trade-off states an unsupported number"
+    # The ratio is settled (4.5 / 3.5 < 2): the headline states it, with the elicitor's own interval.
+    assert words.headline.startswith("A mistake on one malignant patient") and "about" in words.headline
+    assert words.costs[1].credible == (3.5, 4.5)
+    # Narrow enough: one share, with its interval.
+    narrow = fair_words(FAIR, _fair_reading((0.3, 0.5), (3.5, 4.5)))
+    assert narrow.tradeoff is not None and "about 40% of the weight" in narrow.tradeoff
+    assert "90% credible interval for the weight on equal treatment: 30% to 50%" in narrow.tradeoff
+    assert narrow.gap_example is not None
+
+
+def test_an_unsettled_cost_ratio_is_said_as_a_range_per_person_and_per_rate() -> None:
+    words = fair_words(FAIR, _fair_reading((0.3, 0.5), (1.5, 6.0)))
+    assert words.headline.startswith(
+        "Your answers did not settle how much a mistake on one malignant patient"
+    )
+    assert "between 1.5 and 6.0 times as much" in words.headline
+    # Per rate malignant weighs 35/65 of its per-person ratio against benign: the same interval, scaled.
+    low, high = words.intervals["per_rate"]
+    assert (low, high) == pytest.approx((1.5 * 35 / 65, 6.0 * 35 / 65))
+    assert "Per rate your answers did not settle it either" in words.per_rate
+    assert f"between {low:.1f} and {high:.1f} times" in words.per_rate
+    assert words.intervals["per_person"] == {"benign": [1.0, 1.0], "malignant": [1.5, 6.0]}
+
+
+def test_unsettled_words_are_translated() -> None:
+    german = shipped_catalogues().translations("de")
+    words = fair_words(FAIR, _fair_reading((0.2, 0.7), (1.5, 6.0), german))
+    assert (
+        words.tradeoff is not None and "nicht geklärt" in words.tradeoff and "20 % und 70 %" in words.tradeoff
+    )
+    assert "nicht geklärt" in words.headline
+    assert "ebenso wenig geklärt" in words.per_rate
