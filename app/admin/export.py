@@ -125,7 +125,8 @@ def result_columns(study: Study) -> list[str]:
     columns.append("evaluation_pairs")
     for key in AGREEMENT_KEYS:
         columns += [f"agreement_{key}_pct", f"agreement_{key}_low_pct", f"agreement_{key}_high_pct"]
-    columns += ["checks_shown", "checks_passed"]
+    # Not beside metric_type: readers take the columns right after it as the metric's coefficients.
+    columns += ["checks_shown", "checks_passed", "ended_early_reason"]
     columns += interval_columns(classes, groups)
     return columns
 
@@ -164,6 +165,8 @@ def _metric_cells(study: Study, metric: dict[str, Any]) -> dict[str, Any]:
     config = study.config
     cells: dict[str, Any] = {"metric_type": metric.get("type")}
     if metric.get("type") == "failed":
+        # The session ended early: its elicitor could not go on with these answers, for this reason.
+        cells["ended_early_reason"] = str(metric.get("reason", ""))
         return cells
     family = get_family(str(metric["type"]))
     cells.update(

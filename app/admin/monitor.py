@@ -242,7 +242,7 @@ def study_dashboard(
             reasons.append(f"failed {kind} check")
         result = results.get(session.id)
         if result is not None and result.metric.get("type") == "failed":
-            reasons.append("no consistent metric: " + str(result.metric.get("reason", ""))[:120])
+            reasons.append("ended early, no metric: " + str(result.metric.get("reason", ""))[:120])
         if reasons:
             inconsistent.append(
                 {

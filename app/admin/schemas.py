@@ -220,6 +220,9 @@ class ResultRowOut(BaseModel):
     agreement_equal_weights_high_pct: float | None
     checks_shown: int | None
     checks_passed: int | None
+    ended_early_reason: str | None = Field(
+        description="why the elicitation ended before its plan (metric_type 'failed'), else null"
+    )
 
 
 class ResultsOut(_Out):

@@ -5,18 +5,17 @@ Used by the participant service on every request that misses the cache and by th
 (`app.sessions.displayed.build_session_elicitor`) and checks it through the core's driver. The regenerated
 queries are compared with the stored ones after the replay, all at once (`elicitation.first_mismatch`),
 straight from their JSON: building `Query` objects for ``expected_queries`` would cost as much as the replay.
-If the elicitor fails numerically, the driver's per-query check (`elicitation.replay` with
-``expected_queries``) decides whether the log diverged first, so a diverged log is always reported as a
-mismatch, never as a numerical failure.
+If the elicitor fails (any `ElicitationError` but a mismatch), the driver's per-query check
+(`elicitation.replay` with ``expected_queries``) decides whether the log diverged first, so a diverged log
+is always reported as a mismatch, never as the elicitor's failure.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from elicitation import NumericalError, Pending, Query, ReplayMismatchError, first_mismatch, replay
+from elicitation import ElicitationError, Pending, Query, ReplayMismatchError, first_mismatch, replay
 
 from ..codec import CodecError, decode_query
 from .runtime import ElicitorState, Failed
@@ -33,18 +32,24 @@ def replay_verified(
     With ``after = n``, ``fresh_elicitor()`` builds an elicitor restored from a checkpoint taken after the
     first ``n`` rows (`checkpoints.restore_state`, whose log digest vouches that those rows are the ones it
     absorbed): only the later rows are replayed and checked.
-    Returns `Pending`, `Done`, or `Failed` when the answers do not determine a metric.
+    Returns `Pending`, `Done`, or `Failed` when the elicitor could not go on (the session then ends early).
     """
     later = rows[after:]
     answers = [bool(row.elicitor_answer) for row in later]
     answered = [(_stored_query(row), bool(row.elicitor_answer)) for row in rows[:after]]
     try:
         outcome = replay(fresh_elicitor(), answers, answered=answered)
-    except NumericalError as exc:
+    except ReplayMismatchError:
+        raise
+    except ElicitationError as exc:
         expected = [_stored_query(row) for row in later]
-        with contextlib.suppress(NumericalError):
+        try:
             replay(fresh_elicitor(), answers, expected_queries=expected, answered=answered)
-        return Failed(str(exc))
+        except ReplayMismatchError:
+            raise
+        except ElicitationError:
+            pass
+        return Failed.of(exc)
     log = outcome.log if isinstance(outcome, Pending) else outcome.result.log
     _check_replayed(log[after:], later)
     return outcome

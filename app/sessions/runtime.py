@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from elicitation import Done, Pending
+from elicitation import Done, ElicitationError, Pending
 
 from .. import repository as repo
 from ..algorithms import AlgorithmSpec, get_algorithm
@@ -50,9 +50,15 @@ CONFUSION_MEMO_SIZE = 4096
 
 @dataclass(frozen=True)
 class Failed:
-    """The elicitor could not produce a metric (e.g. a singular system from contradictory answers)."""
+    """The elicitor could not go on (an `ElicitationError`: e.g. a singular system from contradictory
+    answers); the session ends early with the answers it has, and ``message`` is the reason recorded."""
 
     message: str
+
+    @classmethod
+    def of(cls, error: ElicitationError) -> Failed:
+        """The failure ``error`` stands for, its kind named for the coordinator."""
+        return cls(f"{type(error).__name__}: {error}")
 
 
 ElicitorState = Pending[Any] | Done[Any] | Failed

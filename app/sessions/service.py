@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from elicitation import Done, ElicitationError, NumericalError, Pending
+from elicitation import Done, ElicitationError, Pending
 
 from .. import repository as repo
 from ..codec import decode_query, encode_metric, encode_query, to_jsonable
@@ -198,8 +198,9 @@ class _Context:
                 state = Pending(elicitor=previous.elicitor, query=query, n_answered=n, log=())
             except StopIteration:
                 state = None  # finished: rebuild once to get the driver's checked result with its log
-            except NumericalError as exc:
-                state = Failed(str(exc))
+            except ElicitationError as exc:
+                # The answer is committed; the session ends early with the answers it has.
+                state = Failed.of(exc)
         if state is None:
             state = _rebuild_state(self.db, self.cache, self.runtime, self.session, self.elicitation)
         else:
@@ -208,6 +209,9 @@ class _Context:
         self.cache.put(self.session.id, n, last, self.state)
 
     def step(self) -> Step | None:
+        if self._step is None and isinstance(self.state, Failed):
+            # An elicitor that could not go on ends the session: no checks or final comparisons follow.
+            self._step = (None,)
         if self._step is None:
             query = self.state.query if isinstance(self.state, Pending) else None
             metric = self.state.result.metric if isinstance(self.state, Done) else None

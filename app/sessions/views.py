@@ -58,6 +58,12 @@ class SessionView:
         }
         return fill_redirect(self.config.redirect_url, values)
 
+    @property
+    def ended_early(self) -> bool:
+        """Whether the session ended before its plan did because its elicitor could not go on (the
+        answers stand; the stored result names the reason instead of a metric)."""
+        return self.result is not None and self.result.metric.get("type") == "failed"
+
     def to_api(self) -> dict[str, Any]:
         """The JSON API shape: ``{status, phase, progress, query, result}``."""
         query = None
@@ -84,6 +90,7 @@ class SessionView:
                 **stated_intervals(self.words),
                 "evaluation": self.result.evaluation,
                 "checks": self.result.checks,
+                "ended_early": self.ended_early,
             }
         return {
             "status": self.status.value,
