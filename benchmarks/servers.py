@@ -38,7 +38,8 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """``uvicorn --factory FACTORY`` on 127.0.0.1, spawned at construction; `wait_ready` before use.
+    """``uvicorn --factory FACTORY`` on 127.0.0.1 (or ``command`` plus ``--host``/``--port``, e.g. ``elicit
+    serve``), spawned at construction; `wait_ready` before use.
 
     ``env`` changes the inherited environment (``None`` removes a variable); ``PYTHONPATH`` is the project
     root. The server's stderr goes to ``log``, or else to a temporary file whose tail explains a failed
@@ -59,8 +60,12 @@ class ServerProcess:
         log: IO[Any] | None = None,
         startup_timeout: float = STARTUP_TIMEOUT_S,
         kill_at_exit: bool = False,
+        ready_path: str | None = "/",
+        command: Sequence[str] | None = None,
     ) -> None:
         self.factory = factory
+        self.ready_path = ready_path
+        self.command = None if command is None else list(command)
         self.env = {**os.environ, "PYTHONPATH": str(ROOT)}
         for name, value in (env or {}).items():
             if value is None:
@@ -79,8 +84,11 @@ class ServerProcess:
     def _spawn(self) -> None:
         self.port = self._fixed_port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "uvicorn", "--factory", self.factory, "--host", "127.0.0.1"]
-        command += ["--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning"]
+        if self.command is not None:
+            command = [*self.command, "--host", "127.0.0.1", "--port", str(self.port)]
+        else:
+            command = [sys.executable, "-m", "uvicorn", "--factory", self.factory, "--host", "127.0.0.1"]
+            command += ["--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning"]
         command += self.options
         self.log = tempfile.TemporaryFile() if self._log_target is None else self._log_target  # noqa: SIM115
         self.process = subprocess.Popen(
@@ -95,16 +103,28 @@ class ServerProcess:
         self.log.close()
         return text[-2000:]
 
+    def _answers(self) -> bool:
+        """True once the server is up: ``GET ready_path`` answers 200, or (no ``ready_path``) it accepts a
+        TCP connection, which sends no request (uvicorn listens only after the app's start-up)."""
+        if self.ready_path is None:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=2.0):
+                    return True
+            except OSError:
+                return False
+        try:
+            return httpx.get(f"{self.url}{self.ready_path}", timeout=2.0).status_code == 200
+        except httpx.TransportError:
+            return False
+
     def wait_ready(self) -> ServerProcess:
-        """Block until ``GET /`` answers 200; raise `RuntimeError` if the process dies or takes too long."""
+        """Block until the server answers (`_answers`); raise `RuntimeError` if the process dies or takes
+        too long."""
         deadline = time.monotonic() + self.startup_timeout
         respawns = 0
         while True:
-            try:
-                if httpx.get(f"{self.url}/", timeout=2.0).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
+            if self._answers():
+                return self
             if self.process.poll() is not None:
                 stderr = self._stderr()
                 taken = "address already in use" in stderr.lower() and self._fixed_port is None
