@@ -24,6 +24,7 @@ from .lpme import DEFAULT_TOLERANCE, lpme
 from .optimal import BestRates, best_rates
 from .oracles import (
     ExactOracle,
+    LapseOracle,
     LogisticOracle,
     ProbitOracle,
     ThresholdNoiseOracle,
@@ -62,6 +63,7 @@ __all__ = [
     "FairQuadraticMetric",
     "InvalidAnswerError",
     "InvalidConfigError",
+    "LapseOracle",
     "LinearMetric",
     "LogisticOracle",
     "Metric",

@@ -63,6 +63,7 @@ __all__ = [
     "DEFAULT_MIN_GRADIENT",
     "DEFAULT_TRADEOFF_RANGE",
     "ExactOracle",
+    "LapseOracle",
     "LogisticOracle",
     "ProbitOracle",
     "ThresholdNoiseOracle",
@@ -254,6 +255,42 @@ class ProbitOracle(_CountingOracle):
     def _answer(self, first: FloatArray, second: FloatArray, truth: bool) -> bool:
         correct = self.metric.value_gap(first, second) + self.sigma * self.rng.standard_normal() > 0.0
         return truth if correct else not truth
+
+
+class LapseOracle(_CountingOracle):
+    """A careful person who sometimes lapses: right on every pair, except that with probability ``lapse``
+    (attention elsewhere, a slip of the finger) the answer is a fair coin, however clear the pair.
+
+    Unlike logistic or probit noise, a lapse does not shrink with the value gap, so a model that explains
+    wrong answers by closeness alone meets answers it cannot explain.
+
+    Parameters
+    ----------
+    metric : Metric
+        The hidden metric.
+    lapse : float
+        Probability in ``[0, 1]`` that an answer is a coin flip.
+    rng : numpy.random.Generator or int
+        Source of the lapses and coins.
+
+    Raises
+    ------
+    InvalidConfigError
+        If ``lapse`` is not in ``[0, 1]``.
+    """
+
+    def __init__(self, metric: Metric, lapse: float, *, rng: RandomState) -> None:
+        super().__init__(metric)
+        rate = float(lapse)
+        if not 0.0 <= rate <= 1.0:
+            raise InvalidConfigError(f"lapse must lie in [0, 1], got {lapse!r}")
+        self.lapse = rate
+        self.rng = as_generator(rng)
+
+    def _answer(self, first: FloatArray, second: FloatArray, truth: bool) -> bool:
+        if self.rng.random() < self.lapse:
+            return bool(self.rng.random() < 0.5)
+        return truth
 
 
 # ----------------------------------------------------------------------------------------------------------

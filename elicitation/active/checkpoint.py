@@ -76,6 +76,8 @@ def config_fingerprint(config: Config) -> str:
     }
     if config.spec.tau is not None:
         described["tau"] = _bits(config.spec.tau)
+    if config.tradeoff_every:
+        described["tradeoff_every"] = config.tradeoff_every
     text = json.dumps(described, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

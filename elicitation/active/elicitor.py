@@ -112,6 +112,16 @@ class ActiveElicitor(Elicitor[Elicitation[M]], Generic[M]):
         """Current expected parameter error of the estimate under the posterior (None before start)."""
         return self._state.spreads[-1] if self._state.spreads else None
 
+    @property
+    def tradeoff_spread(self) -> float | None:
+        """Posterior standard deviation of the trade-off ``lam`` (fair only; None before the start)."""
+        posterior = self._state.posterior
+        if posterior is None or self._state.config.spec.kind != "fair":
+            return None
+        lam = 1.0 - np.linalg.norm(posterior.normalised()[:, : self._state.config.spec.n_classes], axis=1)
+        weights = posterior.weights
+        return float(np.sqrt(weights @ (lam - weights @ lam) ** 2))
+
     def current_metric(self) -> M:
         """The posterior-mean metric after the answers so far.
 
@@ -354,6 +364,7 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
         "seed": config.seed,
         "n_particles": config.n_particles,
         "min_cell_gap": config.min_cell_gap,
+        "tradeoff_every": config.tradeoff_every,
     }
     return Elicitation(metric=metric, num_queries=posterior.n_answers, details=details)
 
@@ -417,6 +428,7 @@ class ActiveOptions(TypedDict, total=False):
     display: DisplayGrid | None
     group_spheres: Sequence[Sphere] | None
     estimate: str
+    tradeoff_every: int
 
 
 def active_elicitor(
@@ -437,6 +449,7 @@ def active_elicitor(
     display: DisplayGrid | None = None,
     group_spheres: Sequence[Sphere] | None = None,
     estimate: str = "mean",
+    tradeoff_every: int = 0,
 ) -> ActiveElicitor[Any]:
     """Elicit a metric of ``family`` with active, noise-robust Bayesian queries (the one implementation).
 
@@ -494,6 +507,12 @@ def active_elicitor(
         among the particles and the mean with the largest posterior expected agreement on random pairs
         of the sphere (reported as ``details["expected_agreement"]``). It changes the result only, never
         the questions.
+    tradeoff_every : int
+        ``"fair"`` only: every ``tradeoff_every``-th question (0: none) is the perceptible pair whose answer
+        most reduces the posterior variance of ``lam``, among pairs where fewer mistakes overall and a
+        smaller gap between the groups pull in different directions under the current estimate. Questions
+        chosen for the whole metric leave ``lam`` near its prior on small per-group regions
+        (docs/fairness-tradeoff.md).
 
     Returns
     -------
@@ -531,6 +550,8 @@ def active_elicitor(
             raise InvalidConfigError(f"tau applies to fair metrics only, not to a {family} metric")
         if group_spheres is not None:
             raise InvalidConfigError(f"group_spheres applies to fair metrics only, not to a {family} metric")
+        if tradeoff_every:
+            raise InvalidConfigError(f"tradeoff_every applies to fair metrics only, not to a {family} metric")
         geometry = resolve_space(space, priors, 1, display)
         spec = FamilySpec(family, geometry.sphere.n_classes)
     dim = spec.family().dim
@@ -561,6 +582,7 @@ def active_elicitor(
         criterion=_check_criterion(criterion, check_betas(beta)),
         name=f"active-{family}",
         estimate=_check_estimate(estimate),
+        tradeoff_every=_check_int(tradeoff_every, "tradeoff_every", 0),
     )
     radii = (
         np.full(geometry.priors.shape[0], geometry.sphere.radius)

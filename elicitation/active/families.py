@@ -309,3 +309,5 @@ class Config:
     name: str
     #: How the result is read off the posterior: its mean, or the consensus of `ESTIMATES`.
     estimate: str = "mean"
+    #: Fair family: every ``tradeoff_every``-th question is chosen for what it says about ``lam`` (0: never).
+    tradeoff_every: int = 0

@@ -77,6 +77,13 @@ def _variance_reduction(
     return result
 
 
+def _conflicts(k: int, features: FloatArray, params: FloatArray) -> npt.NDArray[np.bool_]:
+    """Fair features on which the overall-mistakes part and the group-gap part of ``params`` prefer
+    different sides: the pairs whose answer depends on the trade-off ``lam`` (Definition 3)."""
+    result: npt.NDArray[np.bool_] = (features[:, :k] @ params[:k]) * (features[:, k:] @ params[k:]) < 0.0
+    return result
+
+
 def _systematic(weights: FloatArray, count: int, rng: np.random.Generator) -> npt.NDArray[np.int64]:
     """``count`` particle indices drawn by systematic resampling of ``weights``."""
     cumulative = np.cumsum(weights)
@@ -156,29 +163,43 @@ def choose_query(
         tie1, tie2 = _tie_pairs(config, np.vstack([seeds, weights @ normalised]), rng)
         first, second = np.concatenate([first, tie1]), np.concatenate([second, tie2])
     features = spec.features(first, second)
-    committee = _systematic(weights, _COMMITTEE, rng)
-    margins = features @ normalised[committee].T
-    if posterior.hard:
-        votes = (margins > 0.0).astype(np.float64)
+    theta = normalised
+    centre = weights @ theta
+    lam_turn = (
+        spec.kind == "fair"
+        and config.tradeoff_every > 0
+        and posterior.n_answers % config.tradeoff_every == config.tradeoff_every - 1
+    )
+    lam = 1.0 - np.linalg.norm(theta[:, : spec.n_classes], axis=1)
+
+    def score(candidates: FloatArray) -> FloatArray:
+        probabilities = posterior.answer_probabilities(candidates)
+        if lam_turn:
+            drop = _variance_reduction(probabilities, weights, lam[:, None], np.array([weights @ lam]))
+            # Only a pair on which accuracy and the group gap disagree is a trade-off question; the others
+            # rank below every such pair (used only when none is left).
+            return np.where(_conflicts(spec.n_classes, candidates, centre), drop, drop - 1.0)
+        if config.criterion == "variance":
+            return _variance_reduction(probabilities, weights, theta, centre)
+        return _information_gain(probabilities, weights, posterior.hard)
+
+    if lam_turn:
+        screen = score(features)
     else:
-        votes = 1.0 / (
-            1.0 + np.exp(-np.clip(margins * posterior.betas[posterior.beta_index[committee]], -50, 50))
-        )
-    screen = _information_gain(votes, np.full(_COMMITTEE, 1.0 / _COMMITTEE), posterior.hard)
+        committee = _systematic(weights, _COMMITTEE, rng)
+        margins = features @ normalised[committee].T
+        if posterior.hard:
+            votes = (margins > 0.0).astype(np.float64)
+        else:
+            votes = 1.0 / (
+                1.0 + np.exp(-np.clip(margins * posterior.betas[posterior.beta_index[committee]], -50, 50))
+            )
+        screen = _information_gain(votes, np.full(_COMMITTEE, 1.0 / _COMMITTEE), posterior.hard)
     # Ties (e.g. all zero once the posterior is narrow) are broken by the feature size: larger
     # differences are easier to judge and more robust to noise.
     screen = screen + 1e-6 * np.linalg.norm(features, axis=1)
     top = np.argsort(-screen, kind="stable")[:_N_RESCORED]
     first, second, features = first[top], second[top], features[top]
-    theta = normalised
-    centre = weights @ theta
-
-    def score(candidates: FloatArray) -> FloatArray:
-        probabilities = posterior.answer_probabilities(candidates)
-        if config.criterion == "variance":
-            return _variance_reduction(probabilities, weights, theta, centre)
-        return _information_gain(probabilities, weights, posterior.hard)
-
     scores = score(features)
     for scale in _PERTURB_SCALES:
         leaders = np.argsort(-scores, kind="stable")[:_N_LEADERS]

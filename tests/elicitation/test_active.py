@@ -461,10 +461,12 @@ def test_active_rejects_an_unknown_estimate() -> None:
 #: first recorded bit for bit on the code before the elicitor state became restorable. Bit-level digests
 #: depend on numpy/scipy's last bits (a fresh install of numpy 2.4.6 and scipy 1.17.1 changed all three);
 #: rounded, they still change with any question or answer. Re-recorded with that install.
+#: "fair-tradeoff-noisy" (a trade-off question every second step) was recorded when those were added.
 ACTIVE_GOLDEN = {
     "quadratic-exact-displayed": (20, "a7db9519e81e24ec"),
     "linear-noisy": (15, "eba8ff3680198097"),
     "fair-noisy": (15, "4a5f211d43c8fe34"),
+    "fair-tradeoff-noisy": (15, "01e37ecd9fc522b1"),
 }
 
 
@@ -500,7 +502,12 @@ def _golden_run(name: str):
         )
     fair = random_fair_metric(np.random.default_rng(2), 2, 2)
     elicitor = active_fair(
-        Sphere.around_uniform(2, 0.15), tau=fair.tau, seed=3, max_queries=15, n_particles=200
+        Sphere.around_uniform(2, 0.15),
+        tau=fair.tau,
+        seed=3,
+        max_queries=15,
+        n_particles=200,
+        tradeoff_every=2 if name == "fair-tradeoff-noisy" else 0,
     )
     return run(elicitor, fair.prefers)
 

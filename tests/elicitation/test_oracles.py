@@ -10,6 +10,7 @@ import pytest
 from elicitation import Elicitation, Elicitor, InvalidConfigError, QuadraticMetric, Query, Sphere, run
 from elicitation.oracles import (
     ExactOracle,
+    LapseOracle,
     LogisticOracle,
     ThresholdNoiseOracle,
     random_fair_metric,
@@ -259,3 +260,17 @@ def test_random_fair_metric_uses_given_tau_and_validates_it() -> None:
         random_fair_metric(np.random.default_rng(0), 2, 3, tau=tau)
     with pytest.raises(InvalidConfigError, match="m must"):
         random_fair_metric(np.random.default_rng(0), 2, 1)
+
+
+def test_lapse_oracle_flips_a_coin_at_its_rate_however_clear_the_pair() -> None:
+    metric = LinearMetric(np.array([0.6, 0.8]))
+    clear = (np.array([0.9, 0.9]), np.array([0.1, 0.1]))
+    exact = LapseOracle(metric, 0.0, rng=np.random.default_rng(0))
+    assert all(exact(*clear) for _ in range(200))
+    lapsing = LapseOracle(metric, 0.2, rng=np.random.default_rng(1))
+    answers = [lapsing(*clear) for _ in range(4000)]
+    # A lapse is a coin: wrong half the time, so 10 % wrong answers on the clearest pair.
+    assert abs(answers.count(False) / 4000 - 0.1) < 0.02
+    assert lapsing.wrong_answers == answers.count(False)
+    with pytest.raises(InvalidConfigError, match="lapse"):
+        LapseOracle(metric, 1.5, rng=0)
