@@ -76,6 +76,12 @@ def save_invitation_links(
         print(f"{count} invitation links written to {output}")
 
 
+#: Seconds an idle connection stays open (uvicorn's default is 5). A person takes several seconds per
+#: question; a browser that reuses its connection just as the server closes it sees a failed request, so
+#: connections outlive a question's thinking time (nginx's own default is 75 s).
+KEEP_ALIVE_S = 75
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -90,6 +96,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         proxy_headers=True,
         http=HeaderDeadlineProtocol,
+        timeout_keep_alive=KEEP_ALIVE_S,
     )
     return 0
 

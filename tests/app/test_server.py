@@ -126,6 +126,8 @@ def test_elicit_serve_runs_uvicorn_with_the_header_deadline(monkeypatch: pytest.
     assert (
         seen["http"] is HeaderDeadlineProtocol and HeaderDeadlineProtocol.header_timeout_s == HEADER_TIMEOUT_S
     )
+    # Connections outlive a person's thinking time, so a reused one does not race the server closing it.
+    assert seen["timeout_keep_alive"] == web.KEEP_ALIVE_S >= 60
 
 
 def test_a_serving_app_runs_blas_on_one_thread(settings: Any) -> None:

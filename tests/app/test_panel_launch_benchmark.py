@@ -1,0 +1,23 @@
+"""`benchmarks/panel_launch.py`: its quick run serves every participant through `elicit serve` without an
+error, and counts what it reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import panel_launch
+
+
+@pytest.mark.slow
+def test_the_quick_panel_launch_serves_everyone(tmp_path: Path) -> None:
+    out = tmp_path / "panel_launch.json"
+    assert panel_launch.main(["--quick", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["errors"] == 0 and report["problems"] == []
+    assert report["finished"] == report["participants"] == 20
+    assert report["answers"]["n"] == 20 * 4
+    assert report["joins"]["n"] == 20
+    assert report["server_cpu_cores"] > 0.0 and report["client_cpu_cores"] > 0.0
