@@ -150,7 +150,8 @@ def parse_json_upload(raw: bytes, limit: int) -> Any:
 def best_export(view: best.BestView, kind: str) -> Response:
     """One of `best.BEST_FILES` as a download: every metric's best classifier, as JSON or as a CSV table."""
     media_type, extension = best.BEST_FILES[kind]
-    headers = {"Content-Disposition": f'attachment; filename="best-classifiers-{view.study.id}.{extension}"'}
+    stem = kind.rsplit(".", 1)[0]
+    headers = {"Content-Disposition": f'attachment; filename="{stem}-{view.study.id}.{extension}"'}
     return Response(best.best_file(view, kind), media_type=media_type, headers=headers)
 
 

@@ -477,6 +477,18 @@ def best_classifiers_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep)
     return best_export(best.study_best(db, study), "best-classifiers.csv")
 
 
+@router.get(
+    "/studies/{study_id}/candidate-ranking.csv",
+    response_class=Response,
+    responses={**CSV_RESPONSE, **error_responses(404, 422)},
+)
+def candidate_ranking_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> Response:
+    """For a study with groups: each metric's ranking of the real candidate classifiers, one row per metric
+    and candidate (rank, cost, chance of being best, the gaps between the groups, rates per group)."""
+    study, _control = studies.visible_study(db, principal, study_id)
+    return best_export(best.study_best(db, study), "candidate-ranking.csv")
+
+
 @router.get("/studies/{study_id}/archive", response_model=ArchiveOut, responses=error_responses(404, 422))
 def archive(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[str, Any]:
     """The replayable study archive: configuration, sessions, full logs, results, exclusions."""

@@ -462,6 +462,39 @@ class BestStudyOut(_Out):
     name: str
 
 
+class CandidateGroupOut(_Out):
+    group: str
+    rates: dict[str, float] = Field(
+        description="per class, the share of its held-out people decided correctly"
+    )
+    confusion: list[list[float]] = Field(
+        description="out of 100 people of the group: rows true, columns predicted"
+    )
+
+
+class CandidateOut(_Out):
+    label: str
+    method: str = Field(description='"most accurate", "thresholds", "reduction" or "mixture"')
+    constraint: str | None = Field(description="fairlearn's constraint name")
+    slack: float | None = Field(description="the constraint's allowed difference between the groups")
+    gaps_points: dict[str, float] = Field(
+        description="true_positive_rate and positive_rate gaps between the first two groups, in points"
+    )
+    groups: list[CandidateGroupOut]
+
+
+class CandidateRankingOut(_Out):
+    label: str
+    kind: Literal["participant", "consensus"]
+    session_id: uuid.UUID | None
+    participant_code: str | None
+    order: list[int] = Field(description="candidate indices, best (lowest cost) first")
+    costs: list[float] = Field(description="the metric's cost of each candidate (lower is better)")
+    chance_best: list[float] | None = Field(
+        description="each candidate's posterior probability of being the best (null without a posterior)"
+    )
+
+
 class BestClassifiersOut(_Out):
     """Every included participant's (and the panel consensus's) best classifier on the study's dataset."""
 
@@ -471,3 +504,11 @@ class BestClassifiersOut(_Out):
     method: str
     reason: str | None = Field(description="why there are none (a study without a dataset)")
     classifiers: list[BestClassifierOut]
+    candidate_method: str = Field(description="how the candidate classifiers are made and ranked")
+    candidate_reason: str | None = Field(
+        description="why a study with groups has no candidates (none trained for its dataset split)"
+    )
+    candidates: list[CandidateOut] = Field(description="real candidate classifiers (studies with groups)")
+    candidate_rankings: list[CandidateRankingOut] = Field(
+        description="each participant's (and the consensus's) ranking of the candidates"
+    )

@@ -28,7 +28,8 @@ order of random pairs of the sphere agrees most with the posterior's (for a metr
 the sphere the posterior is wide and curved, and the mean of directions can order pairs unlike any
 plausible metric). The result's
 ``details`` report credible intervals, the spread history, the noise-level posterior and a posterior
-sample used by `ranking_probability`. While running, the `ActiveElicitor` wrapper exposes
+sample used by `ranking_probability` and `best_probabilities` (each candidate's chance of being the
+best of a set). While running, the `ActiveElicitor` wrapper exposes
 ``expected_remaining`` (for progress bars) and the current estimate.
 
 Replay is deterministic: the state after ``n`` answers depends only on the configuration, the seed and
@@ -48,6 +49,7 @@ paper                  code
 =====================  ==========================================================================
 """
 
+from .decisions import best_probabilities
 from .elicitor import (
     CRITERIA,
     DEFAULT_BETA_GRID,
@@ -85,5 +87,6 @@ __all__ = [
     "active_fair",
     "active_linear",
     "active_quadratic",
+    "best_probabilities",
     "ranking_probability",
 ]

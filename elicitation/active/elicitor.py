@@ -272,13 +272,7 @@ def ranking_probability(result: Elicitation[Any], first: npt.ArrayLike, second: 
     details = result.details
     if "posterior_sample" not in details or "family" not in details:
         raise InvalidConfigError("result must come from an active elicitor (active_linear/_quadratic/_fair)")
-    family_config = details["family"]
-    tau = family_config.get("tau")
-    spec = FamilySpec(
-        str(family_config["kind"]),
-        int(family_config["n_classes"]),
-        None if tau is None else np.asarray(tau, dtype=np.float64),
-    )
+    spec = FamilySpec.from_dict(details["family"])
     r1 = as_rate_array(first, "first")
     r2 = as_rate_array(second, "second")
     if r1.shape != spec.rate_shape or r2.shape != spec.rate_shape:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,6 +121,16 @@ class FamilySpec:
         if self.tau is not None:
             result["tau"] = self.tau.tolist()
         return result
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FamilySpec:
+        """The spec of `to_dict` (a result's ``details["family"]``)."""
+        tau = data.get("tau")
+        return cls(
+            str(data["kind"]),
+            int(data["n_classes"]),
+            None if tau is None else np.asarray(tau, dtype=np.float64),
+        )
 
 
 #: Points of a random candidate set placed on the sphere's surface rather than inside it.
