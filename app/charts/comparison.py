@@ -68,6 +68,19 @@ SANKEY_LABEL_MARGIN = 92
 COMPACT_SANKEY_MARGIN = 30
 SANKEY_BOX_GAP = 10
 TOTAL_DIGIT_PX = 8
+#: A compact flow chart names the class beside each true-class box: about this many px per character of
+#: the name at its 10 px font, in a left margin of at most this many px (longer names are shortened with
+#: an ellipsis by static/js/charts.js), and thinner boxes leave the flows their room.
+NAME_CHAR_PX = 6.6
+COMPACT_NAME_MARGIN_MAX = 70
+COMPACT_NODE_THICKNESS = 14
+#: Plot heights (px) of the short forms that laptop screens up to 940 px tall draw (static/js/charts.js).
+SHORT_SANKEY_HEIGHT = 140
+SHORT_BAR_HEIGHT = 180
+#: Plot heights (px) of a compact bar chart, and of one group's on a phone, where two groups stand one
+#: above the other inside each classifier.
+COMPACT_BAR_HEIGHT = 175
+COMPACT_GROUP_BAR_HEIGHT = 130
 
 _WRONG_PATTERN = "/"
 _LEGEND_GREY = "#7b8794"
@@ -245,13 +258,20 @@ def sankey_figure(
     # Narrow screens show only the totals beside the boxes: the margin fits the longest ("75.0" needs
     # more room than "75"), so no total is cut off at the chart's edge.
     compact_margin = max(COMPACT_SANKEY_MARGIN, SANKEY_BOX_GAP + TOTAL_DIGIT_PX * max(map(len, totals)))
+    name_margin = SANKEY_BOX_GAP + NAME_CHAR_PX * max(len(name) for name in names)
+    compact_left = round(min(COMPACT_NAME_MARGIN_MAX, max(compact_margin, name_margin)))
+    short_height = SHORT_SANKEY_HEIGHT if k <= 3 else layout["height"]
     return {
         # For static/js/charts.js: the box labels it draws beside the boxes, outside the flows.
         "boxes": {"names": names + names, "totals": totals},
-        # Narrow screens: only the totals beside the boxes (the page's legend names the class colours).
+        # Narrow screens: the true-class boxes named with their totals, the predicted boxes' totals, and
+        # thinner boxes, so that A and B fit side by side with every flow's count.
         "compact": {
-            "layout": {"height": 125, "margin": {"l": compact_margin, "r": compact_margin, "t": 4, "b": 4}}
+            "layout": {"height": 125, "margin": {"l": compact_left, "r": compact_margin, "t": 4, "b": 4}},
+            "node": {"thickness": COMPACT_NODE_THICKNESS},
         },
+        # Laptop screens up to 940 px tall: a shorter chart, so that the answer buttons fit the screen.
+        "short": {"layout": {"height": short_height}},
         "data": [
             {
                 "type": "sankey",
@@ -292,6 +312,7 @@ def bar_figure(
     y_max: float | None = None,
     title: str | None = None,
     show_legend: bool = True,
+    compact_height: int = COMPACT_BAR_HEIGHT,
     tr: NullTranslations = ENGLISH,
 ) -> Figure:
     """Grouped bars: for each true class, how many were predicted as each class (out of 100).
@@ -405,7 +426,7 @@ def bar_figure(
             for i, (full, name) in enumerate(zip(categories, names, strict=True))
         },
         "layout": {
-            "height": 175,
+            "height": compact_height,
             "showlegend": False,
             "margin": {"l": 26, "r": 2, "t": 8, "b": 8},
             "font": {"size": 11},
@@ -414,7 +435,10 @@ def bar_figure(
         },
         "textfont_size": 10,
     }
-    return {"data": traces, "layout": layout, "compact": compact}
+    # The short form's axis names the population only: the full title does not fit its height.
+    short_axis = {"title": {"text": _capitalized(population)}}
+    short = {"layout": {"height": SHORT_BAR_HEIGHT, "yaxis": short_axis}} if not show_legend else None
+    return {"data": traces, "layout": layout, "compact": compact, **({"short": short} if short else {})}
 
 
 def _legend_entry(name: str, color: str, pattern: str, rank: int) -> dict[str, Any]:
@@ -530,6 +554,7 @@ def comparison_view(comparison: Mapping[str, Any], tr: NullTranslations = ENGLIS
                         decimals=decimals,
                         y_max=y_max,
                         show_legend=False,
+                        compact_height=COMPACT_GROUP_BAR_HEIGHT if n_groups > 1 else COMPACT_BAR_HEIGHT,
                         tr=tr,
                     ),
                     "table": counts_table(matrix, class_names, decimals=decimals, tr=tr),

@@ -34,12 +34,18 @@
   }
 
   var SVG_NS = "http://www.w3.org/2000/svg";
-  // Flows thinner than this (px) get no label: the text would not fit; the bars and tables show them.
+  // Flows at least this thick (px) carry their count on the flow itself; thinner ones beside it.
   var MIN_LABELLED_FLOW_PX = 13;
   // Where along a flow its count sits: mistakes near their source, so that crossing flows do not
   // stack their labels in the middle; correct (straight) flows in the middle.
   var WRONG_FLOW_AT = 0.22;
   var CORRECT_FLOW_AT = 0.5;
+  // A thin mistake's count stands just below the flow, at the end where the flow leaves or reaches the
+  // upper of its two boxes: there the gap between two boxes lies below it, free of other flows.
+  var THIN_FLOW_END = 0.06;
+  // Gap (px) between a thin flow and its count, and between two counts that would touch.
+  var THIN_FLOW_GAP = 2;
+  var LABEL_SPACING = 1;
 
   function hasSankey(figure) {
     return (figure.data || []).some(function (trace) {
@@ -58,28 +64,58 @@
     };
   }
 
-  // Writes each flow's count (the trace's link.label) on the flow itself, as in the paper's charts.
-  function labelFlows(gd) {
+  // Where a flow's count goes: on a thick flow, on the flow; on a thin one, just below it (near the end at
+  // its upper box for a mistake, in the middle for a straight flow), anchored so it stays off the boxes.
+  function flowLabelPlace(link, classes, fontSize) {
+    var x0 = link.source.x1;
+    var x1 = link.target.x0;
+    var correct = link.target.pointNumber === link.source.pointNumber + classes;
+    if (link.width >= MIN_LABELLED_FLOW_PX) {
+      var on = flowPoint(x0, link.y0, x1, link.y1, correct ? CORRECT_FLOW_AT : WRONG_FLOW_AT);
+      return { x: on.x, y: on.y, anchor: "middle" };
+    }
+    var below = link.width / 2 + THIN_FLOW_GAP + fontSize / 2;
+    if (correct) {
+      var middle = flowPoint(x0, link.y0, x1, link.y1, CORRECT_FLOW_AT);
+      return { x: middle.x, y: middle.y + below, anchor: "middle" };
+    }
+    var atSource = link.y1 >= link.y0; // a flow going down is higher at its source
+    var end = flowPoint(x0, link.y0, x1, link.y1, atSource ? THIN_FLOW_END : 1 - THIN_FLOW_END);
+    return {
+      x: atSource ? x0 + THIN_FLOW_GAP : x1 - THIN_FLOW_GAP,
+      y: end.y + below,
+      anchor: atSource ? "start" : "end",
+    };
+  }
+
+  function overlapping(a, b) {
+    return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+  }
+
+  // Writes every flow's count (the trace's link.label) on or beside the flow, as in the paper's charts;
+  // counts that would touch are moved apart, and every count stays inside the chart.
+  function labelFlows(gd, compact) {
     gd.querySelectorAll(".flow-label").forEach(function (label) {
       label.remove();
     });
     var classes = gd.data[0].node.label.length / 2; // app.charts: true classes, then predicted
+    var fontSize = compact ? 11 : 12;
+    var height = gd._fullLayout ? gd._fullLayout._size.h : Infinity;
+    var placed = [];
     gd.querySelectorAll(".sankey-link").forEach(function (path) {
       var datum = path.__data__;
       var link = datum && datum.link;
-      if (!link || !link.label || !link.source || !link.target || link.width < MIN_LABELLED_FLOW_PX) {
+      if (!link || !link.label || !link.source || !link.target) {
         return;
       }
-      var correct = link.target.pointNumber === link.source.pointNumber + classes;
-      var along = correct ? CORRECT_FLOW_AT : WRONG_FLOW_AT;
-      var at = flowPoint(link.source.x1, link.y0, link.target.x0, link.y1, along);
+      var at = flowLabelPlace(link, classes, fontSize);
       var text = document.createElementNS(SVG_NS, "text");
       text.setAttribute("class", "flow-label");
       text.setAttribute("x", at.x.toFixed(1));
       text.setAttribute("y", at.y.toFixed(1));
-      text.setAttribute("text-anchor", "middle");
+      text.setAttribute("text-anchor", at.anchor);
       text.setAttribute("dominant-baseline", "central");
-      text.setAttribute("font-size", "12");
+      text.setAttribute("font-size", String(fontSize));
       text.setAttribute("font-weight", "600");
       text.setAttribute("fill", "#1f2933");
       text.setAttribute("stroke", "#ffffff");
@@ -88,6 +124,25 @@
       text.setAttribute("pointer-events", "none");
       text.textContent = link.label;
       path.parentNode.appendChild(text);
+      var box = text.getBBox();
+      var shift = 0;
+      placed.forEach(function (other) {
+        var moved = { x: box.x, y: box.y + shift, width: box.width, height: box.height };
+        if (overlapping(moved, other)) {
+          shift = other.y + other.height + LABEL_SPACING - box.y;
+        }
+      });
+      // Inside the chart: a count pushed past the bottom goes above the ones it met instead.
+      if (box.y + shift + box.height > height) {
+        shift = Math.min(shift, height - box.height - box.y);
+      }
+      if (box.y + shift < 0) {
+        shift = -box.y;
+      }
+      if (shift) {
+        text.setAttribute("y", (at.y + shift).toFixed(1));
+      }
+      placed.push({ x: box.x, y: box.y + shift, width: box.width, height: box.height });
     });
   }
 
@@ -97,6 +152,17 @@
 
   function wantsCompact(el, figure) {
     return Boolean(figure.compact) && el.clientWidth < COMPACT_BELOW_PX[chartKind(figure)];
+  }
+
+  // A full-width chart on a laptop screen no taller than this (px) takes its short form (figure.short),
+  // so that the question, both classifiers and the answer buttons fit without scrolling.
+  var SHORT_BELOW_PX = 940;
+
+  function formName(el, figure) {
+    if (wantsCompact(el, figure)) {
+      return "compact";
+    }
+    return figure.short && window.innerHeight <= SHORT_BELOW_PX ? "short" : "full";
   }
 
   function merged(base, extra) {
@@ -111,10 +177,13 @@
 
   // The figure as drawn at this width: the full form, or its compact form (shorter category names,
   // smaller text, narrower margins).
-  function formFor(figure, compact) {
+  function formFor(figure, form) {
     var layout = Object.assign({ autosize: true }, figure.layout || {});
     var data = figure.data || [];
-    if (!compact) {
+    if (form === "short") {
+      return { data: data, layout: merged(layout, figure.short.layout) };
+    }
+    if (form !== "compact") {
       return { data: data, layout: layout };
     }
     var spec = figure.compact;
@@ -128,6 +197,9 @@
       }
       if (spec.textfont_size && copy.textfont) {
         copy.textfont = Object.assign({}, copy.textfont, { size: spec.textfont_size });
+      }
+      if (spec.node && copy.node) {
+        copy.node = Object.assign({}, copy.node, spec.node);
       }
       return copy;
     });
@@ -144,8 +216,10 @@
     return text;
   }
 
-  // Writes each box's class and total beside it, in the chart's side margins: never over a flow.
-  // Compact charts get the totals only (the page's legend names the class colours).
+  // Writes each box's class and total beside it, in the chart's side margins: never over a flow. A
+  // compact chart names the class beside its true-class boxes only (its predicted box stands at the same
+  // height, in the same colour) and gives the predicted boxes their totals; a name too long for the
+  // margin is shortened with an ellipsis (the legend and the tables carry it whole).
   function labelBoxes(gd, boxes, compact) {
     gd.querySelectorAll(".sankey-box-label").forEach(function (label) {
       label.remove();
@@ -162,31 +236,50 @@
       var x = onLeft ? node.x0 - BOX_LABEL_GAP : node.x1 + BOX_LABEL_GAP;
       var middle = (node.y0 + node.y1) / 2;
       var text = svgText("sankey-box-label", x, middle, onLeft ? "end" : "start");
-      if (compact) {
+      if (compact && !onLeft) {
         text.setAttribute("dominant-baseline", "central");
         text.textContent = boxes.totals[index];
-      } else {
-        var name = document.createElementNS(SVG_NS, "tspan");
-        name.setAttribute("x", x.toFixed(1));
-        name.setAttribute("dy", "-0.2em");
-        name.setAttribute("font-weight", "600");
-        name.textContent = boxes.names[index];
-        var total = document.createElementNS(SVG_NS, "tspan");
-        total.setAttribute("class", "sankey-box-label__total");
-        total.setAttribute("x", x.toFixed(1));
-        total.setAttribute("dy", "1.2em");
-        total.textContent = window.PageStrings.text("inTotal", { count: boxes.totals[index] });
-        text.appendChild(name);
-        text.appendChild(total);
+        group.parentNode.appendChild(text);
+        return;
+      }
+      var name = document.createElementNS(SVG_NS, "tspan");
+      name.setAttribute("x", x.toFixed(1));
+      name.setAttribute("dy", "-0.2em");
+      name.setAttribute("font-weight", "600");
+      name.textContent = boxes.names[index];
+      var total = document.createElementNS(SVG_NS, "tspan");
+      total.setAttribute("class", "sankey-box-label__total");
+      total.setAttribute("x", x.toFixed(1));
+      total.setAttribute("dy", "1.2em");
+      total.textContent = compact
+        ? boxes.totals[index]
+        : window.PageStrings.text("inTotal", { count: boxes.totals[index] });
+      text.appendChild(name);
+      text.appendChild(total);
+      if (compact) {
+        text.classList.add("sankey-box-label--compact");
       }
       group.parentNode.appendChild(text);
+      if (compact) {
+        fitName(name, node.x0 - BOX_LABEL_GAP + (gd._fullLayout ? gd._fullLayout.margin.l : 0));
+      }
     });
   }
 
+  // Shortens a box's class name with an ellipsis until it fits the width it has.
+  function fitName(tspan, room) {
+    var full = tspan.textContent;
+    var keep = full.length;
+    while (keep > 1 && tspan.getComputedTextLength() > room) {
+      keep -= 1;
+      tspan.textContent = full.slice(0, keep) + "\u2026";
+    }
+  }
+
   function draw(el, figure) {
-    var compact = wantsCompact(el, figure);
-    var form = formFor(figure, compact);
-    el.setAttribute("data-chart-form", compact ? "compact" : "full");
+    var name = formName(el, figure);
+    var form = formFor(figure, name);
+    el.setAttribute("data-chart-form", name);
     if (figure.boxes) {
       el.setAttribute("data-box-labels", "");
     }
@@ -198,8 +291,7 @@
   function redrawChangedForms() {
     document.querySelectorAll("[data-figure][data-chart-state='drawn']").forEach(function (el) {
       var figure = readFigure(el.getAttribute("data-figure"));
-      var form = wantsCompact(el, figure) ? "compact" : "full";
-      if (el.getAttribute("data-chart-form") !== form) {
+      if (el.getAttribute("data-chart-form") !== formName(el, figure)) {
         draw(el, figure);
       }
     });
@@ -227,9 +319,10 @@
         draw(el, figure).then(function (gd) {
           if (hasSankey(figure)) {
             var relabel = function () {
-              labelFlows(gd);
+              var compact = gd.getAttribute("data-chart-form") === "compact";
+              labelFlows(gd, compact);
               if (figure.boxes) {
-                labelBoxes(gd, figure.boxes, gd.getAttribute("data-chart-form") === "compact");
+                labelBoxes(gd, figure.boxes, compact);
               }
             };
             relabel();
