@@ -215,6 +215,26 @@ def phone(browser: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
+def open_device(browser: Any) -> Iterator[Any]:
+    """Opens a page at any ``viewport`` (a touch phone with ``touch=True``), watched like ``health``
+    watches ``page``; the test fails if one logged errors or reached another host."""
+    opened: list[tuple[Any, PageHealth]] = []
+
+    def open_page(viewport: dict[str, int], touch: bool = False) -> Any:
+        context = browser.new_context(
+            viewport=viewport, has_touch=touch, is_mobile=touch, locale="en-GB", service_workers="block"
+        )
+        page = context.new_page()
+        opened.append((context, watch(page)))
+        return page
+
+    yield open_page
+    for context, record in opened:
+        context.close()
+        record.assert_clean()
+
+
+@pytest.fixture
 def fairness_study(live_server: LiveServer) -> Any:
     """A new two-group fairness study (`FAIRNESS_STUDY`) on the live server."""
     return live_server.create_study(**FAIRNESS_STUDY)

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FAIRNESS_STUDY, watch
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from app.cli.web import DEMO_STUDY
 from app.sessions import consent
@@ -89,23 +88,16 @@ def studies(live_server: Any) -> dict[str, Any]:
     return {
         "question": live_server.create_study(practice_queries=0),
         "practice": live_server.create_study(practice_queries=1),
-        "fairness": live_server.create_study(**FAIRNESS_STUDY),
         # Real classifiers of the bundled breast-cancer data: thin flows (a few missed cancers).
         "demo": live_server.create_study(**{**DEMO_STUDY, "practice_queries": 0}),
     }
 
 
 @pytest.fixture(params=sorted(SCREENS))
-def screen(request: pytest.FixtureRequest, browser: Browser) -> Any:
+def screen(request: pytest.FixtureRequest, open_device: Any) -> Any:
+    """A page on one of `SCREENS`: its name, the page, and whether it is a touch phone."""
     viewport, touch = SCREENS[request.param]
-    context = browser.new_context(
-        viewport=viewport, has_touch=touch, is_mobile=touch, locale="en-GB", service_workers="block"
-    )
-    page = context.new_page()
-    record = watch(page)
-    yield request.param, page, touch
-    context.close()
-    record.assert_clean()
+    return request.param, open_device(viewport, touch), touch
 
 
 def _open_question(page: Page, live_server: Any, study: Any) -> dict[str, Any]:
@@ -121,10 +113,10 @@ def _open_question(page: Page, live_server: Any, study: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("kind", ["question", "practice", "fairness", "demo"])
 def test_the_question_both_classifiers_and_the_answer_bar_fit_the_first_screen(
-    kind: str, screen: Any, live_server: Any, studies: dict[str, Any]
+    kind: str, screen: Any, live_server: Any, studies: dict[str, Any], fairness_study: Any
 ) -> None:
     name, page, touch = screen
-    layout = _open_question(page, live_server, studies[kind])
+    layout = _open_question(page, live_server, fairness_study if kind == "fairness" else studies[kind])
     for _ in range(DEMO_QUESTIONS if kind == "demo" else 0):
         _assert_in_view(layout, kind, touch)
         with page.expect_navigation():
