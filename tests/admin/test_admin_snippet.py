@@ -86,7 +86,7 @@ def _study(client: TestClient, token: str, family: str) -> tuple[str, list[str]]
 
 
 def _snippet(page: str) -> str:
-    match = re.search(r'<pre class="code" data-testid="snippet">(.*?)</pre>', page, re.S)
+    match = re.search(r'<pre class="code" data-testid="snippet"[^>]*>(.*?)</pre>', page, re.S)
     assert match, "no snippet on the page"
     return html.unescape(match.group(1))
 
