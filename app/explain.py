@@ -675,7 +675,7 @@ def fair_words(metric: Metric, reading: Reading) -> MetricWords:
         }
         if settled:
             interval = _(
-                "(%(level)s%% credible interval for the weight on equal treatment: %(low)s%% to %(high)s%%.)"
+                "(Likely range of the weight on equal treatment, %(level)s%% sure: %(low)s%% to %(high)s%%.)"
             )
             tradeoff += " " + interval % values
         else:
@@ -683,7 +683,7 @@ def fair_words(metric: Metric, reading: Reading) -> MetricWords:
                 _(
                     "Your answers did not settle how you weigh fewer mistakes overall against equal "
                     "treatment of the groups: the weight you put on treating the groups equally could be "
-                    "anywhere from %(low)s%% to %(high)s%% (%(level)s%% credible interval)."
+                    "anywhere from %(low)s%% to %(high)s%% (likely range, %(level)s%% sure)."
                 )
                 % values
             )

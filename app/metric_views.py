@@ -68,7 +68,7 @@ def _costs(words: MetricWords, tr: Translator) -> Figures:
     credible = any(cost.credible for cost in words.costs)
     ranges = [cost.credible if credible else cost.region_range for cost in words.costs]
     if credible:
-        label = _("%(level)s%% credible interval") % {"level": round(100 * (words.credible_level or 0))}
+        label = _("likely range (%(level)s%% sure)") % {"level": round(100 * (words.credible_level or 0))}
     else:
         label = _("across the classifiers shown")
     one = _("one %(name)s %(person)s")

@@ -85,7 +85,7 @@ def test_a_noise_free_fair_result_states_intervals_alike_everywhere_and_holds_th
     if not settled:
         assert f"between {dearest[0]:.1f} and {dearest[1]:.1f} times" in said
     # The cost table's interval column shows the per-person intervals at the same level.
-    assert "90% credible" in page
+    assert "Likely range (90% sure)" in page
     for pair in intervals["per_person"].values():
         if pair[1] - pair[0] > 0.05:
             assert f"{pair[0]:.1f}× to {pair[1]:.1f}×" in page

@@ -188,7 +188,7 @@ def test_a_wide_trade_off_interval_is_said_as_a_range_never_as_one_share() -> No
     # Narrow enough: one share, with its interval.
     narrow = fair_words(FAIR, _fair_reading((0.3, 0.5), (3.5, 4.5)))
     assert narrow.tradeoff is not None and "about 40% of the weight" in narrow.tradeoff
-    assert "90% credible interval for the weight on equal treatment: 30% to 50%" in narrow.tradeoff
+    assert "Likely range of the weight on equal treatment, 90% sure: 30% to 50%" in narrow.tradeoff
     assert narrow.gap_example is not None
 
 
