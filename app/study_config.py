@@ -25,6 +25,7 @@ from elicitation.lab.spaces import space_from_dict
 from .algorithms import REGISTRY, UnknownAlgorithmError, get_algorithm
 from .embedding import MAX_FRAME_ANCESTORS, normalise_origin
 from .i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, shipped_catalogues
+from .json_input import JSONInputError, decode_json
 from .panels import PANEL_PRESETS, PanelConfig, check_redirect_template, redirect_placeholders
 
 __all__ = [
@@ -141,8 +142,9 @@ class StudyConfig(BaseModel):
     )
     open_enrolment: bool = True
     resume_by_participant_code: bool = Field(
-        default=True,
-        description="a participant code that joins again continues its session instead of starting another",
+        default=False,
+        description="a participant code (or panel ID) that joins again continues its session instead of "
+        "starting another; off by default, since anyone who knows a code could then continue that session",
     )
     show_summary: bool = True
 
@@ -321,10 +323,15 @@ def read_study_config_file(path: str | Path) -> Any:
         raw = file.read_bytes()
     except OSError as exc:
         raise StudyConfigError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    if suffix == ".json":
+        try:
+            return decode_json(raw)
+        except JSONInputError as exc:
+            raise StudyConfigError(f"{file} {exc}") from None
     try:
-        data = json.loads(raw) if suffix == ".json" else tomllib.loads(raw.decode("utf-8"))
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise StudyConfigError(f"{file}: not valid {suffix[1:].upper()}: {exc}") from None
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise StudyConfigError(f"{file}: not valid TOML: {exc}") from None
     return data
 
 

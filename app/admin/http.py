@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Annotated, Any
 
 from fastapi import Path, Query, Request
 from fastapi.responses import Response, StreamingResponse
 
+from ..json_input import JSONInputError, decode_json
 from ..planning import PlanCache
 from . import best, export, panel, studies
 from .auth import AdminError, Principal
@@ -135,16 +135,15 @@ def parquet_response(
     return Response(body, media_type="application/vnd.apache.parquet", headers=headers)
 
 
-def parse_json_upload(raw: bytes, limit: int) -> Any:
-    """Decode an uploaded JSON file with a size limit and a clear message."""
+def parse_json_upload(raw: bytes, limit: int, what: str = "the file") -> Any:
+    """Decode an uploaded JSON file (or form field, named by ``what``) with a size limit; 422 says why
+    it is not JSON."""
     if len(raw) > limit:
         raise AdminError(f"the file is larger than {limit // 1_000_000} MB", status_code=413)
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise AdminError("the file is not UTF-8 text", status_code=422) from None
-    except json.JSONDecodeError as exc:
-        raise AdminError(f"the file is not valid JSON: {exc}", status_code=422) from None
+        return decode_json(raw)
+    except JSONInputError as exc:
+        raise AdminError(f"{what} {exc}", status_code=422) from None
 
 
 def best_export(view: best.BestView, kind: str) -> Response:

@@ -219,7 +219,7 @@ def create_study_from_csv(
     The classes (and groups) are the label (and group) column's values and replace ``class_names``
     (``group_names``); the space's full description is stored, the file is not. 422 names the problem.
     """
-    data = parse_json_upload(config.encode("utf-8"), studies.MAX_CSV_BYTES)
+    data = parse_json_upload(config.encode("utf-8"), studies.MAX_CSV_BYTES, "config")
     if not isinstance(data, dict):
         raise AdminError("config: must be a JSON object", status_code=422)
     raw = file.file.read(studies.MAX_CSV_BYTES + 1)

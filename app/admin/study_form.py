@@ -19,6 +19,7 @@ from elicitation.rates import DEFAULT_SYNTHETIC_RADIUS
 
 from ..algorithms import REGISTRY
 from ..errors import ConflictError
+from ..json_input import JSONInputError, decode_json
 from ..models import Study, StudyControl
 from ..panels import PANEL_PRESETS
 from ..planning import PlanCache, PlannerResult
@@ -117,9 +118,9 @@ def config_from_form(form: dict[str, Any]) -> dict[str, Any]:
     advanced = _text(form, "config_json")
     if advanced:
         try:
-            data = json.loads(advanced)
-        except json.JSONDecodeError as exc:
-            raise AdminError(f"configuration JSON: {exc}", status_code=422) from None
+            data = decode_json(advanced)
+        except JSONInputError as exc:
+            raise AdminError(f"configuration JSON {exc}", status_code=422) from None
         if not isinstance(data, dict):
             raise AdminError("configuration JSON: must be an object", status_code=422)
         return data

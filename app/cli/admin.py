@@ -30,6 +30,7 @@ from ..admin.auth import (
 from ..admin.export import PARQUET_COMMANDS
 from ..admin.models import Role, User
 from ..errors import AppError
+from ..json_input import JSONInputError, decode_json
 from ..planning import plan_study
 from ..sessions import SessionCache
 from ..settings import Settings
@@ -262,9 +263,12 @@ def _cmd_study_export(args: argparse.Namespace) -> int:
 def _cmd_study_import(args: argparse.Namespace) -> int:
 
     try:
-        archive = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        print(f"error: {args.file}: {exc}", file=sys.stderr)
+        archive = decode_json(Path(args.file).read_bytes())
+    except OSError as exc:
+        print(f"error: {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except JSONInputError as exc:
+        print(f"error: {args.file} {exc}", file=sys.stderr)
         return 2
     try:
         with database_session(Settings()) as db:

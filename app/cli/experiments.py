@@ -62,6 +62,7 @@ from elicitation.lab.timing import measure_timing
 
 from ..algorithms import UnknownAlgorithmError, get_algorithm
 from ..codec import CodecError, decode_metric, encode_metric, to_jsonable
+from ..json_input import JSONInputError, decode_json
 from ..metric_views import rate_text, text_lines
 from ..sessions.displayed import build_session_elicitor
 
@@ -321,11 +322,11 @@ def _noise_level(args: argparse.Namespace, parser: argparse.ArgumentParser) -> f
 
 def _load_metric(path: Path, parser: argparse.ArgumentParser) -> Metric:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = decode_json(path.read_bytes())
     except OSError as exc:
         parser.error(f"argument --metric: cannot read {path}: {exc.strerror or exc}")
-    except json.JSONDecodeError as exc:
-        parser.error(f"argument --metric: {path} is not valid JSON ({exc.msg}, line {exc.lineno})")
+    except JSONInputError as exc:
+        parser.error(f"argument --metric: {path} {exc}")
     try:
         return decode_metric(data)
     except CodecError as exc:
@@ -515,11 +516,11 @@ def _build_for_replay(algorithm: str, document: Mapping[str, Any]) -> Any:
 def _run_replay(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.parser
     try:
-        document = json.loads(args.file.read_text(encoding="utf-8"))
+        document = decode_json(args.file.read_bytes())
     except OSError as exc:
         parser.error(f"argument FILE: cannot read {args.file}: {exc.strerror or exc}")
-    except json.JSONDecodeError as exc:
-        parser.error(f"argument FILE: {args.file} is not valid JSON ({exc.msg}, line {exc.lineno})")
+    except JSONInputError as exc:
+        parser.error(f"argument FILE: {args.file} {exc}")
     if not isinstance(document, Mapping):
         parser.error("argument FILE: an answer log must be a JSON object")
     started = time.perf_counter()

@@ -21,6 +21,7 @@ from typing import Any
 from ..admin.best import API_PATHS as BEST_FILES
 from ..admin.export import PARQUET_COMMANDS
 from ..admin.panel import COMMAND_NAMES as PANEL_FILES
+from ..json_input import JSONInputError, decode_json
 from ..study_config import StudyConfigError, parse_study_config, read_study_config_file
 from .web import save_invitation_links
 
@@ -166,9 +167,11 @@ def _study_import(args: argparse.Namespace, remote: Remote) -> int:
             "--owner works on the local database only; the study belongs to the token's account"
         )
     try:
-        archive = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RemoteError(f"{args.file}: {exc}") from None
+        archive = decode_json(Path(args.file).read_bytes())
+    except OSError as exc:
+        raise RemoteError(f"{args.file}: {exc.strerror or exc}") from None
+    except JSONInputError as exc:
+        raise RemoteError(f"{args.file} {exc}") from None
     study = remote.json("POST", "/studies/import", archive)
     print(
         f"imported study {study['id']} ({study['name']}); "
