@@ -23,8 +23,9 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from fastapi import Depends, Request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
+from zxcvbn import zxcvbn
 
 from ..deps import DbSessionDep
 from ..errors import AppError
@@ -49,6 +50,7 @@ __all__ = [
     "admitted_principal",
     "authenticate",
     "check_csrf",
+    "check_password",
     "create_api_token",
     "create_user",
     "find_user",
@@ -72,6 +74,13 @@ LOGIN_CSRF_COOKIE = "elicit_login_csrf"
 SESSION_MAX_AGE_S = 12 * 3600
 MIN_PASSWORD_LENGTH = 12
 MAX_PASSWORD_LENGTH = 1024
+#: The zxcvbn score (0-4) a password needs: 3 stands for about 10^8 to 10^10 guesses, "safely unguessable"
+#: against online guessing and a slow hash like argon2 taken offline.
+MIN_PASSWORD_SCORE = 3
+#: zxcvbn's running time grows steeply with length; beyond this many characters only the start is rated
+#: (a password whose first 64 characters are strong is strong).
+RATED_PASSWORD_CHARACTERS = 64
+_MORE_WORDS = "add another word or two; uncommon words are better."
 #: Failed logins allowed per account and client address in `FAILURE_WINDOW`; times `CLIENT_FACTOR` per
 #: client address, times `ACCOUNT_FACTOR` per account from addresses it never logged in from.
 MAX_FAILED_LOGINS = 5
@@ -142,12 +151,29 @@ class Principal:
 # -- passwords and users -----------------------------------------------------------------------------------
 
 
-def hash_password(password: str) -> str:
-    """An argon2id hash (salted, parameters embedded) of a password that meets the length rules."""
+def check_password(password: str, email: str) -> None:
+    """Refuse a password that is too short or long, blank, or easy to guess, with what to do instead.
+
+    "Easy to guess" is zxcvbn's estimate (Dropbox's strength estimator: dictionaries of common passwords,
+    names and words, keyboard patterns, repeats, sequences, dates) below `MIN_PASSWORD_SCORE`; the
+    account's e-mail address counts as known to a guesser.
+    """
     if len(password) < MIN_PASSWORD_LENGTH:
         raise AdminError(f"the password must have at least {MIN_PASSWORD_LENGTH} characters")
     if len(password) > MAX_PASSWORD_LENGTH:
         raise AdminError(f"the password must have at most {MAX_PASSWORD_LENGTH} characters")
+    if not password.strip():
+        raise AdminError("the password must not be blank")
+    known = [email, *re.split(r"[@._+-]+", email), "elicitation", "studio", "elicit"]
+    rating = zxcvbn(password[:RATED_PASSWORD_CHARACTERS], user_inputs=[word for word in known if word])
+    if rating["score"] < MIN_PASSWORD_SCORE:
+        feedback = rating["feedback"]
+        advice = " ".join([feedback["warning"], *feedback["suggestions"]]).strip()
+        raise AdminError(f"the password is too easy to guess: {advice or _MORE_WORDS}")
+
+
+def hash_password(password: str) -> str:
+    """An argon2id hash (salted, parameters embedded) of a password `check_password` accepted."""
     return _HASHER.hash(password)
 
 
@@ -166,12 +192,13 @@ def normalise_email(email: str) -> str:
 
 
 def create_user(db: Session, email: str, password: str, role: str) -> User:
-    """Create an account (commits); refuses duplicates, unknown roles and short passwords."""
+    """Create an account (commits); refuses duplicates, unknown roles and weak passwords."""
     email = normalise_email(email)
     if role not in {item.value for item in Role}:
         raise AdminError(f"role must be one of {', '.join(item.value for item in Role)}, got {role!r}")
     if db.scalars(select(User).where(User.email == email)).first() is not None:
         raise AdminError(f"an account for {email} exists already", status_code=409, code="exists")
+    check_password(password, email)
     user = User(email=email, password_hash=hash_password(password), role=role, session_epoch=0)
     db.add(user)
     db.commit()
@@ -180,6 +207,7 @@ def create_user(db: Session, email: str, password: str, role: str) -> User:
 
 def set_password(db: Session, user: User, password: str) -> None:
     """Change the password and end every browser session of the user (commits)."""
+    check_password(password, user.email)
     user.password_hash = hash_password(password)
     user.session_epoch += 1
     db.commit()
@@ -230,15 +258,33 @@ def _over_limit(db: Session, email: str, client: str) -> bool:
     )
     if db.scalar(known.where(LoginAttempt.client == client).limit(1)) is not None:
         return False
-    unknown = _failures(db, since, LoginAttempt.email == email, LoginAttempt.client.not_in(known))
-    return unknown > MAX_FAILED_LOGINS * ACCOUNT_FACTOR
+    return _unknown_address_failures(db, since, email, known) > MAX_FAILED_LOGINS * ACCOUNT_FACTOR
+
+
+def _unknown_address_failures(db: Session, since: datetime, email: str, known: Any) -> int:
+    """Failures for ``email`` from addresses outside ``known``, each address counting at most its own
+    share (`MAX_FAILED_LOGINS`): one address alone can never use up the account's budget."""
+    per_client = (
+        select(func.count().label("n"))
+        .where(
+            LoginAttempt.succeeded.is_(False),
+            LoginAttempt.created_at >= since,
+            LoginAttempt.email == email,
+            LoginAttempt.client.not_in(known),
+        )
+        .group_by(LoginAttempt.client)
+        .subquery()
+    )
+    share = case((per_client.c.n > MAX_FAILED_LOGINS, MAX_FAILED_LOGINS), else_=per_client.c.n)
+    return int(db.scalar(select(func.coalesce(func.sum(share), 0))) or 0)
 
 
 def authenticate(db: Session, request: Request, email: str, password: str) -> User:
     """Check a password login; every attempt is recorded, failures are logged and rate limited.
 
     The attempt is committed (as a failure) before the limits are counted, so simultaneous attempts
-    see each other: of any number sent at once, at most the limit's worth reach the password check.
+    see each other: of any number sent at once, at most the limit's worth reach the password check. An
+    attempt the limits refuse is deleted again: only checked passwords count.
     """
     email_key = email.strip().lower()[:254]
     client = _client(request)
@@ -246,6 +292,10 @@ def authenticate(db: Session, request: Request, email: str, password: str) -> Us
     db.add(attempt)
     db.commit()
     if _over_limit(db, email_key, client):
+        # A refused attempt checked no password: it must not count against anyone's budget (else one
+        # address, refused again and again, would fill the account's bucket for every other address).
+        db.delete(attempt)
+        db.commit()
         logger.warning("login refused (rate limit) for %r from %s", email_key, client)
         raise TooManyAttemptsError()
     user = find_user(db, email_key) if email_key else None

@@ -18,6 +18,8 @@ from app.admin.auth import (
     TooManyAttemptsError,
     authenticate,
 )
+from app.admin.models import LoginAttempt
+from app.models import utcnow
 
 ALICE = "alice@example.org"
 
@@ -95,3 +97,35 @@ def test_distributed_guessing_stops_but_known_addresses_still_log_in(
     assert attempt(app, ALICE, PASSWORD, "10.9.9.9") == "refused"
     # ...but alice, at an address she logged in from before, is not locked out.
     assert attempt(app, ALICE, PASSWORD, "192.0.2.10") == "ok"
+
+
+def test_refused_attempts_do_not_count_so_one_address_cannot_lock_an_account_out(
+    app: Any, accounts: dict[str, Any]
+) -> None:
+    # One address keeps trying long after it is refused: more attempts than the account's whole budget.
+    outcomes = [
+        attempt(app, ALICE, "guess", "198.51.100.20") for _ in range(MAX_FAILED_LOGINS * ACCOUNT_FACTOR + 10)
+    ]
+    assert outcomes.count("wrong") == MAX_FAILED_LOGINS
+    assert outcomes.count("refused") == len(outcomes) - MAX_FAILED_LOGINS
+    with app.state.sessionmaker() as db:
+        assert db.query(LoginAttempt).filter_by(client="198.51.100.20").count() == MAX_FAILED_LOGINS
+    # The coordinator, from an address she never used, still gets in.
+    assert attempt(app, ALICE, PASSWORD, "192.0.2.77") == "ok"
+
+
+def test_one_address_counts_at_most_its_share_of_the_account_budget(
+    app: Any, accounts: dict[str, Any]
+) -> None:
+    # A burst from one address left more failures than the whole account budget (simultaneous attempts
+    # are all recorded before any is counted).
+    with app.state.sessionmaker() as db:
+        for _ in range(MAX_FAILED_LOGINS * ACCOUNT_FACTOR + 5):
+            db.add(LoginAttempt(email=ALICE, client="198.51.100.21", succeeded=False, created_at=utcnow()))
+        db.commit()
+    assert attempt(app, ALICE, PASSWORD, "192.0.2.78") == "ok"
+    # Spread over enough addresses, the budget still stops a guesser: 9 more addresses with 5 each.
+    for index in range(ACCOUNT_FACTOR - 1):
+        for _ in range(MAX_FAILED_LOGINS):
+            assert attempt(app, ALICE, "guess", f"10.1.0.{index}") == "wrong"
+    assert attempt(app, ALICE, PASSWORD, "10.2.0.1") == "refused"
