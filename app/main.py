@@ -29,6 +29,7 @@ from .i18n import LANGUAGES, Catalogues, configure_templates, shipped_catalogues
 from .metrics import RequestMetrics, StudyCollector, resume_counter
 from .resources import resource_dir
 from .routes import api, docs, operations, pages
+from .server import BodyDeadlineMiddleware
 from .sessions import SessionCache
 from .settings import Settings
 
@@ -99,10 +100,12 @@ class SecurityHeadersMiddleware:
 class _StudioApp(FastAPI):
     """FastAPI with the security headers outermost: the 500 page (rendered by Starlette's outer
     ``ServerErrorMiddleware``) and 413 answers are built outside ``add_middleware``'s stack. Request
-    metrics sit just inside them, so they time and count those answers too."""
+    metrics sit just inside them, so they time and count those answers too; inside those, every
+    request's body gets its deadline (`app.server.BodyDeadlineMiddleware`)."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        metrics = RequestMetrics(super().build_middleware_stack(), self.state.metrics_registry)
+        timed = BodyDeadlineMiddleware(super().build_middleware_stack(), self.state.settings.body_timeout_s)
+        metrics = RequestMetrics(timed, self.state.metrics_registry)
         return SecurityHeadersMiddleware(metrics)
 
 

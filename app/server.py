@@ -1,21 +1,28 @@
-"""The HTTP server side of `elicit serve`: uvicorn's h11 protocol with a deadline for request headers.
+"""The HTTP server side of the app: deadlines for a request's headers (`HeaderDeadlineProtocol`, used by
+`elicit serve`) and for its body (`BodyDeadlineMiddleware`, in every app).
 
-uvicorn times out idle keep-alive connections and the app times out slow bodies, but nothing limits how
-long a client may take to finish a request's *headers*: a client sending one header byte every few
-seconds holds its connection (and a file descriptor) for ever. `HeaderDeadlineProtocol` closes any
-connection whose next request's headers are not complete within `HEADER_TIMEOUT_S` of it becoming ready
-for one (its opening, or the end of the previous response). A reverse proxy in front should still set its
-own (nginx ``client_header_timeout``).
+uvicorn times out idle keep-alive connections, but nothing limits how long a client may take to finish a
+request: a client sending one header byte every few seconds, or one body byte every ten, holds its
+connection (and a file descriptor, and for a body a task of the app) for ever. `HeaderDeadlineProtocol`
+closes any connection whose next request's headers are not complete within `HEADER_TIMEOUT_S` of it
+becoming ready for one (its opening, or the end of the previous response). `BodyDeadlineMiddleware` gives
+every request's body a deadline counted from the end of its headers (``BODY_TIMEOUT_S``, 120 s by
+default): a body still arriving then is answered 408 and the connection closed. A reverse proxy in front
+should still set its own (nginx ``client_header_timeout``, ``client_body_timeout``).
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import anyio
 import h11
+from fastapi import HTTPException
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HEADER_TIMEOUT_S", "HeaderDeadlineProtocol"]
+__all__ = ["HEADER_TIMEOUT_S", "BodyDeadlineMiddleware", "BodyTooSlowError", "HeaderDeadlineProtocol"]
 
 #: Seconds a client has to send a request's headers (nginx's ``client_header_timeout`` default is 60 s;
 #: a request's headers are a few hundred bytes, one packet on any network a participant uses).
@@ -59,3 +66,57 @@ class HeaderDeadlineProtocol(H11Protocol):
         self._header_deadline = None
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
             self.transport.close()
+
+
+class BodyTooSlowError(HTTPException):
+    """A request body that did not arrive in time (408).
+
+    An `HTTPException`, so that FastAPI's body parsing passes it on unchanged (it turns other errors into
+    400) and the app's error handler answers it as a page or JSON, like any other error.
+    """
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(
+            status_code=408,
+            detail=f"The request did not arrive within {timeout_s:g} seconds and was stopped; "
+            "please try again.",
+        )
+
+
+class BodyDeadlineMiddleware:
+    """Every request's body must have arrived ``timeout_s`` after the request reached the app.
+
+    Each read of the body waits at most until the deadline; a read that would wait longer raises
+    `BodyTooSlowError` in whatever was reading (the body parser, the back office's admission, a form),
+    and the answer then closes the connection (the rest of the body is never read). Reads after the body
+    is complete (waiting for the client to go away) have no deadline.
+    """
+
+    def __init__(self, app: ASGIApp, timeout_s: float) -> None:
+        self.app = app
+        self.timeout_s = timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        deadline = anyio.current_time() + self.timeout_s
+        complete = late = False
+
+        async def receive_in_time() -> Message:
+            nonlocal complete, late
+            if complete:
+                return await receive()
+            with anyio.move_on_after(deadline - anyio.current_time()):
+                message = await receive()
+                complete = message["type"] != "http.request" or not message.get("more_body", False)
+                return message
+            late = True
+            raise BodyTooSlowError(self.timeout_s)
+
+        async def send_closing_when_late(message: Message) -> None:
+            if late and message["type"] == "http.response.start":
+                MutableHeaders(scope=message)["connection"] = "close"
+            await send(message)
+
+        await self.app(scope, receive_in_time, send_closing_when_late)

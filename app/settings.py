@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     debug: bool = False
     #: Bearer token Prometheus presents to scrape ``/metrics``; unset, ``/metrics`` does not exist (404).
     metrics_token: str | None = None
+    #: Seconds a request's body may take to arrive after its headers (every route; 408 and the connection
+    #: closed after that). The largest body is a 50 MB study archive.
+    body_timeout_s: float = Field(default=120.0, gt=0)
     #: Secret for signing cookies of the back office (later issues); only ever taken from the environment.
     secret_key: str | None = None
 

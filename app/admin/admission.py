@@ -6,8 +6,8 @@ and a slow upload would hold a database connection while its body trickled in. R
 routers use `AdmittedRoute`: for a state-changing request to a route that needs a principal it first
 checks the credentials on a short database session of its own (closed again at once), answering 401 or
 the login redirect without reading the body; then it reads the body, with the route's size limit
-(enforced while streaming) and a time limit, holding no database connection; only then does the route's
-own work start. The dependencies `api_user` and `ui_user` reuse the principal found here.
+(enforced while streaming) within the app's body deadline, holding no database connection; only then
+does the route's own work start. The dependencies `api_user` and `ui_user` reuse the principal found here.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from starlette.requests import ClientDisconnect
 from ..deps import connection_slots
 from .auth import (
     NO_CREDENTIALS,
-    AdminError,
     AuthError,
     admitted_principal,
     api_user,
@@ -35,10 +34,8 @@ from .auth import (
     ui_user,
 )
 
-__all__ = ["BODY_READ_TIMEOUT_S", "AdmittedRoute"]
+__all__ = ["AdmittedRoute"]
 
-#: A back-office body (at most the 50 MB archive) must have arrived this long after the headers.
-BODY_READ_TIMEOUT_S = 120.0
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _PRINCIPAL_DEPENDENCIES = {api_user: "api", ui_user: "ui"}
 
@@ -72,14 +69,7 @@ class AdmittedRoute(APIRoute):
             async with slots if slots is not None else contextlib.nullcontext():
                 request.state.principal = await anyio.to_thread.run_sync(admitted_principal, request, kind)
             try:
-                with anyio.fail_after(BODY_READ_TIMEOUT_S):
-                    await request.body()
-            except TimeoutError:
-                raise AdminError(
-                    "The upload took too long and was stopped; please try again.",
-                    status_code=408,
-                    code="body_timeout",
-                ) from None
+                await request.body()  # within the app's body deadline (`app.server.BodyDeadlineMiddleware`)
             except ClientDisconnect:
                 # The client is gone: nobody reads an answer, and nothing was stored.
                 return Response(status_code=400)
