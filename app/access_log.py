@@ -1,9 +1,11 @@
-"""Participant tokens never reach the access log: the token in a session's path is a password.
+"""Participant tokens, codes and panel IDs never reach the access log in clear.
 
-Only the SHA-256 of a participant's token is stored, so a log line must not carry the token itself.
-`TokenRedactor` (installed on uvicorn's access logger by the app factory) writes the path with the token
-replaced by ``~`` and the first 12 hex digits of its SHA-256, the same prefix as the stored ``token_hash``,
-so a coordinator can still tell which session a request belonged to.
+Only the SHA-256 of a participant's token is stored, so a log line must not carry the token itself; and a
+participant code or panel ID (``join?PROLIFIC_PID=…``, ``?participant_code=…``) is enough to find a
+person on their panel. `TokenRedactor` (installed on uvicorn's access logger by the app factory) writes
+the path with the token in it, and the value of every query parameter, replaced by ``~`` and the first
+12 hex digits of its SHA-256 (for a token, the same prefix as the stored ``token_hash``), so a
+coordinator can still tell which session or which panel ID a request belonged to, and nobody else can.
 """
 
 from __future__ import annotations
@@ -17,17 +19,21 @@ __all__ = ["ACCESS_LOGGER", "TokenRedactor", "install", "redact_path"]
 ACCESS_LOGGER = "uvicorn.access"
 #: ``/sessions/{token}`` and ``/api/v1/sessions/{token}`` (and everything below them).
 _SESSION_PATH = re.compile(r"(/sessions/)([^/?#]+)")
+#: A query parameter's value: from ``=`` to the next ``&``, ``;`` or ``#``.
+_QUERY_VALUE = re.compile(r"(=)([^&;#]+)")
 _DIGEST_CHARS = 12
 
 
 def _digest(match: re.Match[str]) -> str:
-    token = match.group(2)
-    return f"{match.group(1)}~{hashlib.sha256(token.encode('utf-8')).hexdigest()[:_DIGEST_CHARS]}"
+    secret = match.group(2)
+    return f"{match.group(1)}~{hashlib.sha256(secret.encode('utf-8')).hexdigest()[:_DIGEST_CHARS]}"
 
 
 def redact_path(path: str) -> str:
-    """``path`` with every participant token replaced by ``~`` and its digest prefix."""
-    return _SESSION_PATH.sub(_digest, path)
+    """``path`` with every participant token and every query value replaced by ``~`` and its digest
+    prefix (a query value is digested as it was sent, percent-encoding and all)."""
+    route, mark, query = path.partition("?")
+    return _SESSION_PATH.sub(_digest, route) + mark + _QUERY_VALUE.sub(_digest, query)
 
 
 class TokenRedactor(logging.Filter):

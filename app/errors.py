@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from elicitation import ReplayMismatchError
 
+from .access_log import redact_path
 from .embedding import allow_framing
 from .i18n import N_, negotiate
 
@@ -193,7 +194,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ReplayMismatchError)
     def _replay_mismatch(request: Request, exc: ReplayMismatchError) -> Response:
-        logger.warning("replay mismatch on %s: %s", request.url.path, exc)
+        logger.warning("replay mismatch on %s: %s", redact_path(request.url.path), exc)
         message = N_(
             "This session was recorded with a different version of the study or of the elicitation "
             "software, so it cannot be continued safely. Your answers so far are kept. Please contact "
@@ -234,7 +235,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     def _unexpected(request: Request, exc: Exception) -> Response:
-        logger.exception("unhandled error on %s %s", request.method, request.url.path)
+        logger.exception("unhandled error on %s %s", request.method, redact_path(request.url.path))
         message = N_("Something went wrong on our side. Your previous answers are safe; please try again.")
         if _wants_json(request):
             return JSONResponse({"error": "internal_error", "message": message}, status_code=500)

@@ -357,7 +357,7 @@ def test_api_create_and_edit_take_resume_by_participant_code(
     client: TestClient, accounts: dict[str, Any]
 ) -> None:
     token = accounts["alice"]["token"]
-    assert create(client, token)["config"]["resume_by_participant_code"] is True  # the default
+    assert create(client, token)["config"]["resume_by_participant_code"] is False  # the default
     study = create(client, token, resume_by_participant_code=False)
     assert study["config"]["resume_by_participant_code"] is False
     edited = client.patch(

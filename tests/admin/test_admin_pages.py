@@ -177,7 +177,7 @@ def test_study_form_round_trips_resume_by_participant_code(
     client: TestClient, accounts: dict[str, Any]
 ) -> None:
     csrf = login(client, "alice@example.org")
-    assert " checked" in _resume_box(client.get("/admin/studies/new").text)  # on by default
+    assert " checked" not in _resume_box(client.get("/admin/studies/new").text)  # off unless chosen
     # An unticked checkbox is simply absent from the posted form.
     created = client.post(
         "/admin/studies/new", data={**_form(), "action": "save", "csrf_token": csrf}, follow_redirects=False

@@ -65,7 +65,7 @@ def test_prolific_link_lands_in_the_export_resumes_by_pid_and_redirects_with_the
     client: TestClient, app: Any, accounts: dict[str, Any]
 ) -> None:
     coordinator = accounts["alice"]["token"]
-    sid = _open_study(client, coordinator, PROLIFIC)
+    sid = _open_study(client, coordinator, {**PROLIFIC, "resume_by_participant_code": True})
     link = {"PROLIFIC_PID": PID, "STUDY_ID": "st-42", "SESSION_ID": "first visit", "utm_source": "x"}
 
     page = client.get(f"/studies/{sid}/join", params=link)
@@ -86,7 +86,8 @@ def test_prolific_link_lands_in_the_export_resumes_by_pid_and_redirects_with_the
     participant.answer(client, token, state)
     participant.answer(client, token, client.get(f"/api/v1/sessions/{token}").json())
 
-    # The same PID from another browser (no cookie), on a later Prolific session: one click continues.
+    # The study opted in: the same PID from another browser (no cookie), on a later Prolific session,
+    # continues with one click.
     client.cookies.clear()
     again = client.get(f"/studies/{sid}/join", params={**link, "SESSION_ID": "second visit"})
     assert again.status_code == 200

@@ -93,3 +93,40 @@ def test_stored_json_reads_back_exactly_and_tolerates_nan(tmp_path: Path) -> Non
     assert stored[:4] == values[:4]  # bit-identical floats
     assert math.isnan(stored[4])  # the standard serializer writes NaN; orjson alone would refuse it
     assert load_json(b'{"a": [1.5]}') == {"a": [1.5]}
+
+
+def test_resuming_by_participant_code_becomes_opt_in_for_studies_nobody_answered(settings: Settings) -> None:
+    from app_support import make_study
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.models import Study
+
+    application = create_app(settings)
+    answered = make_study(application, name="answered", resume_by_participant_code=True)
+    make_study(application, name="fresh", resume_by_participant_code=True)
+    make_study(application, name="off", resume_by_participant_code=False)
+    with TestClient(application) as client:
+        created = client.post(f"/api/v1/studies/{answered.id}/sessions", json={"consent": True})
+        token = created.json()["token"]
+        assert (
+            client.post(
+                f"/api/v1/sessions/{token}/answers", json={"seq": 0, "preferred": "first"}
+            ).status_code
+            == 200
+        )
+    application.state.engine.dispose()
+    config = alembic_config(settings)
+    command.downgrade(config, "0009")
+    command.upgrade(config, "head")
+    engine = make_engine(settings)
+    try:
+        with engine.connect() as connection:
+            stored = dict(connection.execute(select(Study.name, Study.config)).all())
+    finally:
+        engine.dispose()
+    # The study with answers keeps what its participants may rely on (its configuration is frozen);
+    # the one nobody answered takes the new default; a study that chose "off" stays off.
+    assert stored["answered"]["resume_by_participant_code"] is True
+    assert stored["fresh"]["resume_by_participant_code"] is False
+    assert stored["off"]["resume_by_participant_code"] is False

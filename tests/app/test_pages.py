@@ -241,11 +241,15 @@ def test_the_footer_says_how_to_come_back_as_it_really_works(
         assert "In this browser, the study's link brings you back" in footer, path
         assert "use your personal link" in footer and "Continue later or on another device" in page
         assert "same link later" not in page
-    # A code the study continues sessions by is what brings the participant back elsewhere; shown escaped.
+    # A code the study continues sessions by (it opted in) is what brings the participant back elsewhere;
+    # shown escaped.
+    by_code = make_study(app, name="by code", resume_by_participant_code=True)
     code = "<b>ab-12</b>"
     client.cookies.clear()  # another browser
     response = client.post(
-        f"/studies/{study.id}/join", data={"consent": "yes", "participant_code": code}, follow_redirects=False
+        f"/studies/{by_code.id}/join",
+        data={"consent": "yes", "participant_code": code},
+        follow_redirects=False,
     )
     coded = response.headers["location"].split("/")[2]
     footer = _footer(client.get(f"/sessions/{coded}").text)
@@ -253,8 +257,8 @@ def test_the_footer_says_how_to_come_back_as_it_really_works(
         'enter your participant code <strong data-testid="footer-code">&lt;b&gt;ab-12&lt;/b&gt;</strong>'
         in footer
     )
-    # A study that does not continue by code never promises it.
-    no_resume = make_study(app, name="no resume", resume_by_participant_code=False)
+    # A study that does not continue by code (the default) never promises it.
+    no_resume = make_study(app, name="no resume")
     response = client.post(
         f"/studies/{no_resume.id}/join",
         data={"consent": "yes", "participant_code": "x1"},

@@ -115,7 +115,10 @@ def test_visiting_a_personal_link_teaches_the_browser_its_join_link(
     assert f'href="/sessions/{token}"' in client.get(f"/studies/{study.id}/join").text
 
 
-def test_a_returning_participant_code_continues_its_session(client: TestClient, app: Any, study: Any) -> None:
+def test_a_returning_participant_code_continues_its_session_when_the_study_opts_in(
+    client: TestClient, app: Any
+) -> None:
+    study = make_study(app, resume_by_participant_code=True)
     first, _ = _join(client, study, code="PANEL-17")
     _answer(client, first)
     with TestClient(app) as other_device:
@@ -129,8 +132,10 @@ def test_a_returning_participant_code_continues_its_session(client: TestClient, 
     assert _flagged_codes(app, study) == []
 
 
-def test_a_study_can_start_a_new_session_for_a_returning_code(client: TestClient, app: Any) -> None:
-    study = make_study(app, resume_by_participant_code=False)
+def test_by_default_a_returning_code_in_another_browser_starts_a_new_session(
+    client: TestClient, app: Any, study: Any
+) -> None:
+    # Knowing someone's participant code (or panel ID) is not enough to take over their session.
     first, _ = _join(client, study, code="PANEL-17")
     with TestClient(app) as other_device:
         second, location = _join(other_device, study, code="PANEL-17")
@@ -159,9 +164,10 @@ def _api_session(client: TestClient, study: Any, **body: Any) -> dict[str, Any]:
     return created
 
 
-def test_the_json_api_continues_a_returning_participant_code(
-    client: TestClient, app: Any, study: Any
+def test_the_json_api_continues_a_returning_participant_code_when_the_study_opts_in(
+    client: TestClient, app: Any
 ) -> None:
+    study = make_study(app, resume_by_participant_code=True)
     first = _api_session(client, study, participant_code="PANEL-9", consent=True)
     assert first["resumed"] is False
     _answer(client, first["token"])
@@ -179,7 +185,8 @@ def test_the_json_api_continues_a_returning_participant_code(
     assert _count_sessions(app) == 3
 
 
-def test_the_json_api_consents_a_returning_code_only_when_asked(client: TestClient, study: Any) -> None:
+def test_the_json_api_consents_a_returning_code_only_when_asked(client: TestClient, app: Any) -> None:
+    study = make_study(app, resume_by_participant_code=True)
     first = _api_session(client, study, participant_code="PANEL-3")
     assert client.get(f"/api/v1/sessions/{first['token']}").json()["status"] == "invited"
     looked = _api_session(client, study, participant_code="PANEL-3")
@@ -191,9 +198,8 @@ def test_the_json_api_consents_a_returning_code_only_when_asked(client: TestClie
 
 
 def test_the_json_api_starts_anew_when_the_study_does_not_resume_by_code(
-    client: TestClient, app: Any
+    client: TestClient, app: Any, study: Any
 ) -> None:
-    study = make_study(app, resume_by_participant_code=False)
     first = _api_session(client, study, participant_code="PANEL-17", consent=True)
     again = _api_session(client, study, participant_code="PANEL-17", consent=True)
     assert first["resumed"] is again["resumed"] is False

@@ -80,6 +80,7 @@ def test_panel_pages_have_no_serious_axe_violation(screen: Page, live_server: An
     page = screen
     study = live_server.create_study(
         panel="prolific",
+        resume_by_participant_code=True,
         completion_code="C1A2B3C4",
         redirect_url="https://app.prolific.com/submissions/complete?cc={completion_code}",
         redirect_delay_seconds=600,

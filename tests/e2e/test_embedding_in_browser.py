@@ -165,6 +165,7 @@ def test_a_prolific_link_resumes_by_pid_and_forwards_to_the_completion_address(
     study = live_server.create_study(
         name="Prolific study",
         panel="prolific",
+        resume_by_participant_code=True,
         completion_code="C1A2B3C4",
         redirect_url=f"{other_site.origin}/complete?cc={{completion_code}}&pid={{PROLIFIC_PID}}",
         redirect_delay_seconds=2,
@@ -182,7 +183,7 @@ def test_a_prolific_link_resumes_by_pid_and_forwards_to_the_completion_address(
     with page.expect_navigation():
         page.get_by_test_id("choose-left").click()
 
-    # The same PID on another device: one click continues at the same question.
+    # The study opted in: the same PID on another device continues at the same question in one click.
     other = browser.new_context()
     try:
         phone = other.new_page()
