@@ -14,6 +14,7 @@ same screens and the same elicitor answers.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import operator
 from collections import Counter
@@ -33,6 +34,7 @@ from .models import Phase
 __all__ = [
     "CHECK_DOMINANCE",
     "CHECK_REPEAT",
+    "EVALUATION_AGREEMENT_PRIOR",
     "EVALUATION_MIN_PAIRS",
     "Choice",
     "LoggedAnswer",
@@ -41,6 +43,8 @@ __all__ = [
     "Step",
     "elicitor_choice",
     "evaluation_agreement",
+    "evaluation_left",
+    "evaluation_progress",
     "wilson_interval",
 ]
 
@@ -56,6 +60,10 @@ DOMINANCE_MIN_COMPONENT = 0.5
 EVALUATION_MIN_PAIRS = 8
 #: Normal quantile of the 95 % Wilson interval reported (and used to stop) for the agreement M.
 WILSON_Z = 1.959963984540054
+#: Chance that a person's answer to an evaluation pair agrees with their elicited metric, as the length
+#: estimate assumes it (the evaluation ends early only after a run of agreeing answers); the demo's and
+#: the fairness study's simulated people end early as often as this predicts (docs/realistic-queries.md).
+EVALUATION_AGREEMENT_PRIOR = 0.9
 #: Draws of a plan pair tried before accepting one whose sides display alike (the sphere is too small).
 _PAIR_DRAWS = 16
 
@@ -72,6 +80,34 @@ def wilson_interval(agreed: int, decided: int, z: float = WILSON_Z) -> tuple[flo
     centre = (share + z * z / (2 * decided)) / denominator
     half = z * math.sqrt(share * (1.0 - share) / decided + z * z / (4 * decided * decided)) / denominator
     return max(0.0, min(share, centre - half)), min(1.0, max(share, centre + half))
+
+
+def _settled(agreed: int, decided: int, precision: float) -> bool:
+    """Whether ``agreed`` of ``decided`` evaluation answers pin the agreement to ``precision`` (95 %)."""
+    if decided < EVALUATION_MIN_PAIRS:
+        return False
+    low, high = wilson_interval(agreed, decided)
+    return (high - low) / 2.0 <= precision
+
+
+@functools.lru_cache(maxsize=4096)
+def _expected_left(agreed: int, decided: int, asked: int, limit: int, precision: float) -> float:
+    if asked >= limit or _settled(agreed, decided, precision):
+        return 0.0
+    agree = _expected_left(agreed + 1, decided + 1, asked + 1, limit, precision)
+    disagree = _expected_left(agreed, decided + 1, asked + 1, limit, precision)
+    return 1.0 + EVALUATION_AGREEMENT_PRIOR * agree + (1.0 - EVALUATION_AGREEMENT_PRIOR) * disagree
+
+
+def evaluation_left(agreed: int, decided: int, asked: int, limit: int, precision: float | None) -> float:
+    """Evaluation pairs still expected after ``asked`` of at most ``limit`` were asked (``decided`` of them
+    not "about the same", ``agreed`` of those as the elicited metric picks): all the rest without a
+    ``precision`` goal, else the expectation when each later answer agrees with probability
+    `EVALUATION_AGREEMENT_PRIOR` and the evaluation ends as soon as the agreement is pinned (as
+    `SessionPlan.next_step` ends it)."""
+    if precision is None:
+        return float(max(0, limit - asked))
+    return _expected_left(agreed, decided, asked, limit, precision)
 
 
 class _Purpose(enum.IntEnum):
@@ -341,11 +377,7 @@ class SessionPlan:
         """True once enough evaluation pairs pin the elicited metric's agreement to `evaluation_precision`."""
         if metric is None or self.evaluation_precision is None:
             return False
-        agreed, decided = evaluation_agreement(rows, metric)
-        if decided < EVALUATION_MIN_PAIRS:
-            return False
-        low, high = wilson_interval(agreed, decided)
-        return (high - low) / 2.0 <= self.evaluation_precision
+        return _settled(*evaluation_agreement(rows, metric), self.evaluation_precision)
 
     def _check_step(self, index: int, position: int, elicitation_rows: Sequence[LoggedAnswer]) -> Step:
         kind = self.check_kinds[index]
@@ -372,20 +404,47 @@ class SessionPlan:
             check={"type": CHECK_REPEAT, "of_seq": original.seq, "expected": expected.value},
         )
 
-    def estimated_total(self, answered_elicitor: int, elicitor_total: int, finished: bool) -> int:
-        """Comparisons in the session: practice + elicitor (estimate or actual) + checks + evaluation."""
+    def evaluation_bounds(self) -> tuple[int, int]:
+        """The fewest and the most evaluation pairs a session asks (the fewest: every answer agreeing)."""
+        limit = self.evaluation_queries
+        if self.evaluation_precision is None:
+            return limit, limit
+        precision = self.evaluation_precision
+        return next((n for n in range(1, limit + 1) if _settled(n, n, precision)), limit), limit
+
+    def estimated_total(
+        self,
+        answered_elicitor: int,
+        elicitor_total: int,
+        finished: bool,
+        evaluation: tuple[int, int, int] = (0, 0, 0),
+    ) -> int:
+        """Comparisons in the session: practice + elicitor (estimate or actual) + checks + evaluation pairs
+        (those asked, ``evaluation[2]``, and those still expected, `evaluation_left` of ``evaluation``).
+        The one count a participant is told, on the consent page, the question page and in the API."""
         elicitor = answered_elicitor if finished else max(elicitor_total, answered_elicitor + 1)
-        return self.practice_queries + elicitor + self.n_checks + self.evaluation_queries
+        return self.practice_queries + elicitor + self.n_checks + evaluation[2] + self._left(evaluation)
+
+    def _left(self, evaluation: tuple[int, int, int]) -> int:
+        """The evaluation pairs still expected (`evaluation_left`), in whole comparisons."""
+        return round(evaluation_left(*evaluation, self.evaluation_queries, self.evaluation_precision))
 
     def sections(
-        self, rows: Sequence[LoggedAnswer], elicitor_total: int, finished: bool, step: Step | None
+        self,
+        rows: Sequence[LoggedAnswer],
+        elicitor_total: int,
+        finished: bool,
+        step: Step | None,
+        evaluation: tuple[int, int, int] = (0, 0, 0),
     ) -> list[Section]:
         """The session's parts for the progress display: practice, the questions (checks included, they are
-        not announced as different), and the last comparisons; ``current`` marks where ``step`` is."""
+        not announced as different), and the last comparisons (as many as `estimated_total` expects);
+        ``current`` marks where ``step`` is."""
         counts = Counter(map(_PHASE_OF, rows))
         elicited = counts[Phase.ELICITATION]
         questions_total = (elicited if finished else max(elicitor_total, elicited + 1)) + self.n_checks
         phase = step.phase if step is not None else None
+        final_total = counts[Phase.EVALUATION] + self._left(evaluation) if step is not None else 0
         parts = [
             Section(
                 "practice",
@@ -405,7 +464,7 @@ class SessionPlan:
                 "final",
                 N_("Last comparisons"),
                 counts[Phase.EVALUATION],
-                max(self.evaluation_queries if step is not None else 0, counts[Phase.EVALUATION]),
+                max(final_total, counts[Phase.EVALUATION]),
                 phase is Phase.EVALUATION,
             ),
         ]
@@ -433,3 +492,14 @@ def evaluation_agreement(rows: Sequence[LoggedAnswer], metric: Metric) -> tuple[
         decided += 1
         agreed += metric.prefers(query.first, query.second) == (choice is Choice.FIRST)
     return agreed, decided
+
+
+def evaluation_progress(rows: Sequence[LoggedAnswer], metric: Metric | None) -> tuple[int, int, int]:
+    """(agreed, decided, asked) of the evaluation pairs in ``rows``, as `SessionPlan.estimated_total`
+    takes them; without the elicited metric (or the rows' queries) the answers so far count as agreeing,
+    which is what an evaluation still under way most likely means."""
+    asked = sum(1 for row in rows if row.phase == Phase.EVALUATION)
+    if metric is None or asked == 0:
+        return asked, asked, asked
+    agreed, decided = evaluation_agreement(rows, metric)
+    return agreed, decided, asked

@@ -35,8 +35,10 @@ from elicitation.families import Draw
 
 from ..algorithms import get_algorithm
 from ..charts.comparison import displayed_counts
+from ..plan import evaluation_left
 from ..sessions.displayed import build_session_elicitor
 from ..study_config import StudyConfig, build_space, config_hash
+from .pace import PRIOR_MEDIAN_SECONDS
 
 __all__ = [
     "DEFAULT_MIN_CELL_GAP",
@@ -51,9 +53,9 @@ __all__ = [
     "plan_study",
 ]
 
-#: A comparison of two classifiers takes about this long when nothing was measured yet (seconds): people
-#: read two charts of 100 people and decide; measured sessions replace it as soon as there are any.
-DEFAULT_SECONDS_PER_QUERY = 8.0
+#: A comparison of two classifiers takes about this long when nothing was measured yet (seconds): the
+#: prior for people that measured sessions are pooled with (`pace.study_pace`).
+DEFAULT_SECONDS_PER_QUERY = PRIOR_MEDIAN_SECONDS
 DEFAULT_TRIALS = 20
 #: Two classifiers a person is shown must differ by this many people (out of 100) in some confusion cell.
 DEFAULT_MIN_CELL_GAP = 2.0
@@ -62,7 +64,7 @@ IMPERCEPTIBLE_WARNING_SHARE = 0.10
 #: The planner stops early (with fewer trials, reported) after this much wall time per request.
 TIME_BUDGET_S = 6.0
 #: Part of every cache key: bump it when the simulation below changes what it reports.
-PLANNER_VERSION = 2
+PLANNER_VERSION = 3
 #: Simulations a `PlanCache` keeps (one per study configuration; a result is well under 1 kB).
 DEFAULT_PLAN_CACHE_SIZE = 128
 
@@ -192,7 +194,10 @@ def _simulate(config: StudyConfig, trials: int, seed: int, time_budget_s: float)
         queries_mean=q_mean,
         queries_p90=q_p90,
         queries_max_bound=bound,
-        other_comparisons=config.practice_queries + config.total_checks + config.evaluation_queries,
+        # The evaluation pairs a session is expected to ask (they may end early), as participants are told.
+        other_comparisons=config.practice_queries
+        + config.total_checks
+        + round(evaluation_left(0, 0, 0, config.evaluation_queries, config.evaluation_precision)),
         error_a_mean=_stat(errors_a),
         error_a_p90=_stat(errors_a, 90),
         error_b_mean=_stat(errors_b),
@@ -210,7 +215,7 @@ def _priced(
     if seconds_per_query is not None:
         seconds, source = float(seconds_per_query), "set for this study"
     elif measured_seconds is not None:
-        seconds, source = float(measured_seconds), "median measured in people's sessions of this study"
+        seconds, source = float(measured_seconds), "people's sessions of this study, pooled with the prior"
     else:
         seconds, source = DEFAULT_SECONDS_PER_QUERY, "the default; no session of people measured yet"
     comparisons_mean = simulation.queries_mean + simulation.other_comparisons

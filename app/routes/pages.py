@@ -165,8 +165,8 @@ def _personal_link(request: Request, token: str) -> str:
     return f"{base}/sessions/{token}"
 
 
-def _estimate(request: Request, db: DbSessionDep, study: Any) -> StudyEstimate | None:
-    return study_estimate(db, request.app.state.plan_cache, study)
+def _estimate(request: Request, db: DbSessionDep, study: Any) -> StudyEstimate:
+    return study_estimate(db, request.app.state.session_cache, study)
 
 
 @router.get("/")

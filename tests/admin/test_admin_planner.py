@@ -36,7 +36,7 @@ def test_plan_cache_simulates_once_per_configuration_and_prices_every_call(simul
     assert first == plan_study(config)  # the cached plan is the plan
     assert again.seconds_per_query == 20.0 and again.seconds_source == "set for this study"
     assert again.minutes_mean == pytest.approx(first.comparisons_mean * 20.0 / 60.0)
-    assert cache.plan(config, measured_seconds=3.0).seconds_source.startswith("median measured")
+    assert cache.plan(config, measured_seconds=3.0).seconds_source.startswith("people's sessions")
     assert len(simulations) == 2  # plan_study above simulated; the cache did not
 
     renamed = parse_study_config({**STUDY_CONFIG, "name": "Renamed"})

@@ -65,7 +65,7 @@ def test_a_session_is_shown_against_its_own_expected_total(
     study_id = _open_study(client, accounts)
     _token, state = _answering(client, study_id, 6)
     own_total = state["progress"]["estimated_total"]
-    assert own_total < BUDGET_TOTAL, "the elicitor's stopping rule expects fewer questions than its budget"
+    assert own_total == BUDGET_TOTAL  # the budget stands until the elicitor stops (as its participant sees)
     login(client, "alice@example.org")
     [row] = _rows(client, study_id)
     assert (row["answered"], row["estimated_total"], row["own_estimate"]) == (6, own_total, True)

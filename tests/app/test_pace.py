@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from app_support import new_session
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
 from app.admin.monitor import study_dashboard
 from app.models import Answer, AnswerChannel
-from app.planning import DEFAULT_SECONDS_PER_QUERY, measured_seconds_per_query, study_plan
+from app.planning import DEFAULT_SECONDS_PER_QUERY, measured_seconds_per_query, study_pace, study_plan
 
 
 def _measured(app: Any, study: Any) -> float | None:
@@ -102,5 +103,8 @@ def test_the_plan_is_priced_with_peoples_time_only(client: TestClient, app: Any,
     _page_answers(client, new_session(client, study), [(15_000, 0)] * 3)
     with app.state.sessionmaker() as db:
         plan = study_plan(db, app.state.plan_cache, study)
-    assert plan.seconds_per_query == 15.0 and "people" in plan.seconds_source
-    assert plan.minutes_mean == plan.comparisons_mean * 15.0 / 60.0
+    # One session of 15 s moves the prior's 12 s a quarter of the way (in log seconds), no further.
+    pooled = study_pace([15.0]).median
+    assert DEFAULT_SECONDS_PER_QUERY < pooled < 15.0
+    assert plan.seconds_per_query == pytest.approx(pooled) and "people" in plan.seconds_source
+    assert plan.minutes_mean == pytest.approx(plan.comparisons_mean * pooled / 60.0)

@@ -1,58 +1,79 @@
-"""The study-length estimate a participant is shown before starting and in the instructions."""
+"""One honest estimate: the length a participant is told comes from one source and holds.
+
+The consent page, the instructions, the question page's "Question N of about M", its progress bars and
+the API's progress all count from the session script (`SessionPlan.estimated_total`); the minutes are a
+range from people's pace (`planning.study_pace`). QPME here, whose sessions once ended with a total one
+above what they asked.
+"""
 
 from __future__ import annotations
 
-import math
 import re
-import time
 from typing import Any
 
+import numpy as np
 import pytest
+from app_support import Participant, make_study, new_session
 from fastapi.testclient import TestClient
 
-from app.planning.planner import plan_study
-from app.study_config import StudyConfig
+from app.planning import study_estimate
+from elicitation import QuadraticMetric
 
-#: Longest the background simulation may take here (the planner stops itself after 6 s of wall time).
-WARM_TIMEOUT_S = 60.0
+TRUTH = QuadraticMetric(np.array([0.6, 0.8]), np.array([[-0.4, 0.1], [0.1, -0.3]]))
+
+
+def _stated(html: str) -> tuple[int, int, int]:
+    """(questions, fewest minutes, most minutes) as a consent or instructions page states them."""
+    match = re.search(
+        r'data-testid="study-length">[^<]*?about (\d+) questions?[^<]*?(\d+) to (\d+) minutes', html, re.I
+    )
+    assert match, html[:3000]
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
 
 
 @pytest.mark.parametrize("where", ["join", "invitation", "instructions"])
-def test_consent_and_instructions_state_the_planners_estimate(
+def test_every_page_states_the_count_the_question_page_starts_from(
     client: TestClient, app: Any, study: Any, where: str
 ) -> None:
-    config = StudyConfig.model_validate(study.config)
-    plan = plan_study(config)
-    questions = round(plan.comparisons_mean)
-    app.state.plan_cache.plan(config)  # as the coordinator's study page does
-    if where == "join":
-        html = client.get(f"/studies/{study.id}/join").text
-    else:
-        created = client.post(f"/api/v1/studies/{study.id}/sessions", json={"consent": where != "invitation"})
-        token = created.json()["token"]
-        html = client.get(
-            f"/sessions/{token}" if where == "invitation" else f"/sessions/{token}/instructions"
-        ).text
-    match = re.search(
-        r'data-testid="study-length">[^<]*?about (\d+) questions?[^<]*?about (\d+) minutes?',
-        html,
-        re.IGNORECASE,
-    )
-    assert match, html[:2000]
-    assert int(match.group(1)) == questions
-    assert int(match.group(2)) == max(1, math.ceil(plan.minutes_mean - 0.25))
-    assert "ten minutes" not in html
+    with app.state.sessionmaker() as db:
+        told = study_estimate(db, app.state.session_cache, study)
+    token = new_session(client, study, consent=where == "instructions")
+    page = {
+        "join": f"/studies/{study.id}/join",
+        "invitation": f"/sessions/{token}",
+        "instructions": f"/sessions/{token}/instructions",
+    }[where]
+    assert _stated(client.get(page).text) == (told.questions, told.minutes_low, told.minutes_high)
+    assert told.minutes_low < told.minutes_high
+    if where != "instructions":
+        client.post(f"/sessions/{token}/consent", data={"consent": "yes"})
+    state = client.get(f"/api/v1/sessions/{token}").json()
+    assert state["progress"]["estimated_total"] == told.questions
+    assert f"Question 1 of about {told.questions}" in client.get(f"/sessions/{token}").text
+    # Nothing was simulated for it: the page never waits for the planner.
+    assert len(app.state.plan_cache) == 0
 
 
-def test_a_participant_never_waits_for_the_planner(client: TestClient, app: Any, study: Any) -> None:
-    """Before the configuration is simulated, the page says nothing about the length (never a guess)
-    and starts the simulation in the background; once it is done, the page states it."""
-    plans = app.state.plan_cache
-    assert len(plans) == 0
-    html = client.get(f"/studies/{study.id}/join").text
-    assert 'data-testid="consent"' in html and 'data-testid="study-length"' not in html
-    deadline = time.monotonic() + WARM_TIMEOUT_S
-    while len(plans) == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert len(plans) == 1, "the first visit starts the planner's simulation in the background"
-    assert 'data-testid="study-length"' in client.get(f"/studies/{study.id}/join").text
+def test_the_last_question_has_nothing_left_and_a_finished_session_adds_up(
+    client: TestClient, app: Any
+) -> None:
+    study = make_study(app, evaluation_queries=3)
+    token = new_session(client, study)
+    participant = Participant(TRUTH)
+    state = client.get(f"/api/v1/sessions/{token}").json()
+    told = state["progress"]["estimated_total"]
+    totals = []
+    while state["query"] is not None:
+        totals.append(state["progress"]["estimated_total"])
+        page = client.get(f"/sessions/{token}").text
+        last = len(totals) == state["progress"]["estimated_total"]
+        assert ('data-testid="progress-left"' in page) is not last
+        state = participant.answer(client, token, state)
+    answered = state["progress"]["answered"]
+    assert state["progress"]["estimated_total"] == answered  # done: the total is what was asked
+    assert totals[-1] == answered  # the last question said it was the last
+    assert abs(told - answered) <= 2 and totals == [told] * len(totals)
+    # On the last question the progress bar of its section was full.
+    last_page = page
+    current = re.search(r'aria-current="step">.*?<progress max="(\d+)" value="(\d+)"', last_page, re.S)
+    assert current and current.group(1) == current.group(2)
