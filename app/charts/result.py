@@ -185,19 +185,21 @@ def tradeoff_figure(
         low, high = (min(max(float(end), 0.0), 1.0) for end in unsettled)
         parts = (
             (tr.gettext("Predictive performance"), 1.0 - high, OKABE_ITO["blue"], ""),
-            (tr.gettext("Not settled by your answers"), high - low, MUTED, "."),
+            (tr.gettext("Not settled by your answers"), high - low, GRID, ""),
             (tr.gettext("Fairness"), low, OKABE_ITO["orange"], "/"),
         )
-    return {
-        "data": [
+    traces = []
+    for name, share, color, pattern in parts:
+        inside = share >= TRADEOFF_INSIDE_TEXT
+        traces.append(
             {
                 "type": "bar",
                 "orientation": "h",
                 "name": name,
                 "x": [share],
                 "y": ["trade-off"],
-                # The unsettled range is named, not sized: its width is no share of anything.
-                "text": [name if color == MUTED else f"{name} {share:.0%}"],
+                # An unsettled bar names its parts without shares: each end's share is only a bound.
+                "text": [name if unsettled is not None else f"{name} {share:.0%}"],
                 "insidetextanchor": "middle",
                 # "overlay" draws the stripes over the segment's colour; the default "replace" mode
                 # paints them on a transparent background, which left the fairness segment blank.
@@ -210,14 +212,14 @@ def tradeoff_figure(
                         "solidity": 0.3,
                     },
                 },
-                "textfont": {"color": "#ffffff" if share >= TRADEOFF_INSIDE_TEXT else INK},
-                "textposition": "inside" if share >= TRADEOFF_INSIDE_TEXT else "outside",
-                "hovertemplate": f"{name}: %{{x:.1%}}<extra></extra>",
+                "textfont": {"color": "#ffffff" if inside and color != GRID else INK},
+                "textposition": "inside" if inside else "outside",
+                "hovertemplate": f"{name}<extra></extra>"
+                if unsettled is not None
+                else f"{name}: %{{x:.1%}}<extra></extra>",
             }
-            for name, share, color, pattern in parts
-        ],
-        "layout": layout,
-    }
+        )
+    return {"data": traces, "layout": layout}
 
 
 def mistake_cost_figure(

@@ -451,6 +451,20 @@ def test_tradeoff_figure_splits_the_whole_between_performance_and_fairness() -> 
         result.tradeoff_figure(1.5)
 
 
+def test_an_unsettled_tradeoff_bar_draws_the_range_instead_of_one_split() -> None:
+    traces = result.tradeoff_figure(0.4, unsettled=(0.2, 0.7))["data"]
+    assert [trace["x"][0] for trace in traces] == pytest.approx([0.3, 0.5, 0.2])
+    assert [trace["name"] for trace in traces] == [
+        "Predictive performance",
+        "Not settled by your answers",
+        "Fairness",
+    ]
+    # The parts are named, not given shares: each end's share is only a bound.
+    assert [trace["text"] for trace in traces] == [[trace["name"]] for trace in traces]
+    assert traces[1]["marker"]["color"] == common.GRID and traces[1]["textfont"]["color"] == common.INK
+    assert "%" not in str([trace["text"] + [trace["hovertemplate"]] for trace in traces])
+
+
 def test_progress_figure_counts_answered_and_remaining() -> None:
     traces = comparison_charts.progress_figure(7, 30)["data"]
     assert [trace["x"][0] for trace in traces] == [7, 23]
