@@ -331,7 +331,7 @@ def measure_resume(env: dict[str, str], token: str, state: dict[str, Any], resta
     for _ in range(restarts):
         with (
             ServerProcess(env=env, log=sys.stderr, kill_at_exit=True, ready_path=None) as server,
-            httpx.Client(base_url=server.url) as client,
+            httpx.Client(base_url=server.url, timeout=120.0) as client,
         ):
             response, elapsed = timed_get(client, path)
             response.raise_for_status()
@@ -339,7 +339,7 @@ def measure_resume(env: dict[str, str], token: str, state: dict[str, Any], resta
             cold.append(elapsed)
         with (
             ServerProcess(env=env, log=sys.stderr, kill_at_exit=True, ready_path=None) as server,
-            httpx.Client(base_url=server.url) as client,
+            httpx.Client(base_url=server.url, timeout=120.0) as client,
         ):
             client.get("/healthz").raise_for_status()
             response, elapsed = timed_get(client, path)

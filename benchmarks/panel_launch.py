@@ -16,7 +16,8 @@ It reports the client-side latency of the answers (p50, p90, p99, max) and of jo
 errors (any non-2xx answer, transport error, or a participant who did not get as far as told; an answer
 whose reused connection broke before any response is sent again once, as browsers do, and counted), the CPU
 time of the server processes and of the clients themselves (both in cores: CPU seconds per wall second),
-and the load average. The bar: p99 of the answers <= `P99_TARGET_MS` with no error. Errors fail the run
+the server's CPU time per answer and how many participants one core therefore serves at this pace, and the
+load average. The bar: p99 of the answers <= `P99_TARGET_MS` with no error. Errors fail the run
 (exit 1); the latency verdict is printed. Results go to ``benchmarks/results/panel_launch.json``.
 """
 
@@ -45,6 +46,7 @@ from app.sessions import create_study  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.study_config import parse_study_config  # noqa: E402
 from benchmarks.http_roundtrip import machine  # noqa: E402
+from benchmarks.load import post_retrying  # noqa: E402
 from benchmarks.servers import ServerProcess  # noqa: E402
 from elicitation import QuadraticMetric  # noqa: E402
 
@@ -78,16 +80,6 @@ def choose(metric: QuadraticMetric, query: dict[str, Any], rng: np.random.Genera
     if rng.random() < SLIP_RATE:
         prefers_first = not prefers_first
     return "first" if prefers_first else "second"
-
-
-async def post_retrying(client: httpx.AsyncClient, path: str, body: dict[str, Any], out: Measured) -> Any:
-    """POST, sent again once if a reused connection broke before any response (as browsers do); answers
-    are idempotent, so the same ``(seq, preferred)`` is recorded once either way. Retries are counted."""
-    try:
-        return await client.post(path, json=body)
-    except (httpx.ReadError, httpx.RemoteProtocolError):
-        out.retries += 1
-        return await client.post(path, json=body)
 
 
 async def participant(
@@ -220,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "machine": before,
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "quick": args.quick,
         "participants": args.participants,
         "launch_s": args.launch,
         "think_s": args.think,
@@ -234,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         "retries": out.retries,
         "problems": out.errors[:20],
         "server_cpu_cores": round(server_cpu / wall, 2),
+        "server_cpu_ms_per_answer": round(1000.0 * server_cpu / max(len(out.answers_ms), 1), 1),
+        # A core answers 1 / (CPU per answer) times a second; a person asks once every think time.
+        "participants_per_core": int(args.think * len(out.answers_ms) / server_cpu) if server_cpu else None,
         "client_cpu_cores": round(client_cpu / wall, 2),
         "p99_target_ms": P99_TARGET_MS,
     }
@@ -256,9 +252,13 @@ def main(argv: list[str] | None = None) -> int:
         f"joining p99 {report['joins'].get('p99')} ms; {report['errors']} errors, {out.retries} answers sent "
         f"again after a broken connection, {out.finished} finished"
     )
+    per_core = report["participants_per_core"]
+    cpu = (
+        f"CPU: server {report['server_cpu_cores']} cores ({report['server_cpu_ms_per_answer']} ms per answer"
+    )
     print(
-        f"CPU: server {report['server_cpu_cores']} cores, the clients themselves "
-        f"{report['client_cpu_cores']} cores; written to {args.out}"
+        f"{cpu}, joins included: one core serves about {per_core} participants answering every "
+        f"{args.think:g} s), the clients themselves {report['client_cpu_cores']} cores; written to {args.out}"
     )
     return 1 if out.errors else 0
 

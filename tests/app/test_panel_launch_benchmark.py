@@ -21,3 +21,4 @@ def test_the_quick_panel_launch_serves_everyone(tmp_path: Path) -> None:
     assert report["answers"]["n"] == 20 * 4
     assert report["joins"]["n"] == 20
     assert report["server_cpu_cores"] > 0.0 and report["client_cpu_cores"] > 0.0
+    assert report["participants_per_core"] > 0 and report["server_cpu_ms_per_answer"] > 0.0
