@@ -332,6 +332,8 @@ def _panel_rows(view: PanelView) -> Iterator[dict[str, Any]]:
             **cells,
         }
     for index, item in enumerate(view.members):
+        # A participant's trade-off interval is their posterior's, as their result states it.
+        lam = view.stated[index]["intervals"].get("lam")
         yield {
             "row": "participant",
             "camp": view.camp_name(result.camp_of[index]),
@@ -340,6 +342,7 @@ def _panel_rows(view: PanelView) -> Iterator[dict[str, Any]]:
             "outlier": index in result.outliers,
             "agreement_with_consensus_pct": round(100.0 * float(result.with_consensus[index]), 1),
             **view.family.export_cells(item.metric, view.class_names, view.group_names),
+            **({} if lam is None else {"lam_low": lam[0], "lam_high": lam[1]}),
         }
 
 

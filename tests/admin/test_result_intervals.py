@@ -143,6 +143,16 @@ def test_panel_and_results_pages_show_each_members_trade_off_interval_as_the_api
         finished_session(client, study_id, truth, f"P{person}")
     members = client.get(f"/api/v1/studies/{study_id}/panel", headers=headers).json()["members"]
     assert len(members) == 3
+    table = client.get(f"/api/v1/studies/{study_id}/panel.csv", headers=headers)
+    assert table.status_code == 200, table.text
+    by_session = {
+        row["session_id"]: row
+        for row in csv.DictReader(io.StringIO(table.text))
+        if row["row"] == "participant"
+    }
+    for member in members:
+        row = by_session[member["session_id"]]
+        assert [float(row["lam_low"]), float(row["lam_high"])] == pytest.approx(member["intervals"]["lam"])
     login(client, accounts["alice"]["email"])
     panel_page = client.get(f"/admin/studies/{study_id}/panel").text
     results_page = client.get(f"/admin/studies/{study_id}/results").text
