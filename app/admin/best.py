@@ -42,10 +42,7 @@ from .monitor import included_metrics
 from .panel import study_panel
 
 __all__ = [
-    "API_PATHS",
-    "BEST_FILES",
     "CANDIDATE_METHOD",
-    "COMMAND_NAMES",
     "METHOD",
     "NO_FRONTIER",
     "BestRow",
@@ -502,30 +499,9 @@ def best_csv(view: BestView) -> Iterator[str]:
     return csv_lines(best_columns(view), _rows(view))
 
 
-#: The downloads: name -> (media type, extension).
-BEST_FILES: Final = {
-    "best-classifiers.json": ("application/json", "json"),
-    "best-classifiers.csv": ("text/csv; charset=utf-8", "csv"),
-    "candidate-ranking.csv": ("text/csv; charset=utf-8", "csv"),
-}
-
-
-#: ``elicit study export ID WHAT``'s names for them, and the JSON API path of each.
-COMMAND_NAMES: Final = {
-    "best-classifiers": "best-classifiers.json",
-    "best-classifiers-csv": "best-classifiers.csv",
-    "candidate-ranking-csv": "candidate-ranking.csv",
-}
-API_PATHS: Final = {
-    "best-classifiers": "best-classifiers",
-    "best-classifiers-csv": "best-classifiers.csv",
-    "candidate-ranking-csv": "candidate-ranking.csv",
-}
-
-
 def best_file(view: BestView, kind: str) -> str:
-    """The text of one of `BEST_FILES`: the JSON document, the CSV table, or the candidates' ranking (one
-    row per metric and candidate)."""
+    """The text of ``best-classifiers.json`` (the JSON document), ``best-classifiers.csv`` (the table) or
+    ``candidate-ranking.csv`` (the candidates' ranking, one row per metric and candidate)."""
     if kind == "best-classifiers.json":
         return json.dumps(best_json(view), indent=1)
     if kind == "candidate-ranking.csv":

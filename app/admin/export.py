@@ -39,12 +39,14 @@ from ..models import (
     LogAction,
     Phase,
     Result,
+    SessionStatus,
     Study,
     StudyControl,
     StudyStatus,
     as_utc,
 )
 from ..outcome import AGREEMENT_KEYS, agreement_interval
+from ..panels import PanelConfig, preset_of
 from ..sessions import SessionCache, StudyRuntime, study_runtime
 from ..sessions.displayed import session_version
 from ..study_config import config_hash
@@ -55,7 +57,8 @@ from .monitor import verify_replay
 
 __all__ = [
     "ARCHIVE_FORMAT",
-    "PARQUET_COMMANDS",
+    "approval_columns",
+    "approval_rows",
     "csv_lines",
     "gunzip_chunks",
     "gzip_archive",
@@ -106,6 +109,7 @@ def result_columns(study: Study) -> list[str]:
         "study_id",
         "session_id",
         "participant_code",
+        "completion_code",
         *panel_columns(study),
         "status",
         "pilot",
@@ -214,6 +218,7 @@ def result_rows(db: Session, study: Study, *, include_pilots: bool = False) -> I
             study_id=str(study.id),
             session_id=str(session.id),
             participant_code=session.participant_code,
+            completion_code=session.completion_code,
             status=session.status,
             pilot=session.pilot,
             excluded=session.id in excluded,
@@ -245,6 +250,53 @@ def result_rows(db: Session, study: Study, *, include_pilots: bool = False) -> I
         yield row
 
 
+#: The columns of the approval file that name a submission on each preset panel (the panel's own
+#: parameter names, which its bulk approval matches); any other panel: its ID parameter.
+APPROVAL_KEYS = {"prolific": ("PROLIFIC_PID",), "mturk": ("workerId", "assignmentId")}
+_APPROVAL_TAIL = ["completion_code", "excluded", "exclusion_reason", "finished_at", "session_id"]
+
+
+def _approval_keys(study: Study) -> tuple[str, ...]:
+    config = study.config.get("panel")
+    if not config:
+        return ()
+    preset = preset_of(PanelConfig.model_validate(config))
+    if preset is not None:
+        return APPROVAL_KEYS[preset]
+    return (config["id_parameter"],) if config.get("id_parameter") else ()
+
+
+def approval_columns(study: Study) -> list[str]:
+    """The approval file's header: the panel's submission keys (Prolific's ``PROLIFIC_PID``, MTurk's
+    ``workerId`` and ``assignmentId``; else the participant code), then the completion code."""
+    return [*(_approval_keys(study) or ("participant_code",)), *_APPROVAL_TAIL]
+
+
+def approval_rows(db: Session, study: Study) -> Iterator[dict[str, Any]]:
+    """One row per finished session (only they were given a code; never a pilot), for approving panel
+    submissions."""
+    keys = _approval_keys(study)
+    excluded = _excluded(db, study)
+    statement = (
+        select(ElicitationSession)
+        .where(_sessions_of(study, False), ElicitationSession.status == SessionStatus.DONE.value)
+        .order_by(ElicitationSession.finished_at, ElicitationSession.id)
+        .execution_options(yield_per=BATCH)
+    )
+    for session in db.scalars(statement):
+        link = session.panel or {}
+        row: dict[str, Any] = (
+            {key: link.get(key) for key in keys} if keys else {"participant_code": session.participant_code}
+        )
+        yield row | {
+            "completion_code": session.completion_code,
+            "excluded": session.id in excluded,
+            "exclusion_reason": excluded.get(session.id),
+            "finished_at": iso_utc(session.finished_at),
+            "session_id": str(session.id),
+        }
+
+
 def csv_lines(columns: list[str], rows: Iterator[dict[str, Any]]) -> Iterator[str]:
     """CSV text, one line at a time (header first), with formula-neutralised text cells."""
     buffer = io.StringIO()
@@ -265,8 +317,6 @@ def csv_lines(columns: list[str], rows: Iterator[dict[str, Any]]) -> Iterator[st
         yield flush()
 
 
-#: ``elicit study export ID WHAT``'s names for the Parquet files, and their names on the server.
-PARQUET_COMMANDS = {"results-parquet": "results.parquet", "answers-parquet": "answers.parquet"}
 #: What a coordinator runs to get the Parquet downloads.
 PARQUET_INSTALL = "pip install 'elicitation-studio[parquet]'"
 

@@ -33,9 +33,7 @@ from .monitor import ElicitedMetric, coefficient_labels, included_metrics
 
 __all__ = [
     "AGREEMENT_COLUMNS",
-    "COMMAND_NAMES",
     "MIN_MEMBERS",
-    "PANEL_FILES",
     "PANEL_PAIRS",
     "PANEL_SEED",
     "PanelView",
@@ -384,24 +382,8 @@ def agreement_csv(view: PanelView) -> Iterator[str]:
     return csv_lines(AGREEMENT_COLUMNS, _agreement_rows(view))
 
 
-#: The panel's downloads: name -> (media type, file name prefix, extension).
-PANEL_FILES: Final = {
-    "panel.json": ("application/json", "panel", "json"),
-    "panel.csv": ("text/csv; charset=utf-8", "panel", "csv"),
-    "panel-agreement.csv": ("text/csv; charset=utf-8", "panel-agreement", "csv"),
-}
-
-
-#: ``elicit study export ID WHAT``'s names for them.
-COMMAND_NAMES: Final = {
-    "panel": "panel.json",
-    "panel-csv": "panel.csv",
-    "panel-agreement": "panel-agreement.csv",
-}
-
-
 def panel_file(view: PanelView, kind: str) -> str:
-    """The text of one of `PANEL_FILES`: the JSON document, the panel table or the agreement table."""
+    """The text of ``panel.json`` (the document), ``panel.csv`` (the table) or ``panel-agreement.csv``."""
     if kind == "panel.json":
         return json.dumps(panel_json(view), indent=1)
     lines = panel_csv(view) if kind == "panel.csv" else agreement_csv(view)

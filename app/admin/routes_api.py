@@ -35,20 +35,15 @@ from ..study_config import config_hash
 from . import best, export, monitor, panel, studies
 from .admission import AdmittedRoute
 from .auth import AdminError, ApiUserDep, create_api_token, list_api_tokens, revoke_api_token
+from .downloads import api_documentation, download_response
 from .http import (
     MAX_ARCHIVE_BODY_BYTES,
     MAX_BODY_BYTES,
     MAX_STUDY_BODY_BYTES,
     IncludePilotsQuery,
     RowIdPath,
-    answers_csv_response,
-    best_export,
-    panel_export,
-    parquet_response,
     parse_json_upload,
     plan_cache,
-    results_csv_response,
-    results_json_response,
 )
 from .models import ApiToken
 from .schemas import (
@@ -366,7 +361,7 @@ def results(
     study_id: str, principal: ApiUserDep, request: Request, include_pilots: IncludePilotsQuery = False
 ) -> StreamingResponse:
     """Elicited metrics, one row per participant (named columns, algorithm, version, config hash)."""
-    return results_json_response(request, principal, study_id, include_pilots)
+    return download_response(request, principal, study_id, "results.json", include_pilots)
 
 
 @router.get(
@@ -378,7 +373,7 @@ def results_csv(
     study_id: str, principal: ApiUserDep, request: Request, include_pilots: IncludePilotsQuery = False
 ) -> StreamingResponse:
     """The same rows as CSV (text cells neutralised against spreadsheet formulas); streamed."""
-    return results_csv_response(request, principal, study_id, include_pilots)
+    return download_response(request, principal, study_id, "results.csv", include_pilots)
 
 
 @router.get(
@@ -390,7 +385,7 @@ def answers_csv(
     study_id: str, principal: ApiUserDep, request: Request, include_pilots: IncludePilotsQuery = False
 ) -> StreamingResponse:
     """Every answer-log row of every session (undone answers and undo rows included); streamed."""
-    return answers_csv_response(request, principal, study_id, include_pilots)
+    return download_response(request, principal, study_id, "answers.csv", include_pilots)
 
 
 #: The 200 answer of a Parquet download.
@@ -409,7 +404,7 @@ def results_parquet(
     study_id: str, principal: ApiUserDep, request: Request, include_pilots: IncludePilotsQuery = False
 ) -> Response:
     """The results table as Parquet (same columns as the CSV); needs the server's optional pyarrow."""
-    return parquet_response(request, principal, study_id, "results.parquet", include_pilots)
+    return download_response(request, principal, study_id, "results.parquet", include_pilots)
 
 
 @router.get(
@@ -421,7 +416,7 @@ def answers_parquet(
     study_id: str, principal: ApiUserDep, request: Request, include_pilots: IncludePilotsQuery = False
 ) -> Response:
     """Every answer-log row as Parquet (same columns as the CSV); needs the server's optional pyarrow."""
-    return parquet_response(request, principal, study_id, "answers.parquet", include_pilots)
+    return download_response(request, principal, study_id, "answers.parquet", include_pilots)
 
 
 @router.get("/studies/{study_id}/panel", response_model=PanelOut, responses=error_responses(404, 422))
@@ -437,10 +432,9 @@ def show_panel(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> dict[s
     response_class=Response,
     responses={**CSV_RESPONSE, **error_responses(404, 422)},
 )
-def panel_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> Response:
+def panel_csv(study_id: str, principal: ApiUserDep, request: Request) -> Response:
     """The consensus (with interval columns), each camp's centre and every participant, one row each."""
-    study, _control = studies.visible_study(db, principal, study_id)
-    return panel_export(panel.study_panel(db, study), "panel.csv")
+    return download_response(request, principal, study_id, "panel.csv")
 
 
 @router.get(
@@ -448,10 +442,9 @@ def panel_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> Respons
     response_class=Response,
     responses={**CSV_RESPONSE, **error_responses(404, 422)},
 )
-def panel_agreement_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> Response:
+def panel_agreement_csv(study_id: str, principal: ApiUserDep, request: Request) -> Response:
     """Agreement between every two participants (percent of question pairs answered alike), one row each."""
-    study, _control = studies.visible_study(db, principal, study_id)
-    return panel_export(panel.study_panel(db, study), "panel-agreement.csv")
+    return download_response(request, principal, study_id, "panel-agreement.csv")
 
 
 @router.get(
@@ -471,10 +464,28 @@ def show_best_classifiers(study_id: str, principal: ApiUserDep, db: DbSessionDep
     response_class=Response,
     responses={**CSV_RESPONSE, **error_responses(404, 422)},
 )
-def best_classifiers_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> Response:
+def best_classifiers_csv(study_id: str, principal: ApiUserDep, request: Request) -> Response:
     """The best classifiers as a table: rates and confusion cells per group and class, one row per metric."""
-    study, _control = studies.visible_study(db, principal, study_id)
-    return best_export(best.study_best(db, study), "best-classifiers.csv")
+    return download_response(request, principal, study_id, "best-classifiers.csv")
+
+
+@router.get(
+    "/studies/{study_id}/export/{filename}",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "the file, as an attachment",
+            "content": {"text/csv": {}, "application/json": {}},
+        },
+        501: PARQUET_RESPONSE[501],
+        **error_responses(404, 422),
+    },
+    description="One export of the study, byte for byte the file the back office's download links and "
+    "`elicit study export` give: " + api_documentation() + ".",
+)
+def export_file(study_id: str, filename: str, principal: ApiUserDep, request: Request) -> Response:
+    """One of the study's exports by file name (404 names no export)."""
+    return download_response(request, principal, study_id, filename)
 
 
 @router.get(
@@ -482,11 +493,10 @@ def best_classifiers_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep)
     response_class=Response,
     responses={**CSV_RESPONSE, **error_responses(404, 422)},
 )
-def candidate_ranking_csv(study_id: str, principal: ApiUserDep, db: DbSessionDep) -> Response:
+def candidate_ranking_csv(study_id: str, principal: ApiUserDep, request: Request) -> Response:
     """For a study with groups: each metric's ranking of the real candidate classifiers, one row per metric
     and candidate (rank, cost, chance of being best, the gaps between the groups, rates per group)."""
-    study, _control = studies.visible_study(db, principal, study_id)
-    return best_export(best.study_best(db, study), "candidate-ranking.csv")
+    return download_response(request, principal, study_id, "candidate-ranking.csv")
 
 
 @router.get("/studies/{study_id}/archive", response_model=ArchiveOut, responses=error_responses(404, 422))

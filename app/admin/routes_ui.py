@@ -43,22 +43,16 @@ from .auth import (
     login_csrf_token,
     revoke_api_token,
 )
+from .downloads import DOWNLOADS, download_response
 from .http import (
     MAX_ARCHIVE_BODY_BYTES,
     MAX_ARCHIVE_BYTES,
     MAX_BODY_BYTES,
     MAX_STUDY_BODY_BYTES,
-    PARQUET_TABLES,
     IncludePilotsQuery,
     RowIdPath,
-    answers_csv_response,
-    best_export,
-    panel_export,
-    parquet_response,
     parse_json_upload,
     plan_cache,
-    results_csv_response,
-    results_json_response,
 )
 
 __all__ = ["router"]
@@ -532,6 +526,7 @@ def show_results(
         pilots=studies.pilot_count(db, study.id),
         labels=monitor.coefficient_labels(study),
         config_hash=config_hash(study.config),
+        downloads=DOWNLOADS,
     )
 
 
@@ -547,6 +542,7 @@ def show_panel(study_id: str, request: Request, principal: UiUserDep, db: DbSess
         view=view,
         figures=panel.panel_figures(view),
         snippet=snippets.consensus_snippet(study),
+        downloads=DOWNLOADS,
     )
 
 
@@ -556,32 +552,9 @@ def download(
     kind: str,
     request: Request,
     principal: UiUserDep,
-    db: DbSessionDep,
     include_pilots: IncludePilotsQuery = False,
 ) -> Response:
-    if kind in panel.PANEL_FILES:
-        study, _control = studies.visible_study(db, principal, study_id)
-        return panel_export(panel.study_panel(db, study), kind)
-    if kind in best.BEST_FILES:
-        study, _control = studies.visible_study(db, principal, study_id)
-        return best_export(best.study_best(db, study), kind)
-    if kind == "results.csv":
-        return results_csv_response(request, principal, study_id, include_pilots)
-    if kind == "results.json":
-        return results_json_response(request, principal, study_id, include_pilots)
-    if kind == "answers.csv":
-        return answers_csv_response(request, principal, study_id, include_pilots)
-    if kind in PARQUET_TABLES:
-        return parquet_response(request, principal, study_id, kind, include_pilots)
-    if kind == "archive.json":
-        study, _control = studies.visible_study(db, principal, study_id)
-        return Response(
-            json.dumps(export.study_archive(db, study)),
-            media_type="application/json",
-            headers={"Content-Disposition": f'attachment; filename="study-{study.id}.json"'},
-        )
-    studies.visible_study(db, principal, study_id)
-    raise AdminError("unknown export", status_code=404, code="not_found")
+    return download_response(request, principal, study_id, kind, include_pilots)
 
 
 @router.get("/studies/{study_id}/snapshots/{snapshot_id}.json")

@@ -17,17 +17,16 @@ from typing import Any
 
 from sqlalchemy import select
 
-from ..admin import best, export, panel, studies
+from ..admin import export, studies
 from ..admin.auth import (
     AdminError,
-    Principal,
     create_api_token,
     create_user,
     find_user,
     revoke_api_token,
     set_password,
 )
-from ..admin.export import PARQUET_COMMANDS
+from ..admin.downloads import DOWNLOADS, write_download
 from ..admin.models import Role, User
 from ..errors import AppError
 from ..json_input import JSONInputError, decode_json
@@ -35,7 +34,14 @@ from ..planning import plan_study
 from ..sessions import SessionCache
 from ..settings import Settings
 from ..study_config import StudyConfigError, load_study_config
-from .web import database_session, public_link, save_invitation_links
+from .web import (
+    cli_principal,
+    confirm_close,
+    database_session,
+    print_status,
+    public_link,
+    save_invitation_links,
+)
 
 __all__ = ["PASSWORD_ENV", "register"]
 
@@ -125,31 +131,21 @@ def _cmd_token_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cli_principal(db: Any, email: str | None) -> Principal:
-    """Act as the named account (``--as``), or as an administrator when none is given."""
-    if email:
-        user = find_user(db, email)
-        if user is None:
-            raise AdminError(f"no account {email}")
-        return Principal(user=user, via="cli")
-    return Principal(user=User(id=None, email="cli", password_hash="", role=Role.ADMIN.value), via="cli")
-
-
 def _study_status(args: argparse.Namespace) -> int:
 
+    settings = Settings()
     try:
-        with database_session(Settings()) as db:
-            principal = _cli_principal(db, None)
-            study, control = studies.visible_study(db, principal, args.study_id)
+        with database_session(settings) as db:
+            study, control = studies.visible_study(db, cli_principal(db, None), args.study_id)
             if args.status == "closed" and not args.yes:
-                answer = input(f"Close {study.name!r} for good? Its data stays. Type 'close' to confirm: ")
-                if answer.strip() != "close":
-                    print("not closed")
-                    return 1
+                refused = confirm_close(repr(study.name))
+                if refused is not None:
+                    return refused
             control = studies.set_status(db, study, control, args.status, confirm=True)
     except AppError as exc:
         return _fail(exc)
-    print(f"study {study.id} is {control.status}")
+    join = public_link(settings, f"/studies/{study.id}/join") if study.open_enrolment else None
+    print_status(str(study.id), control.status, join, export.iso_utc(control.enrolment_expires_at))
     return 0
 
 
@@ -157,8 +153,8 @@ def _cmd_study_duplicate(args: argparse.Namespace) -> int:
 
     try:
         with database_session(Settings()) as db:
-            principal = _cli_principal(db, args.owner)
-            study, control = studies.visible_study(db, _cli_principal(db, None), args.study_id)
+            principal = cli_principal(db, args.owner)
+            study, control = studies.visible_study(db, cli_principal(db, None), args.study_id)
             copy = studies.duplicate_study(db, principal, study, control)
     except AppError as exc:
         return _fail(exc)
@@ -173,7 +169,7 @@ def _cmd_study_assign(args: argparse.Namespace) -> int:
             owner = find_user(db, args.owner)
             if owner is None:
                 raise AdminError(f"no account {args.owner}")
-            study, control = studies.visible_study(db, _cli_principal(db, None), args.study_id)
+            study, control = studies.visible_study(db, cli_principal(db, None), args.study_id)
             studies.give_study(db, study, control, owner)
     except AppError as exc:
         return _fail(exc)
@@ -187,7 +183,7 @@ def _cmd_study_invite(args: argparse.Namespace) -> int:
     expires = datetime.now(UTC) + timedelta(days=args.expires_in_days) if args.expires_in_days else None
     try:
         with database_session(settings) as db:
-            principal = _cli_principal(db, None)
+            principal = cli_principal(db, None)
             study, control = studies.visible_study(db, principal, args.study_id)
             created = studies.create_invitations(
                 db, SessionCache(0), principal, study, control, args.count, expires_at=expires
@@ -231,29 +227,8 @@ def _cmd_study_export(args: argparse.Namespace) -> int:
 
     try:
         with database_session(Settings()) as db:
-            study, _control = studies.visible_study(db, _cli_principal(db, None), args.study_id)
-            if args.what == "archive":
-                text = json.dumps(export.study_archive(db, study))
-                Path(args.output).write_text(text, encoding="utf-8")
-            elif args.what in panel.COMMAND_NAMES:
-                text = panel.panel_file(panel.study_panel(db, study), panel.COMMAND_NAMES[args.what])
-                Path(args.output).write_text(text, encoding="utf-8", newline="")
-            elif args.what in best.COMMAND_NAMES:
-                text = best.best_file(best.study_best(db, study), best.COMMAND_NAMES[args.what])
-                Path(args.output).write_text(text, encoding="utf-8", newline="")
-            elif args.what == "results-parquet":
-                data = export.parquet_bytes(export.result_columns(study), export.result_rows(db, study))
-                Path(args.output).write_bytes(data)
-            elif args.what == "answers-parquet":
-                data = export.parquet_bytes(
-                    export.answer_log_columns(study), export.answer_log_rows(db, study)
-                )
-                Path(args.output).write_bytes(data)
-            else:
-                rows = export.result_rows(db, study)
-                with open(args.output, "w", encoding="utf-8", newline="") as handle:
-                    for line in export.csv_lines(export.result_columns(study), rows):
-                        handle.write(line)
+            study, _control = studies.visible_study(db, cli_principal(db, None), args.study_id)
+            write_download(db, study, args.what, args.output, args.include_pilots)
     except AppError as exc:
         return _fail(exc)
     print(f"wrote {args.what} of study {study.id} to {args.output}")
@@ -272,7 +247,7 @@ def _cmd_study_import(args: argparse.Namespace) -> int:
         return 2
     try:
         with database_session(Settings()) as db:
-            owner = _cli_principal(db, args.owner).user.id if args.owner else None
+            owner = cli_principal(db, args.owner).user.id if args.owner else None
             study, verified = export.import_archive(db, SessionCache(0), archive, owner_id=owner)
     except AppError as exc:
         return _fail(exc)
@@ -353,15 +328,20 @@ def register(subparsers: Any) -> None:
     plan.set_defaults(func=_cmd_study_plan)
     export = study_sub.add_parser(
         "export",
-        help="write the results CSV, the replayable study archive, the expert panel's files, the best "
-        "classifiers or the results and answer logs as Parquet",
+        help="write one of the study's exports (the same files as the results page's links): "
+        + ", ".join(f"{item.command} ({item.filename})" for item in DOWNLOADS),
     )
     export.add_argument("study_id")
     export.add_argument(
         "what",
-        choices=["results", "archive", *panel.COMMAND_NAMES, *best.COMMAND_NAMES, *PARQUET_COMMANDS],
+        choices=[item.command for item in DOWNLOADS],
     )
     export.add_argument("--output", required=True)
+    export.add_argument(
+        "--include-pilots",
+        action="store_true",
+        help="also the pilot sessions (a coordinator's own trial runs) in the results and answer logs",
+    )
     export.set_defaults(func=_cmd_study_export)
     imported = study_sub.add_parser(
         "import", help="load a study archive (every finished session is replayed)"

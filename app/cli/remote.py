@@ -18,12 +18,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..admin.best import API_PATHS as BEST_FILES
-from ..admin.export import PARQUET_COMMANDS
-from ..admin.panel import COMMAND_NAMES as PANEL_FILES
+from ..admin.downloads import by_command
 from ..json_input import JSONInputError, decode_json
 from ..study_config import StudyConfigError, parse_study_config, read_study_config_file
-from .web import save_invitation_links
+from .web import confirm_close, print_status, print_study_list, save_invitation_links
 
 __all__ = ["REMOTE_COMMANDS", "Remote", "RemoteError", "run_remote"]
 
@@ -88,20 +86,7 @@ def _error_text(body: bytes) -> str:
 
 
 def _study_list(args: argparse.Namespace, remote: Remote) -> int:
-    studies = remote.json("GET", "/studies")["studies"]
-    if args.json:
-        keys = ("id", "name", "algorithm", "open_enrolment", "created_at", "sessions")
-        print(json.dumps([{key: study[key] for key in keys} for study in studies], indent=2))
-        return 0
-    if not studies:
-        print("no studies yet; create one with `elicit study create FILE`")
-    for study in studies:
-        enrolment = "open" if study["open_enrolment"] else "invitation only"
-        sessions = study["sessions"]
-        print(
-            f"{study['id']}  {study['name']}  [{study['algorithm']}, {enrolment}]  "
-            f"sessions: {sessions.get('active', 0)} active, {sessions.get('done', 0)} done"
-        )
+    print_study_list(remote.json("GET", "/studies")["studies"], args.json)
     return 0
 
 
@@ -115,21 +100,19 @@ def _study_create(args: argparse.Namespace, remote: Remote) -> int:
         raise StudyConfigError(f"{args.file}: {exc}") from None
     study = remote.json("POST", "/studies", config)
     print(f"created study {study['id']} ({study['name']})")
-    if study.get("join_url"):
-        print(f"participant link: {study['join_url']}")
+    print_status(study["id"], study["status"], study.get("join_url"), study.get("enrolment_expires_at"))
     return 0
 
 
 def _study_status(args: argparse.Namespace, remote: Remote) -> int:
     if args.status == "closed" and not args.yes:
-        answer = input(f"Close study {args.study_id} for good? Its data stays. Type 'close' to confirm: ")
-        if answer.strip() != "close":
-            print("not closed")
-            return 1
+        refused = confirm_close(f"study {args.study_id}")
+        if refused is not None:
+            return refused
     study = remote.json(
         "PATCH", f"/studies/{_quote(args.study_id)}", {"status": args.status, "confirm": True}
     )
-    print(f"study {study['id']} is {study['status']}")
+    print_status(study["id"], study["status"], study.get("join_url"), study.get("enrolment_expires_at"))
     return 0
 
 
@@ -152,10 +135,9 @@ def _study_invite(args: argparse.Namespace, remote: Remote) -> int:
 
 
 def _study_export(args: argparse.Namespace, remote: Remote) -> int:
-    path = {"archive": "archive", "results": "results.csv", **PANEL_FILES, **BEST_FILES, **PARQUET_COMMANDS}[
-        args.what
-    ]
-    content = remote.call("GET", f"/studies/{_quote(args.study_id)}/{path}")
+    filename = by_command[args.what].filename
+    query = "?include_pilots=true" if args.include_pilots else ""
+    content = remote.call("GET", f"/studies/{_quote(args.study_id)}/export/{filename}{query}")
     Path(args.output).write_bytes(content)
     print(f"wrote {args.what} of study {args.study_id} to {args.output}")
     return 0

@@ -6,24 +6,35 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from .. import repository
-from ..admin.auth import find_user, first_admin
+from ..admin.auth import AdminError, Principal, find_user, first_admin
 from ..admin.export import iso_utc
-from ..admin.models import User
-from ..admin.studies import give_study, write_invitations_csv
+from ..admin.models import Role, User
+from ..admin.studies import create_study_for, give_study, list_visible_studies, write_invitations_csv
 from ..db import make_engine, make_sessionmaker
-from ..models import SessionStatus, StudyControl
+from ..models import StudyControl, StudyStatus
 from ..schema import alembic_config, upgrade_database
 from ..server import HeaderDeadlineProtocol
 from ..sessions import create_study
 from ..settings import Settings
 from ..study_config import StudyConfigError, load_study_config, parse_study_config
 
-__all__ = ["DEMO_STUDY", "alembic_config", "register", "upgrade_database"]
+__all__ = [
+    "DEMO_STUDY",
+    "STUDY_LIST_KEYS",
+    "alembic_config",
+    "cli_principal",
+    "confirm_close",
+    "print_status",
+    "print_study_list",
+    "register",
+    "upgrade_database",
+]
 
 
 #: The demo: a breast-cancer screening task as in the paper's user study (Appendix I), with the active
@@ -107,6 +118,50 @@ def _cmd_db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def cli_principal(db: Session, email: str | None) -> Principal:
+    """Act as the named account (``--as``), or as an administrator when none is given."""
+    if email:
+        user = find_user(db, email)
+        if user is None:
+            raise AdminError(f"no account {email}")
+        return Principal(user=user, via="cli")
+    return Principal(user=User(id=None, email="cli", password_hash="", role=Role.ADMIN.value), via="cli")
+
+
+def print_status(study_id: str, status: str, join_url: str | None, expires_at: str | None = None) -> None:
+    """Say which state a study is in and print its open link only when that link takes people now (an
+    open study whose open link has not expired; ``expires_at`` is ISO 8601 with its offset)."""
+    if status == StudyStatus.DRAFT.value:
+        print(f"study {study_id} is a draft: nobody can take part until `elicit study open {study_id}`")
+        return
+    print(f"study {study_id} is {status}")
+    if status != StudyStatus.OPEN.value or not join_url:
+        return
+    if expires_at is not None and datetime.fromisoformat(expires_at) <= datetime.now(UTC):
+        print(f"no participant link: the open link expired at {expires_at}")
+        return
+    print(f"participant link: {join_url}")
+
+
+def confirm_close(what: str) -> int | None:
+    """Ask at the terminal before closing ``what`` for good: None when confirmed, else the exit status
+    (2, with a one-line error, when there is no terminal to ask at: scripts pass ``--yes``)."""
+    if not sys.stdin.isatty():
+        print(
+            "error: closing is final and needs a confirmation: pass --yes (no terminal to ask at)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        answer = input(f"Close {what} for good? Its data stays. Type 'close' to confirm: ")
+    except EOFError:
+        answer = ""
+    if answer.strip() != "close":
+        print("not closed")
+        return 1
+    return None
+
+
 def _cmd_study_create(args: argparse.Namespace) -> int:
 
     try:
@@ -116,44 +171,51 @@ def _cmd_study_create(args: argparse.Namespace) -> int:
         return 2
     settings = Settings()
     with database_session(settings) as db:
-        study = create_study(db, config)
+        try:
+            study, control = create_study_for(db, cli_principal(db, None), config)
+        except AdminError as exc:
+            print(f"error: {exc.message}", file=sys.stderr)
+            return 2
         print(f"created study {study.id} ({study.name})")
-        if study.open_enrolment:
-            print(f"participant link: {public_link(settings, f'/studies/{study.id}/join')}")
+        print_status(str(study.id), control.status, None)
     return 0
 
 
-def _study_row(study: Any, counts: dict[tuple[Any, str], int]) -> dict[str, Any]:
-    """One study of `elicit study list --json`."""
-    return {
-        "id": str(study.id),
-        "name": study.name,
-        "algorithm": study.algorithm,
-        "open_enrolment": study.open_enrolment,
-        "created_at": iso_utc(study.created_at),
-        "sessions": {status.value: counts.get((study.id, status.value), 0) for status in SessionStatus},
-    }
+#: The keys of each study in `elicit study list --json`, locally and with ``--url`` alike.
+STUDY_LIST_KEYS = ("id", "name", "status", "algorithm", "open_enrolment", "created_at", "sessions")
+
+
+def print_study_list(rows: list[dict[str, Any]], as_json: bool) -> None:
+    """`elicit study list`: each study's id, name, algorithm, state and enrolment, and its sessions."""
+    if as_json:
+        print(json.dumps([{key: row[key] for key in STUDY_LIST_KEYS} for row in rows], indent=2))
+        return
+    if not rows:
+        print("no studies yet; create one with `elicit study create FILE` or `elicit demo`")
+    for row in rows:
+        enrolment = "open link" if row["open_enrolment"] else "invitations only"
+        sessions = row["sessions"]
+        print(
+            f"{row['id']}  {row['name']}  [{row['algorithm']}]  {row['status']}, enrolment: {enrolment}  "
+            f"sessions: {sessions.get('active', 0)} active, {sessions.get('done', 0)} done"
+        )
 
 
 def _cmd_study_list(args: argparse.Namespace) -> int:
-    settings = Settings()
-    with database_session(settings) as db:
-        studies = repository.list_studies(db)
-        counts = repository.session_counts(db)
-        if args.json:
-            print(json.dumps([_study_row(study, counts) for study in studies], indent=2))
-            return 0
-        if not studies:
-            print("no studies yet; create one with `elicit study create FILE` or `elicit demo`")
-            return 0
-        for study in studies:
-            done = counts.get((study.id, "done"), 0)
-            active = counts.get((study.id, "active"), 0)
-            enrolment = "open" if study.open_enrolment else "invitation only"
-            print(
-                f"{study.id}  {study.name}  [{study.algorithm}, {enrolment}]  "
-                f"sessions: {active} active, {done} done"
-            )
+    with database_session(Settings()) as db:
+        rows = [
+            {
+                "id": str(entry.study.id),
+                "name": entry.study.name,
+                "status": entry.status.value,
+                "algorithm": entry.study.algorithm,
+                "open_enrolment": entry.study.open_enrolment,
+                "created_at": iso_utc(entry.study.created_at),
+                "sessions": entry.counts,
+            }
+            for entry in list_visible_studies(db, cli_principal(db, None))
+        ]
+    print_study_list(rows, args.json)
     return 0
 
 

@@ -91,7 +91,10 @@ def test_cli_study_actions_status_invite_plan_export_import(
     assert "elicitation queries: mean" in out and "at 6.0 s per comparison" in out
     assert main(["study", "create", str(config_file)]) == 0
     study_id = capsys.readouterr().out.split()[2]
+    assert main(["study", "open", study_id]) == 0
     assert main(["study", "pause", study_id]) == 0
+    # At a terminal, close asks; anything but "close" keeps the study as it is.
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("builtins.input", lambda prompt: "no")
     assert main(["study", "close", study_id]) == 1
     with app.state.sessionmaker() as db:

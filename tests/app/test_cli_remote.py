@@ -1,9 +1,11 @@
 """`elicit --url … study …`: the study commands against a running server through its JSON API, with the
-same output as on the local database, and clear refusals (wrong token, local-only command, no server)."""
+same output as on the local database (every export byte for byte), and clear refusals (wrong token,
+local-only command, no server, a close nobody confirmed)."""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import socket
 import threading
@@ -11,12 +13,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
+import numpy as np
 import pytest
 import uvicorn
+from app_support import METRIC, Participant
 
+from app.admin.downloads import DOWNLOADS
 from app.cli import main
 from app.main import create_app
 from app.settings import Settings
+from elicitation import QuadraticMetric
 
 TOML_STUDY = """
 name = "Remote screening"
@@ -78,14 +85,24 @@ def test_study_commands_work_against_a_server(
     created = capsys.readouterr().out
     assert "created study" in created and "Remote screening" in created
     study_id = created.split()[2]
+    # A draft, as locally: no participant link (the server would answer 409 to it).
+    assert "is a draft" in created and "/join" not in created
 
     assert main(["--url", server, "study", "list", "--json"]) == 0
     remote_listing = json.loads(capsys.readouterr().out)
     assert main(["study", "list", "--json"]) == 0
     assert remote_listing == json.loads(capsys.readouterr().out)  # the same rows as the local listing
 
+    assert main(["--url", server, "study", "list"]) == 0
+    remote_lines = capsys.readouterr().out
+    assert main(["study", "list"]) == 0
+    assert remote_lines == capsys.readouterr().out and "[lpme]  draft, enrolment: open link" in remote_lines
+
     assert main(["--url", server, "study", "open", study_id]) == 0
-    assert capsys.readouterr().out.strip() == f"study {study_id} is open"
+    assert capsys.readouterr().out.splitlines() == [
+        f"study {study_id} is open",
+        f"participant link: {server}/studies/{study_id}/join",
+    ]
     links = tmp_path / "links.csv"
     assert main(["--url", server, "study", "invite", study_id, "--count", "2", "--output", str(links)]) == 0
     rows = list(csv.DictReader(links.open(encoding="utf-8")))
@@ -129,3 +146,90 @@ def test_remote_refusals_say_why(
     assert "cannot reach" in capsys.readouterr().err
     assert main(["--url", "ftp://example.org", "--token", "x", "study", "list"]) == 2
     assert "http(s) address" in capsys.readouterr().err
+
+
+#: A Prolific study on the synthetic space whose finished participants fill every export.
+PANEL_STUDY = {
+    "name": "Remote exports",
+    "task": "A classifier decides whether a tumour is benign or malignant.",
+    "class_names": ["benign", "malignant"],
+    "algorithm": "lpme",
+    "algorithm_params": {"epsilon": 0.2, "cycles": 1},
+    "query_space": {"kind": "synthetic", "radius": 0.2},
+    "practice_queries": 0,
+    "evaluation_queries": 2,
+    "panel": "prolific",
+}
+
+
+def test_every_export_is_the_same_file_locally_and_remotely(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("pyarrow")
+    config = tmp_path / "study.json"
+    config.write_text(json.dumps(PANEL_STUDY))
+    assert main(["--url", server, "study", "create", str(config)]) == 0
+    study_id = capsys.readouterr().out.split()[2]
+    assert main(["--url", server, "study", "open", study_id]) == 0
+    codes = {}
+    with httpx.Client(base_url=server, timeout=30) as client:
+        for pid, metric in (("PID-A", METRIC), ("PID-B", QuadraticMetric(np.array([0.8, 0.3]), METRIC.B))):
+            link = {"PROLIFIC_PID": pid, "STUDY_ID": "S1", "SESSION_ID": pid + "-s"}
+            body = {"consent": True, "panel": link}
+            created = client.post(f"/api/v1/studies/{study_id}/sessions", json=body)
+            assert created.status_code == 201, created.text
+            state = Participant(metric).finish(client, created.json()["token"])
+            codes[pid] = state["result"]["completion_code"]
+        # A participant who has not finished has no code yet and is not up for approval.
+        body = {"consent": True, "panel": {"PROLIFIC_PID": "PID-C", "STUDY_ID": "S1", "SESSION_ID": "c"}}
+        assert client.post(f"/api/v1/studies/{study_id}/sessions", json=body).status_code == 201
+
+    for item in DOWNLOADS:
+        local, remote = tmp_path / f"local-{item.filename}", tmp_path / f"remote-{item.filename}"
+        assert main(["study", "export", study_id, item.command, "--output", str(local)]) == 0
+        command = ["--url", server, "study", "export", study_id, item.command, "--output", str(remote)]
+        assert main(command) == 0
+        assert local.stat().st_size > 0, item.command
+        if item.command == "archive":
+            # The one difference is the moment each archive was written.
+            documents = [json.loads(path.read_bytes()) for path in (local, remote)]
+            assert [document.pop("exported_at") for document in documents] != [None, None]
+            assert documents[0] == documents[1]
+        else:
+            assert local.read_bytes() == remote.read_bytes(), item.command
+    capsys.readouterr()
+
+    approval = list(csv.DictReader((tmp_path / "remote-approval.csv").open(encoding="utf-8")))
+    assert [(row["PROLIFIC_PID"], row["completion_code"]) for row in approval] == list(codes.items())
+    assert list(approval[0])[:2] == ["PROLIFIC_PID", "completion_code"]
+    results = list(csv.DictReader((tmp_path / "remote-results.csv").open(encoding="utf-8")))
+    by_pid = {row["panel_PROLIFIC_PID"]: row["completion_code"] for row in results}
+    assert by_pid == {**codes, "PID-C": ""}
+    document = json.loads((tmp_path / "remote-results.json").read_text(encoding="utf-8"))
+    assert {row["panel_PROLIFIC_PID"]: row["completion_code"] for row in document["results"]} == {
+        **codes,
+        "PID-C": None,
+    }
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "remote-results.parquet").to_pydict()
+    assert dict(zip(table["panel_PROLIFIC_PID"], table["completion_code"], strict=True)) == {
+        **codes,
+        "PID-C": None,
+    }
+
+
+def test_close_without_a_terminal_says_to_pass_yes(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "study.toml"
+    config.write_text(TOML_STUDY)
+    assert main(["--url", server, "study", "create", str(config)]) == 0
+    study_id = capsys.readouterr().out.split()[2]
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert main(["--url", server, "study", "close", study_id]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert "--yes" in captured.err and "Traceback" not in captured.err
+    assert main(["--url", server, "study", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["status"] == "draft"

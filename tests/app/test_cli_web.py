@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -42,10 +43,41 @@ def test_study_create_from_toml_and_list(
     config.write_text(TOML_STUDY)
     assert main(["study", "create", str(config)]) == 0
     out = capsys.readouterr().out
-    assert "created study" in out and "https://studies.example.org/studies/" in out
+    study_id = out.split()[2]
+    # New studies are drafts (docs/admin.md), so no participant link: it would answer 409.
+    assert "is a draft" in out and "participant link" not in out and "/join" not in out
     assert main(["study", "list"]) == 0
     listing = capsys.readouterr().out
-    assert "Loan screening" in listing and "[lpme, open]" in listing
+    assert "Loan screening" in listing and "[lpme]  draft, enrolment: open link" in listing
+    assert main(["study", "open", study_id]) == 0
+    opened = capsys.readouterr().out.splitlines()
+    assert opened == [
+        f"study {study_id} is open",
+        f"participant link: https://studies.example.org/studies/{study_id}/join",
+    ]
+    assert main(["study", "list"]) == 0
+    assert "[lpme]  open, enrolment: open link" in capsys.readouterr().out
+    assert main(["study", "pause", study_id]) == 0
+    assert capsys.readouterr().out.strip() == f"study {study_id} is paused"  # no link: it would refuse
+
+
+def test_close_without_a_terminal_or_yes_is_a_one_line_error(
+    database: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "study.toml"
+    config.write_text(TOML_STUDY)
+    assert main(["study", "create", str(config)]) == 0
+    study_id = capsys.readouterr().out.split()[2]
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # no terminal: input() would end in EOFError
+    assert main(["study", "close", study_id]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == (
+        "error: closing is final and needs a confirmation: pass --yes (no terminal to ask at)"
+    )
+    assert main(["study", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["status"] == "draft"
+    assert main(["study", "close", study_id, "--yes"]) == 0
+    assert capsys.readouterr().out.strip() == f"study {study_id} is closed"
 
 
 def test_study_create_from_json(database: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -138,6 +170,7 @@ def test_list_commands_print_json_for_scripts(
     assert study["name"] == "Loan screening"
     assert study["algorithm"] == "lpme"
     assert study["open_enrolment"] is True
+    assert study["status"] == "draft"
     assert study["sessions"] == {"invited": 0, "active": 0, "done": 0}
     monkeypatch.setenv("ELICIT_ADMIN_PASSWORD", "a long enough password 123")
     assert main(["admin", "create", "--email", "lead@example.org", "--role", "admin"]) == 0

@@ -125,7 +125,7 @@ def test_coordinator_plans_invites_watches_and_downloads(
     expect(page.get_by_test_id("snippet")).to_contain_text("load_results")
     expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
     with page.expect_download() as download_info:
-        page.get_by_test_id("download-csv").click()
+        page.get_by_test_id("download-results").click()
     rows = list(csv.DictReader(io.StringIO(Path(download_info.value.path()).read_text())))
     done = [row for row in rows if row["status"] == "done"]
     assert len(rows) == 2 and len(done) == 1
