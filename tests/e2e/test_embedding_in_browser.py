@@ -9,13 +9,14 @@ The "other site" is a small HTTP server on 127.0.0.2: another IP address is anot
 from __future__ import annotations
 
 import html
+import json
 import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from playwright.sync_api import Browser, FrameLocator, Page, expect
@@ -51,6 +52,10 @@ class _Handler(BaseHTTPRequestHandler):
             body = (
                 "<!doctype html><title>Survey</title><h1>A survey that embeds the study</h1>"
                 f'<iframe id="study" src="{html.escape(src)}" width="1000" height="800"></iframe>'
+                # What the survey hears from the frame, one JSON line per message.
+                '<pre id="messages"></pre><script>window.addEventListener("message", function (e) {'
+                'document.getElementById("messages").textContent += '
+                'JSON.stringify({origin: e.origin, data: e.data}) + "\\n"; });</script>'
             )
         else:
             body = f'<!doctype html><title>Panel</title><p id="panel-end">{html.escape(self.path)}</p>'
@@ -129,6 +134,48 @@ def test_an_allow_listed_study_is_completed_inside_another_sites_frame(
     expect(frame.get_by_test_id("completion-code")).to_have_text(CODE)
     # Still inside the survey page: nothing navigated the top window away.
     assert page.url.startswith(other_site.origin)
+
+
+def _messages(page: Page) -> list[dict[str, Any]]:
+    text = page.locator("#messages").text_content() or ""
+    return [json.loads(line) for line in text.splitlines() if line]
+
+
+def test_an_embedded_study_finishes_inside_its_frame_and_tells_the_host(
+    page: Page, live_server: Any, other_site: OtherSite
+) -> None:
+    complete = f"{other_site.origin}/complete?cc={{completion_code}}&rid={{rid}}"
+    panel = {"name": "the survey", "parameters": ["rid"], "id_parameter": "rid", "require_id": True}
+    for delay, moved_by in ((1, "countdown"), (600, "button")):
+        study = live_server.create_study(
+            name=f"Framed study ({moved_by})",
+            frame_ancestors=[other_site.origin],
+            panel=panel,
+            redirect_url=complete,
+            redirect_delay_seconds=delay,
+            **SHORT,
+        )
+        join = f"{live_server.url}/studies/{study.id}/join?rid=R-{moved_by}"
+        page.goto(f"{other_site.origin}/frame?src={quote(join, safe='')}")
+        frame = page.frame_locator("#study")
+        frame.get_by_test_id("consent-checkbox").check()
+        _click_in(frame, "consent-submit")
+        _click_in(frame, "begin")
+        _finish_in_frame(frame)
+        code = frame.get_by_test_id("completion-code").text_content() or ""
+        assert CODE.match(code.strip())
+        # The host page hears that the participant finished, with the code, from the study's origin.
+        expect(page.locator("#messages")).to_contain_text(code.strip())
+        (message,) = _messages(page)
+        assert message["origin"] == live_server.url
+        assert message["data"]["type"] == "elicitation-studio:finished"
+        assert message["data"]["completion_code"] == code.strip()
+        if moved_by == "button":
+            frame.get_by_test_id("redirect").click()
+        # The frame goes on to the address with the code; the survey page around it stays.
+        expect(frame.locator("#panel-end")).to_contain_text(f"cc={code.strip()}&rid=R-{moved_by}")
+        assert page.url.startswith(f"{other_site.origin}/frame")
+        expect(page.locator("h1")).to_have_text("A survey that embeds the study")
 
 
 def _refused(page: Page, site: OtherSite, src: str) -> None:
