@@ -10,6 +10,7 @@ package, say) is an error answer rather than a cut-off file.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
@@ -22,7 +23,15 @@ from ..models import Study
 from . import best, export, panel, studies
 from .auth import AdminError, Principal
 
-__all__ = ["DOWNLOADS", "Download", "api_documentation", "by_command", "download_response", "write_download"]
+__all__ = [
+    "DOWNLOADS",
+    "Download",
+    "ExportFile",
+    "api_documentation",
+    "by_command",
+    "download_response",
+    "write_download",
+]
 
 _CSV = "text/csv; charset=utf-8"
 _JSON = "application/json"
@@ -175,6 +184,8 @@ DOWNLOADS: Final = (
     ),
 )
 _BY_FILE: Final = {item.filename: item for item in DOWNLOADS}
+#: The file names as a path parameter's choices (the API documents them; another name is a 422).
+ExportFile = enum.StrEnum("ExportFile", {item.filename: item.filename for item in DOWNLOADS})  # type: ignore[misc]
 by_command: Final = {item.command: item for item in DOWNLOADS}
 
 

@@ -35,7 +35,7 @@ from ..study_config import config_hash
 from . import best, export, monitor, panel, studies
 from .admission import AdmittedRoute
 from .auth import AdminError, ApiUserDep, create_api_token, list_api_tokens, revoke_api_token
-from .downloads import api_documentation, download_response
+from .downloads import ExportFile, api_documentation, download_response
 from .http import (
     MAX_ARCHIVE_BODY_BYTES,
     MAX_BODY_BYTES,
@@ -475,7 +475,7 @@ def best_classifiers_csv(study_id: str, principal: ApiUserDep, request: Request)
     responses={
         200: {
             "description": "the file, as an attachment",
-            "content": {"text/csv": {}, "application/json": {}},
+            "content": {"text/csv": {}, "application/json": {}, "application/vnd.apache.parquet": {}},
         },
         501: PARQUET_RESPONSE[501],
         **error_responses(404, 422),
@@ -483,9 +483,9 @@ def best_classifiers_csv(study_id: str, principal: ApiUserDep, request: Request)
     description="One export of the study, byte for byte the file the back office's download links and "
     "`elicit study export` give: " + api_documentation() + ".",
 )
-def export_file(study_id: str, filename: str, principal: ApiUserDep, request: Request) -> Response:
-    """One of the study's exports by file name (404 names no export)."""
-    return download_response(request, principal, study_id, filename)
+def export_file(study_id: str, filename: ExportFile, principal: ApiUserDep, request: Request) -> Response:
+    """One of the study's exports by file name."""
+    return download_response(request, principal, study_id, filename.value)
 
 
 @router.get(

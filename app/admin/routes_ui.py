@@ -175,6 +175,7 @@ def _study_form(
         plan=plan,
         algorithms=sorted(REGISTRY.values(), key=lambda spec: spec.name),
         max_csv_mb=studies.MAX_CSV_BYTES // 1_000_000,
+        datasets=study_form.dataset_choices(),
     )
 
 

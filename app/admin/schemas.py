@@ -195,6 +195,9 @@ class ResultRowOut(BaseModel):
     study_id: uuid.UUID
     session_id: uuid.UUID
     participant_code: str | None
+    completion_code: str | None = Field(
+        description="the code the participant was shown at the end (study-wide or their own); null until done"
+    )
     status: str
     pilot: bool = Field(description="a coordinator's own trial session (only with include_pilots=true)")
     excluded: bool

@@ -29,12 +29,15 @@ from . import studies
 from .auth import AdminError, Principal
 
 __all__ = [
+    "BUNDLED_DATASETS",
     "CUSTOM_PANEL",
     "TOLERANCE_PARAM",
+    "BundledDataset",
     "CsvUpload",
     "FormOutcome",
     "blank_form",
     "config_from_form",
+    "dataset_choices",
     "form_from_config",
     "seconds_from_form",
     "submit_study_form",
@@ -47,6 +50,65 @@ TOLERANCE_PARAM = "epsilon"
 CUSTOM_PANEL = "custom"
 #: What the empty form suggests for the fields a study must fill in (examples, not defaults).
 _EXAMPLES = {"class_names": "benign, malignant", "population": "patients"}
+
+
+@dataclass(frozen=True)
+class BundledDataset:
+    """A dataset shipped with the lab, as the form's picker describes it (checked against the data by
+    tests/admin/test_admin_study_form_datasets.py)."""
+
+    name: str  # `elicitation.lab.datasets.load_dataset`'s name
+    title: str
+    classes: tuple[str, ...]
+    groups: tuple[str, ...]  # the protected attribute's groups; empty without one
+    rows: int
+
+
+#: The datasets the picker offers (loading them to read their classes would cost seconds per process).
+BUNDLED_DATASETS: tuple[BundledDataset, ...] = (
+    BundledDataset("breast-cancer", "Breast cancer biopsies (Wisconsin)", ("benign", "malignant"), (), 683),
+    BundledDataset(
+        "adult", "Adult census income", ("income <=50K", "income >50K"), ("Female", "Male"), 45222
+    ),
+    BundledDataset(
+        "default", "Credit card default (Taiwan)", ("no default", "default"), ("Male", "Female"), 30000
+    ),
+    BundledDataset("iris", "Iris flowers", ("setosa", "versicolor", "virginica"), (), 150),
+    BundledDataset("wine", "Wine cultivars", ("class_0", "class_1", "class_2"), (), 178),
+    BundledDataset("vehicle", "Vehicle silhouettes", ("bus", "opel", "saab", "van"), (), 846),
+    BundledDataset("digits", "Handwritten digits", tuple(str(digit) for digit in range(10)), (), 1797),
+)
+_BY_DATASET = {item.name: item for item in BUNDLED_DATASETS}
+#: The picker's value for a dataset with groups used without them.
+_WITHOUT_GROUPS = ":without-groups"
+
+
+def dataset_choices() -> list[tuple[str, str]]:
+    """The picker's (value, label) pairs: each bundled dataset with its classes and size, and a dataset with
+    groups once as a fairness study over them and once without."""
+    choices = []
+    for item in BUNDLED_DATASETS:
+        about = f"{item.title}: classes {', '.join(item.classes)}; {item.rows:,} people"
+        if item.groups:
+            choices.append((item.name, f"{about}; groups {', '.join(item.groups)} (fairness study)"))
+            choices.append((item.name + _WITHOUT_GROUPS, f"{about}; without groups"))
+        else:
+            choices.append((item.name, about))
+    return choices
+
+
+def _dataset_fields(choice: str) -> dict[str, Any]:
+    """The configuration's query space, classes and groups for a picked bundled dataset."""
+    name = choice.removesuffix(_WITHOUT_GROUPS)
+    item = _BY_DATASET.get(name)
+    if item is None:
+        raise AdminError(f"dataset: unknown choice {choice!r}", status_code=422)
+    groups = bool(item.groups) and not choice.endswith(_WITHOUT_GROUPS)
+    return {
+        "query_space": {"kind": "dataset", "recipe": {"dataset": name, "groups": groups, "seed": 0}},
+        "class_names": list(item.classes),
+        "group_names": list(item.groups) if groups else [],
+    }
 
 
 def _default(field: str) -> Any:
@@ -108,6 +170,7 @@ def blank_form() -> dict[str, Any]:
         "resume_by_participant_code": "on" if _default("resume_by_participant_code") else "",
         "config_json": "",
         "seconds_per_query": "",
+        "dataset": "",
         "label_column": "",
         "group_column": "",
     }
@@ -158,6 +221,10 @@ def config_from_form(form: dict[str, Any]) -> dict[str, Any]:
     priors = _floats(str(form.get("priors", "")), "class shares")
     if priors is not None:
         space["priors"] = priors
+    if _text(form, "dataset"):
+        picked = _dataset_fields(_text(form, "dataset"))
+        space = picked.pop("query_space")
+        config.update(picked)
     if tolerance is not None and _takes_tolerance(
         config.get("algorithm") or default_algorithm(config["group_names"])
     ):
@@ -303,6 +370,10 @@ def submit_study_form(
     """
     try:
         config_dict = config_from_form(form)
+        if upload is not None and _text(form, "dataset") and not _text(form, "config_json"):
+            raise AdminError(
+                "dataset: pick a bundled dataset or upload a CSV file, not both", status_code=422
+            )
         if upload is not None:
             config_dict = with_csv_space(config_dict, form, upload.raw, upload.filename)
         seconds = seconds_from_form(form)
