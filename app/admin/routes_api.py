@@ -483,9 +483,15 @@ def best_classifiers_csv(study_id: str, principal: ApiUserDep, request: Request)
     description="One export of the study, byte for byte the file the back office's download links and "
     "`elicit study export` give: " + api_documentation() + ".",
 )
-def export_file(study_id: str, filename: ExportFile, principal: ApiUserDep, request: Request) -> Response:
+def export_file(
+    study_id: str,
+    filename: ExportFile,
+    principal: ApiUserDep,
+    request: Request,
+    include_pilots: IncludePilotsQuery = False,
+) -> Response:
     """One of the study's exports by file name."""
-    return download_response(request, principal, study_id, filename.value)
+    return download_response(request, principal, study_id, filename.value, include_pilots)
 
 
 @router.get(
