@@ -105,3 +105,29 @@ def test_panel_pages_have_no_serious_axe_violation(screen: Page, live_server: An
     page.goto(f"{join}?PROLIFIC_PID=5f1a9c0e2b7d&STUDY_ID=1&SESSION_ID=3")
     expect(page.get_by_test_id("welcome-back")).to_be_visible()
     _assert_accessible(page, "welcome back by panel ID")
+
+
+#: Relative luminance of an sRGB colour "rgb(r, g, b)" (WCAG 2), for the contrast of the focus ring.
+LUMINANCE_SCRIPT = """(colour) => {
+  const [r, g, b] = colour.match(/[0-9.]+/g).slice(0, 3).map(Number).map(v => v / 255)
+    .map(v => v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4));
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}"""
+
+
+def test_the_keyboard_focus_ring_contrasts_at_least_3_to_1_with_the_page(
+    page: Page, live_server: Any, health: Any
+) -> None:
+    study = live_server.create_study(practice_queries=0)
+    page.goto(f"{live_server.url}/studies/{study.id}/join")
+    page.keyboard.press("Tab")
+    focused = page.evaluate(
+        "() => { const el = document.activeElement; const style = getComputedStyle(el);"
+        " return {tag: el.tagName, style: style.outlineStyle, width: parseFloat(style.outlineWidth),"
+        " ring: style.outlineColor, page: getComputedStyle(document.body).backgroundColor}; }"
+    )
+    assert focused["tag"] != "BODY", "Tab reaches a control"
+    assert focused["style"] == "solid" and focused["width"] >= 2, focused
+    ring, background = (page.evaluate(LUMINANCE_SCRIPT, focused[key]) for key in ("ring", "page"))
+    contrast = (max(ring, background) + 0.05) / (min(ring, background) + 0.05)
+    assert contrast >= 3.0, (focused, contrast)
