@@ -27,7 +27,7 @@ import numpy as np
 from elicitation import FairQuadraticMetric, LinearMetric, Metric
 from elicitation.posterior import sym_from_vec
 
-from .charts.common import fmt
+from .charts.common import display_name, fmt
 from .i18n import ENGLISH, Translator
 
 __all__ = [
@@ -251,12 +251,12 @@ def reading_for(
     shares = weights @ priors
     sphere = space.sphere
     return Reading(
-        class_names=tuple(str(name) for name in space.class_names),
+        class_names=tuple(display_name(str(name), tr) for name in space.class_names),
         population=population,
         class_shares=shares / shares.sum(),
         center=np.asarray(sphere.center, dtype=np.float64),
         radius=float(sphere.radius),
-        group_names=tuple(str(name) for name in getattr(space, "group_names", ())),
+        group_names=tuple(display_name(str(name), tr) for name in getattr(space, "group_names", ())),
         details=details,
         tr=tr,
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gettext as _gettext
 import io
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +26,7 @@ from jinja2 import Environment, pass_context
 from jinja2.runtime import Context
 from markupsafe import Markup
 
-from .charts.common import fmt
+from .charts.common import N_, fmt
 from .resources import resource_dir
 
 __all__ = [
@@ -54,11 +54,6 @@ ENGLISH: Translator = _gettext.NullTranslations()
 Direction = Literal["ltr", "rtl"]
 
 
-def N_(message: str) -> str:
-    """Mark ``message`` for the catalogue without translating it here (it is translated where it is shown)."""
-    return message
-
-
 def text_direction(language: str) -> Direction:
     """``"rtl"`` for a language written right to left (Arabic, Hebrew, Persian ...), else ``"ltr"``."""
     try:
@@ -71,8 +66,13 @@ def text_direction(language: str) -> Direction:
 _ACCEPT_ITEM = re.compile(r"^\s*([A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*|\*)\s*(?:;\s*q\s*=\s*([0-9.]+))?\s*$")
 
 
-def negotiate(accept_language: str | None, available: Mapping[str, str] = LANGUAGES) -> str:
-    """The best of ``available`` for an ``Accept-Language`` header (pages that belong to no study)."""
+def negotiate(
+    accept_language: str | None,
+    available: Mapping[str, str] | Sequence[str] = LANGUAGES,
+    default: str = DEFAULT_LANGUAGE,
+) -> str:
+    """The best of ``available`` for an ``Accept-Language`` header, else ``default`` (a study's own
+    language among those it offers; English for pages that belong to no study)."""
     ranked: list[tuple[float, int, str]] = []
     for index, item in enumerate((accept_language or "").split(",")[:20]):
         match = _ACCEPT_ITEM.match(item)
@@ -89,7 +89,7 @@ def negotiate(accept_language: str | None, available: Mapping[str, str] = LANGUA
         primary = tag.split("-")[0]
         if primary in available:
             return primary
-    return DEFAULT_LANGUAGE
+    return default
 
 
 def _compile(path: Path) -> Translator:
@@ -210,6 +210,7 @@ class Catalogues:
             context = {
                 **_jinja_callables(tr),
                 "lang": code,
+                "language_names": self.languages,
                 "text_direction": direction,
                 # The arrow pointing at each side: the first classifier (A) is on the left in a
                 # left-to-right page and on the right in a right-to-left one.

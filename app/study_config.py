@@ -98,6 +98,13 @@ class StudyConfig(BaseModel):
         description="the language of the participant pages",
         json_schema_extra={"enum": list(LANGUAGES)},
     )
+    languages: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="further languages the participant pages offer besides `language`: the browser's "
+        "preferred one among them is shown, and every page has a switcher",
+        json_schema_extra={"items": {"enum": list(LANGUAGES)}},
+    )
     algorithm: str = Field(
         default=DEFAULT_ALGORITHM,
         description=f"the elicitor; left out or empty: {DEFAULT_ALGORITHM!r}, or {DEFAULT_GROUP_ALGORITHM!r} "
@@ -202,6 +209,18 @@ class StudyConfig(BaseModel):
             known = ", ".join(f"{key} ({name})" for key, name in LANGUAGES.items())
             raise ValueError(f"language {code!r} is not offered; choose one of {known}")
         return code
+
+    @field_validator("languages")
+    @classmethod
+    def _known_languages(cls, codes: list[str]) -> list[str]:
+        for code in codes:
+            cls._known_language(code)
+        return list(dict.fromkeys(codes))
+
+    @property
+    def offered_languages(self) -> list[str]:
+        """The languages of the participant pages: the study's own first, then the further ones."""
+        return list(dict.fromkeys([self.language, *self.languages]))
 
     @model_validator(mode="after")
     def _defaults_in_language(self) -> StudyConfig:

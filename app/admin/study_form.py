@@ -19,6 +19,7 @@ from elicitation.rates import DEFAULT_SYNTHETIC_RADIUS
 
 from ..algorithms import REGISTRY
 from ..errors import ConflictError
+from ..i18n import LANGUAGES
 from ..json_input import JSONInputError, decode_json
 from ..models import Study, StudyControl
 from ..panels import PANEL_PRESETS
@@ -148,6 +149,7 @@ def blank_form() -> dict[str, Any]:
         "group_names": "",
         "population": _EXAMPLES["population"],
         "language": _default("language"),
+        "languages": [],
         "algorithm": "",
         "epsilon": "",
         "radius": DEFAULT_SYNTHETIC_RADIUS,
@@ -200,6 +202,9 @@ def config_from_form(form: dict[str, Any]) -> dict[str, Any]:
     for field in ("population", "language", "algorithm", "consent_text", "instructions_text", "redirect_url"):
         if _text(form, field):
             config[field] = form[field]
+    further = [code for code in LANGUAGES if form.get(f"also_{code}") == "on"]
+    if further:
+        config["languages"] = further
     if _text(form, "completion_code"):
         config["completion_code"] = _text(form, "completion_code")
     panel = _panel_from_form(form)
@@ -283,6 +288,7 @@ def form_from_config(config: dict[str, Any]) -> dict[str, Any]:
         "group_names": ", ".join(config.get("group_names", [])),
         "population": config.get("population", _default("population")),
         "language": config.get("language", _default("language")),
+        "languages": list(config.get("languages", [])),
         "algorithm": algorithm,
         "epsilon": params.get(TOLERANCE_PARAM, "") if _takes_tolerance(algorithm) else "",
         "radius": space.get("radius", DEFAULT_SYNTHETIC_RADIUS),

@@ -12,6 +12,7 @@ from gettext import NullTranslations
 from typing import Any
 
 __all__ = [
+    "BUNDLED_NAMES",
     "CATEGORY_AXIS",
     "CLASS_COLORS",
     "DIVERGING_SCALE",
@@ -20,12 +21,14 @@ __all__ = [
     "GRID",
     "INK",
     "MUTED",
+    "N_",
     "OKABE_ITO",
     "Figure",
     "back_office_figure",
     "check_names",
     "class_color",
     "decimal_mark",
+    "display_name",
     "fmt",
     "join_names",
     "rgba",
@@ -41,6 +44,36 @@ ENGLISH = NullTranslations()
 
 #: A Plotly figure as plain JSON-safe data: ``{"data": [...], "layout": {...}}``.
 Figure = dict[str, Any]
+
+
+def N_(message: str) -> str:
+    """Mark ``message`` for the catalogue without translating it here (it is translated where it is shown)."""
+    return message
+
+
+#: The bundled datasets' class and group names (`elicitation.lab.datasets`): a study that uses one as it is
+#: shows it in the page's language ("benign" is "gutartig" on a German page). A coordinator's own names
+#: are shown as typed.
+BUNDLED_NAMES = frozenset(
+    {
+        N_("benign"),
+        N_("malignant"),
+        N_("income <=50K"),
+        N_("income >50K"),
+        N_("no default"),
+        N_("default"),
+        N_("Female"),
+        N_("Male"),
+        N_("bus"),
+        N_("van"),
+    }
+)
+
+
+def display_name(name: str, tr: NullTranslations) -> str:
+    """A class or group name in the page's language when it is a bundled dataset's, else as written."""
+    return tr.gettext(name) if name in BUNDLED_NAMES else name
+
 
 #: The Okabe-Ito colour-blind-safe palette (Okabe & Ito 2008), by name.
 OKABE_ITO: Mapping[str, str] = {

@@ -28,6 +28,7 @@ from .common import (
     Figure,
     check_names,
     class_color,
+    display_name,
     fmt,
     join_names,
     rgba,
@@ -520,10 +521,10 @@ def comparison_view(comparison: Mapping[str, Any], tr: NullTranslations = ENGLIS
             f"left and right confusions differ in shape: {left_exact.shape} vs {right_exact.shape}"
         )
     n_groups, k = left_exact.shape[0], left_exact.shape[1]
-    class_names = check_names(class_names, k, "class")
+    class_names = [display_name(name, tr) for name in check_names(class_names, k, "class")]
     group_names = list(comparison.get("group_names") or [])
     if n_groups > 1 or group_names:
-        group_names = check_names(group_names, n_groups, "group")
+        group_names = [display_name(name, tr) for name in check_names(group_names, n_groups, "group")]
     population = _population_label(comparison.get("population") or "people")
     shown_left, shown_right, decimals = displayed_counts(left_exact, right_exact)
     shown = {"left": shown_left, "right": shown_right}

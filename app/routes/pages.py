@@ -58,8 +58,20 @@ class JoinForm(BaseModel):
 
 
 def use_language(request: Request, config: StudyConfig) -> None:
-    """Pages of this request (and its error page) speak the study's language."""
-    request.state.language = config.language
+    """Pages of this request (and its error page) speak one of the study's languages: the one chosen with
+    the page's switcher (``?lang=``, then remembered in a cookie), else the browser's preferred one among
+    those the study offers, else the study's own."""
+    offered = config.offered_languages
+    chosen = request.query_params.get(LANGUAGE_PARAMETER)
+    if chosen in offered:
+        request.state.remember_language = chosen
+    else:
+        chosen = request.cookies.get(LANGUAGE_COOKIE)
+        if chosen not in offered:
+            chosen = negotiate(request.headers.get("accept-language"), offered, default=config.language)
+    request.state.language = chosen
+    request.state.languages = offered if len(offered) > 1 else []
+    request.state.frames = _in_frames(request, config)
 
 
 def _translator(request: Request) -> Translator:
@@ -71,6 +83,23 @@ def _translator(request: Request) -> Translator:
 def _render(request: Request, template: str, context: dict[str, Any], status_code: int = 200) -> Response:
     templates = request.app.state.templates
     response: Response = templates.TemplateResponse(request, template, context, status_code=status_code)
+    chosen = getattr(request.state, "remember_language", None)
+    if chosen is not None:
+        # The language picked with the switcher stays on the next pages (after an answer, on return).
+        if getattr(request.state, "frames", False):
+            set_partitioned_cookie(
+                response, LANGUAGE_COOKIE, chosen, max_age=LANGUAGE_COOKIE_MAX_AGE, path="/"
+            )
+        else:
+            response.set_cookie(
+                LANGUAGE_COOKIE,
+                chosen,
+                max_age=LANGUAGE_COOKIE_MAX_AGE,
+                path="/",
+                secure=request.url.scheme == "https",
+                httponly=True,
+                samesite="lax",
+            )
     return response
 
 
@@ -80,6 +109,10 @@ def _see_other(url: str) -> RedirectResponse:
 
 #: The cookie that remembers a participant's session in this browser, one per study (scoped to the
 #: study's own join path, so that no other page and no other study ever receives it).
+#: The page language a participant picked with the switcher (``?lang=<code>``), remembered for a year.
+LANGUAGE_PARAMETER = "lang"
+LANGUAGE_COOKIE = "participant_language"
+LANGUAGE_COOKIE_MAX_AGE = 365 * 24 * 3600
 PARTICIPANT_COOKIE = "participant_session"
 #: How long a browser remembers its session (seconds): long enough for a study's fieldwork.
 PARTICIPANT_COOKIE_MAX_AGE = 90 * 24 * 3600

@@ -484,3 +484,54 @@ def test_numbers_are_written_with_the_languages_decimal_mark() -> None:
     assert figure["layout"]["separators"] == ",."
     page = Catalogues(LOCALES).template_context("de")["number"]
     assert page(0.0125, 4) == "0,0125"
+
+
+def _lang(html: str) -> str:
+    match = re.search(r'<html lang="([a-z]+)"', html)
+    assert match
+    return match.group(1)
+
+
+def test_a_study_in_several_languages_follows_the_browser_and_the_switcher_keeps_the_answers(
+    client: TestClient, app: Any
+) -> None:
+    study = make_study(app, languages=["de"])
+    assert StudyConfig.model_validate(study.config).offered_languages == ["en", "de"]
+    german = {"Accept-Language": "de-DE,de;q=0.9,en;q=0.5"}
+    join = client.get(f"/studies/{study.id}/join", headers=german).text
+    assert _lang(join) == "de" and 'data-testid="language-switch"' in join
+    token = new_session(client, study)
+    state = Participant(METRIC).answer(client, token, client.get(f"/api/v1/sessions/{token}").json())
+    question = client.get(f"/sessions/{token}", headers=german).text
+    # The bundled data's class names in the page's language, the coordinator's words as written.
+    assert _lang(question) == "de" and "gutartig" in question and "bösartig" in question
+    assert "Test study &lt;b&gt;bold&lt;/b&gt;" in question
+    switch = re.search(r'href="([^"]*)" hreflang="en"', question)
+    assert switch and switch.group(1) == f"/sessions/{token}?lang=en"
+    english = client.get(switch.group(1), headers=german)
+    assert _lang(english.text) == "en" and "benign" in english.text
+    assert "participant_language=en" in english.headers["set-cookie"]
+    # The choice stays (the cookie) over the browser's preference, and no answer was lost.
+    again = client.get(f"/sessions/{token}", headers=german).text
+    assert _lang(again) == "en"
+    assert f'name="seq" value="{state["query"]["seq"]}"' in again
+    assert client.get(f"/api/v1/sessions/{token}").json()["progress"]["answered"] == 1
+
+
+def test_a_study_in_one_language_ignores_the_browser_and_a_foreign_switch(
+    client: TestClient, app: Any
+) -> None:
+    study = make_study(app)
+    page = client.get(f"/studies/{study.id}/join?lang=de", headers={"Accept-Language": "de"}).text
+    assert _lang(page) == "en" and 'data-testid="language-switch"' not in page
+    german_only = make_study(app, name="nur deutsch", language="de")
+    assert (
+        _lang(client.get(f"/studies/{german_only.id}/join", headers={"Accept-Language": "en"}).text) == "de"
+    )
+
+
+def test_offered_languages_must_be_known() -> None:
+    with pytest.raises(StudyConfigError, match="language 'xx' is not offered"):
+        parse_study_config({**SMALL_STUDY, "languages": ["de", "xx"]})
+    config = parse_study_config({**SMALL_STUDY, "language": "de", "languages": ["en", "de", "en"]})
+    assert config.offered_languages == ["de", "en"]
