@@ -17,14 +17,16 @@ import csv
 import gzip
 import io
 import json
+import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import orjson
-from sqlalchemy import select
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -661,14 +663,33 @@ def gunzip_chunks(packed: bytes, size: int = 1 << 16) -> Iterator[bytes]:
             yield chunk
 
 
+#: On SQLite an import commits whenever its transaction has held the database's one write lock this long,
+#: then pauses `IMPORT_PAUSE_S` so that waiting writers (participants' answers, in every study) get the
+#: lock: both far below the 10 s busy timeout after which a waiting writer fails.
+IMPORT_SLICE_S = 0.25
+#: Longer than SQLite's longest retry interval (100 ms), so a writer waiting for the lock always sees it free.
+IMPORT_PAUSE_S = 0.15
+
+
+@dataclass
+class _ImportedSession:
+    """One archived session as rows ready to insert, its replay already verified."""
+
+    session: dict[str, Any]
+    answers: list[dict[str, Any]]
+    result: dict[str, Any] | None
+    exclusions: list[dict[str, Any]]
+
+
 def import_archive(
     db: Session, cache: SessionCache, archive: Any, *, owner_id: int | None = None
 ) -> tuple[Study, int]:
     """Load a study archive into this database; every session must replay, finished ones to their metric.
 
-    Every field is validated first (`app.admin.archive`); returns the study and the number of sessions
-    verified against a committed result. Nothing is written unless the whole archive is valid (one
-    transaction): a refused archive leaves no trace.
+    Every field is validated and every session replayed before the first write (`app.admin.archive`), so
+    a refused archive leaves no trace; returns the study and the number of sessions verified against a
+    committed result. The writing is `_write_import`'s: on SQLite in short transactions, so other
+    studies' participants keep answering meanwhile.
     """
     parsed, config = parse_archive(archive)
     data = parsed.study
@@ -686,6 +707,7 @@ def import_archive(
         raise AdminError(
             "sessions of this archive exist in this database already", status_code=409, code="exists"
         )
+    db.rollback()  # end the read transaction: nothing of this request is held while the sessions replay
     study = Study(
         id=data.id,
         name=data.name,
@@ -695,65 +717,104 @@ def import_archive(
         open_enrolment=data.open_enrolment,
         created_at=data.created_at,
     )
+    prepared: list[_ImportedSession] = []
+    verified = 0
+    try:
+        for item in parsed.sessions:
+            fields = item.model_dump(mode="python", exclude={"answers", "result", "exclusions"})
+            session = {**fields, "study_id": study.id, "status": item.status.value}
+            answers = [{**entry.model_dump(mode="python"), "session_id": item.id} for entry in item.answers]
+            result = None
+            if item.result is not None:
+                result = {**item.result.model_dump(mode="python"), "session_id": item.id}
+            check = verify_replay(
+                cache,
+                study,
+                [Answer(**row) for row in answers],
+                None if result is None else Result(**result),
+                seed=item.seed,
+                version=item.algorithm_version,
+            )
+            if not check["ok"]:
+                raise AdminError(f"session {item.id}: {check['message']}", status_code=422, code="replay")
+            verified += result is not None
+            exclusions = [
+                {**exclusion.model_dump(mode="python"), "session_id": item.id}
+                for exclusion in item.exclusions
+            ]
+            prepared.append(_ImportedSession(session, answers, result, exclusions))
+    finally:
+        cache.clear()
+    _write_import(db, study, owner_id, data.status.value, data.seconds_per_query, prepared)
+    return study, verified
+
+
+def _write_import(
+    db: Session,
+    study: Study,
+    owner_id: int | None,
+    status: str,
+    seconds_per_query: float | None,
+    sessions: list[_ImportedSession],
+) -> None:
+    """Insert a verified import. On SQLite (one write lock for the whole database) the rows go in
+    transactions of at most about `IMPORT_SLICE_S`, with the study kept a draft (nobody can join it)
+    until its last session is in; elsewhere in one transaction. If a write fails, what was written is
+    removed again."""
+    sliced = db.get_bind().dialect.name == "sqlite"
     db.add(study)
-    db.flush()
     db.add(
         StudyControl(
             study_id=study.id,
             owner_id=owner_id,
-            status=data.status.value,
-            seconds_per_query=data.seconds_per_query,
+            status=StudyStatus.DRAFT.value if sliced else status,
+            seconds_per_query=seconds_per_query,
             updated_at=datetime.now(UTC),
         )
     )
-    verified = 0
     try:
-        for item in parsed.sessions:
-            session = ElicitationSession(
-                id=item.id,
-                study_id=study.id,
-                token_hash=item.token_hash,
-                participant_code=item.participant_code,
-                seed=item.seed,
-                algorithm=item.algorithm,
-                algorithm_version=item.algorithm_version,
-                status=item.status.value,
-                completion_code=item.completion_code,
-                panel=item.panel,
-                created_at=item.created_at,
-                consented_at=item.consented_at,
-                finished_at=item.finished_at,
-                pilot=item.pilot,
-            )
-            db.add(session)
-            db.flush()
-            rows = []
-            for entry in item.answers:
-                row = Answer(session_id=session.id, **entry.model_dump(mode="python"))
-                db.add(row)
-                rows.append(row)
-            result = None
-            if item.result is not None:
-                result = Result(session_id=session.id, **item.result.model_dump(mode="python"))
-                db.add(result)
-            for exclusion in item.exclusions:
-                db.add(Exclusion(session_id=session.id, **exclusion.model_dump(mode="python")))
-            check = verify_replay(
-                cache, study, rows, result, seed=session.seed, version=session.algorithm_version
-            )
-            if not check["ok"]:
-                raise AdminError(f"session {session.id}: {check['message']}", status_code=422, code="replay")
-            verified += result is not None
+        db.flush()
+        began = time.monotonic()
+        for model, rows in _import_statements(sessions):
+            db.execute(insert(model), rows)
+            if sliced and time.monotonic() - began > IMPORT_SLICE_S:
+                db.commit()
+                time.sleep(IMPORT_PAUSE_S)
+                began = time.monotonic()
+        if sliced:
+            db.execute(update(StudyControl).where(StudyControl.study_id == study.id).values(status=status))
         db.commit()
-    except IntegrityError as exc:
+    except BaseException as exc:
         db.rollback()
-        raise AdminError(f"the archive does not fit this database: {exc.orig}", status_code=422) from None
-    except BaseException:
-        db.rollback()
+        if sliced:
+            _remove_import(db, study.id)
+        if isinstance(exc, IntegrityError):
+            raise AdminError(f"the archive does not fit this database: {exc.orig}", status_code=422) from None
         raise
-    finally:
-        cache.clear()
-    return study, verified
+
+
+def _import_statements(sessions: list[_ImportedSession]) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
+    """An import's inserts in order, none of more than `BATCH` answers (a long session goes in pieces,
+    so no single statement holds the lock for long)."""
+    for item in sessions:
+        yield ElicitationSession, [item.session]
+        for start in range(0, len(item.answers), BATCH):
+            yield Answer, item.answers[start : start + BATCH]
+        if item.result is not None:
+            yield Result, [item.result]
+        if item.exclusions:
+            yield Exclusion, item.exclusions
+
+
+def _remove_import(db: Session, study_id: uuid.UUID) -> None:
+    """Delete what a failed sliced import had committed (its study, sessions and their rows)."""
+    sessions = select(ElicitationSession.id).where(ElicitationSession.study_id == study_id)
+    for model in (Answer, Result, Exclusion):
+        db.execute(delete(model).where(model.session_id.in_(sessions)))
+    db.execute(delete(ElicitationSession).where(ElicitationSession.study_id == study_id))
+    db.execute(delete(StudyControl).where(StudyControl.study_id == study_id))
+    db.execute(delete(Study).where(Study.id == study_id))
+    db.commit()
 
 
 def _existing_sessions(db: Session, session_ids: list[uuid.UUID], token_hashes: list[str]) -> bool:
