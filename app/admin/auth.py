@@ -51,6 +51,7 @@ __all__ = [
     "authenticate",
     "check_csrf",
     "check_password",
+    "cookie_principal",
     "create_api_token",
     "create_user",
     "find_user",
@@ -398,7 +399,8 @@ def check_csrf(principal: Principal, submitted: str | None) -> None:
         )
 
 
-def _cookie_principal(request: Request, db: Session) -> Principal | None:
+def cookie_principal(request: Request, db: Session) -> Principal | None:
+    """Who the request's back-office login cookie signs in (None: no valid one)."""
     raw = request.cookies.get(SESSION_COOKIE)
     if not raw:
         return None
@@ -481,7 +483,7 @@ def login_required(request: Request) -> LoginRequiredError:
 
 
 def _ui_principal(request: Request, db: Session) -> Principal:
-    principal = _cookie_principal(request, db)
+    principal = cookie_principal(request, db)
     if principal is None:
         raise login_required(request)
     return principal
@@ -491,7 +493,7 @@ def _api_principal(request: Request, db: Session) -> Principal:
     principal = _bearer_principal(request, db)
     if principal is not None:
         return principal
-    principal = _cookie_principal(request, db)
+    principal = cookie_principal(request, db)
     if principal is None:
         raise AuthError(NO_CREDENTIALS)
     if request.method not in ("GET", "HEAD", "OPTIONS"):

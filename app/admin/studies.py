@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TextIO
 
+from fastapi import Request
 from sqlalchemy import exists, func, select, update
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
@@ -40,7 +41,7 @@ from ..planning import PLAUSIBLE_SECONDS
 from ..sessions import SessionCache, status_of
 from ..sessions.displayed import session_version
 from ..study_config import StudyConfig, StudyConfigError, build_space, parse_study_config
-from .auth import AdminError, Principal
+from .auth import AdminError, Principal, cookie_principal
 from .models import Exclusion, StudySnapshot, User
 from .snapshots import keep_closing_snapshot
 
@@ -51,6 +52,7 @@ __all__ = [
     "StudyEntry",
     "answered_count",
     "control_of",
+    "coordinator_of",
     "create_invitations",
     "create_study_for",
     "csv_dataset_space",
@@ -494,6 +496,13 @@ def create_invitations(
         created.append((invitation, token))
     db.commit()
     return created
+
+
+def coordinator_of(request: Request, db: Session, study: Study) -> bool:
+    """Whether ``request`` comes from a browser signed in to the back office as someone who may see
+    ``study``: their session through its open link is a pilot, like one started from the study page."""
+    principal = cookie_principal(request, db)
+    return principal is not None and _may_see(principal, db.get(StudyControl, study.id))
 
 
 def start_pilot(db: Session, cache: SessionCache, study: Study, control: StudyControl | None) -> str:

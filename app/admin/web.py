@@ -13,6 +13,7 @@ from ..planning import PlanCache
 from .auth import AuthError, LoginRequiredError
 from .routes_api import router as api_router
 from .routes_ui import router as ui_router
+from .studies import coordinator_of
 
 __all__ = ["install"]
 
@@ -28,6 +29,9 @@ def install(app: FastAPI) -> None:
         secret = secrets.token_urlsafe(32)
     app.state.admin_secret = secret
     app.state.plan_cache = PlanCache()
+    # The participant pages never import the back office; they ask it whether whoever joins a study is
+    # signed in as its coordinator (that session is a pilot).
+    app.state.coordinator_of = coordinator_of
     app.include_router(api_router)
     app.include_router(ui_router)
 

@@ -306,6 +306,8 @@ def join_study(
             known_token=request.cookies.get(PARTICIPANT_COOKIE),
             panel=arrived.values,
             panel_id=arrived.participant_code,
+            # The back office answers (app.admin.studies.coordinator_of): a coordinator's own run is a pilot.
+            pilot=request.app.state.coordinator_of(request, db, study),
         )
     target = f"/sessions/{joined.token}" if joined.continued else f"/sessions/{joined.token}/instructions"
     return _remember(_see_other(target), request, study.id, joined.token, config)

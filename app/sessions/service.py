@@ -490,8 +490,11 @@ def join_study(
     known_token: str | None,
     panel: dict[str, str] | None = None,
     panel_id: str | None = None,
+    pilot: bool = False,
 ) -> Joined:
     """A participant consents on the study's open link; returns their session and a token for it.
+
+    A new session is a ``pilot`` when a coordinator of the study joins (left out of the analysis).
 
     The session this browser already has (``known_token``) continues; so does the session a returning
     participant code started, when the study resumes by code (a further personal link is issued, the
@@ -504,7 +507,9 @@ def join_study(
         if returning.status is SessionStatus.INVITED:
             consent(db, cache, known_token)
         return Joined(returning.session, known_token, continued=True)
-    return start_session(db, cache, study_id, participant_code=participant_code, panel=panel, consented=True)
+    return start_session(
+        db, cache, study_id, participant_code=participant_code, panel=panel, consented=True, pilot=pilot
+    )
 
 
 def start_session(
@@ -515,6 +520,7 @@ def start_session(
     participant_code: str | None,
     consented: bool,
     panel: dict[str, str] | None = None,
+    pilot: bool = False,
 ) -> Joined:
     """A session through the study's open link (the join page, or the JSON API for scripts and panels).
 
@@ -540,7 +546,13 @@ def start_session(
         db.commit()
         return Joined(session, token, continued=True)
     session, token = create_session(
-        db, cache, study.id, participant_code=participant_code, panel=arrived.values, consented=consented
+        db,
+        cache,
+        study.id,
+        participant_code=participant_code,
+        panel=arrived.values,
+        consented=consented,
+        pilot=pilot,
     )
     return Joined(session, token, continued=False)
 

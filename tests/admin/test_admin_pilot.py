@@ -170,3 +170,25 @@ def test_a_closed_study_takes_no_pilot(client: TestClient, accounts: dict[str, A
         f"/admin/studies/{study_id}/pilots", data={"csrf_token": csrf}, follow_redirects=False
     )
     assert refused.status_code == 409
+
+
+def test_a_coordinator_joining_through_the_open_link_runs_a_pilot(
+    client: TestClient, app: Any, accounts: dict[str, Any]
+) -> None:
+    study_id = open_study(client, accounts["alice"]["token"], STUDY_CONFIG)
+
+    def join_as(email: str | None) -> bool:
+        """Join through the open link (signed in as ``email``, or not at all); whether it is a pilot."""
+        client.cookies.clear()
+        if email is not None:
+            login(client, email)
+        joined = client.post(f"/studies/{study_id}/join", data={"consent": "yes"}, follow_redirects=False)
+        assert joined.status_code == 303, joined.text
+        with app.state.sessionmaker() as db:
+            newest = max(db.query(ElicitationSession).all(), key=lambda session: session.created_at)
+            return bool(newest.pilot)
+
+    assert join_as("alice@example.org") is True  # the study's coordinator
+    assert join_as("admin@example.org") is True  # an admin sees every study
+    assert join_as("bob@example.org") is False  # another study's coordinator is a participant here
+    assert join_as(None) is False
