@@ -12,6 +12,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from prometheus_client import CollectorRegistry
+from sqlalchemy.orm import configure_mappers
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
@@ -124,9 +125,24 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
     numbers.
     """
     threadpool_limits(limits=1)
+    _prepare_requests(_app)
     gc.collect()
     gc.freeze()
     yield
+
+
+def _prepare_requests(app: FastAPI) -> None:
+    """Do at start-up what the first participant request of every process would otherwise pay for.
+
+    SQLAlchemy configures its mappers at the first ORM query, and the participant pages' translations
+    are compiled from their ``.po`` catalogues when a language is first used (a study's configuration
+    asks every language for its default texts): together most of the first request after a restart.
+    Neither touches the database, so a server whose database is down still starts (and `/healthz` says so).
+    """
+    configure_mappers()
+    catalogues: Catalogues = app.state.catalogues
+    for language in LANGUAGES:
+        catalogues.translations(language)
 
 
 def _language(request: Request) -> dict[str, object]:

@@ -150,3 +150,41 @@ def test_a_serving_app_runs_blas_on_one_thread(settings: Any) -> None:
     with threadpool_limits(limits=2, user_api="blas"):
         assert blas_threads() == {2}
         assert asyncio.run(serving()) == {1}
+
+
+_FRESH_PROCESS = """
+import asyncio, json, sys
+from sqlalchemy import inspect
+from app.main import create_app
+from app.models import Answer
+from app.settings import Settings
+
+app = create_app(Settings(database_url=sys.argv[1]))
+before = (inspect(Answer).configured, sorted(app.state.catalogues._translations))
+
+async def serving():
+    async with app.router.lifespan_context(app):
+        return (inspect(Answer).configured, sorted(app.state.catalogues._translations))
+
+print(json.dumps([before, asyncio.run(serving())]))
+"""
+
+
+def test_start_up_prepares_what_the_first_request_would_pay_for(sqlite_settings: Any) -> None:
+    """In a fresh process, the lifespan configures the ORM mappers and compiles every shipped catalogue."""
+    import json
+    import subprocess
+    import sys
+
+    from app.i18n import LANGUAGES, shipped_catalogues
+
+    shipped = sorted(code for code in LANGUAGES if shipped_catalogues().path(code).is_file())
+    done = subprocess.run(
+        [sys.executable, "-c", _FRESH_PROCESS, sqlite_settings.database_url],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    before, after = json.loads(done.stdout.strip().splitlines()[-1])
+    assert before[0] is False and not set(shipped) <= set(before[1])
+    assert after[0] is True and set(shipped) <= set(after[1])
