@@ -57,3 +57,15 @@ def accounts(app: Any) -> dict[str, Any]:
             _token, secret = create_api_token(db, user, f"{key} token")
             made[key] = {"user_id": user.id, "email": email, "token": secret}
     return made
+
+
+@pytest.fixture
+def cli_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """The test database as the `elicit` command finds it (environment), with no password preset."""
+    monkeypatch.setenv("DATABASE_URL", settings.database_url)
+    if settings.database_schema:
+        monkeypatch.setenv("DATABASE_SCHEMA", settings.database_schema)
+    else:
+        monkeypatch.delenv("DATABASE_SCHEMA", raising=False)
+    monkeypatch.delenv("ELICIT_ADMIN_PASSWORD", raising=False)
+    return settings

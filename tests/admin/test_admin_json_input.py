@@ -100,15 +100,8 @@ def test_api_from_csv_refuses_deeply_nested_config_with_422(
 
 
 def test_cli_refuses_deeply_nested_files_with_exit_2(
-    settings: Settings,
-    app: Any,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli_env: Settings, app: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("DATABASE_URL", settings.database_url)
-    if settings.database_schema:
-        monkeypatch.setenv("DATABASE_SCHEMA", settings.database_schema)
     nested = tmp_path / "nested.json"
     nested.write_text(NESTED, encoding="utf-8")
     assert main(["study", "import", str(nested)]) == 2

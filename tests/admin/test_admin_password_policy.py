@@ -58,11 +58,8 @@ def test_create_user_and_set_password_refuse_weak_passwords(app: Any) -> None:
 
 
 def test_the_cli_refuses_a_weak_password_with_the_advice(
-    settings: Settings, app: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    cli_env: Settings, app: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("DATABASE_URL", settings.database_url)
-    if settings.database_schema:
-        monkeypatch.setenv("DATABASE_SCHEMA", settings.database_schema)
     monkeypatch.setenv("ELICIT_ADMIN_PASSWORD", "aaaaaaaaaaaa")
     assert main(["admin", "create", "--email", EMAIL, "--role", "coordinator"]) == 2
     assert 'error: the password is too easy to guess: Repeats like "aaa"' in capsys.readouterr().err

@@ -18,17 +18,6 @@ from app.models import StudyControl
 from app.settings import Settings
 
 
-@pytest.fixture
-def cli_env(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    monkeypatch.setenv("DATABASE_URL", settings.database_url)
-    if settings.database_schema:
-        monkeypatch.setenv("DATABASE_SCHEMA", settings.database_schema)
-    else:
-        monkeypatch.delenv("DATABASE_SCHEMA", raising=False)
-    monkeypatch.delenv("ELICIT_ADMIN_PASSWORD", raising=False)
-    return settings
-
-
 def _users(app: Any) -> list[User]:
     from sqlalchemy import select
 

@@ -1,11 +1,17 @@
-"""Helpers shared by the app tests: the small test study and an automated participant."""
+"""Helpers shared by the app tests: the small test study, an automated participant, a live server."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import numpy as np
+import uvicorn
 
 from app.sessions import create_study
 from elicitation import QuadraticMetric
@@ -77,3 +83,23 @@ class Participant:
                 return state
             state = self.answer(client, token, state)
         raise AssertionError("session did not finish within 500 answers")
+
+
+@contextlib.contextmanager
+def serving(app: Any, http: Any) -> Iterator[int]:
+    """``app`` served by uvicorn (protocol class ``http``) in a thread on a free local port; yields it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, http=http, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(500):
+        if server.started:
+            break
+        time.sleep(0.02)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import uvicorn
+from app_support import serving
 
 from app.cli import web
 from app.server import HEADER_TIMEOUT_S, HeaderDeadlineProtocol
@@ -40,22 +40,8 @@ async def _echo_length(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 @pytest.fixture
 def port() -> Iterator[int]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        free = int(probe.getsockname()[1])
-    config = uvicorn.Config(
-        _echo_length, host="127.0.0.1", port=free, http=_ShortDeadline, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.02)
-    yield free
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(_echo_length, _ShortDeadline) as free:
+        yield free
 
 
 def _closed_within(connection: socket.socket, seconds: float) -> bool:

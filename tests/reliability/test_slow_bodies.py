@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
-from app_support import make_study
+from app_support import make_study, serving
 
 from app.main import create_app
 from app.server import HeaderDeadlineProtocol
@@ -39,25 +37,11 @@ def server(sqlite_template: Path, tmp_path: Path) -> Iterator[dict[str, Any]]:
     shutil.copy(sqlite_template, path)
     app = create_app(Settings(database_url=f"sqlite:///{path}", body_timeout_s=DEADLINE_S))
     study = make_study(app)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, http=HeaderDeadlineProtocol, log_level="warning"
-    )
-    running = uvicorn.Server(config)
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    for _ in range(500):
-        if running.started:
-            break
-        time.sleep(0.02)
-    base = f"http://127.0.0.1:{port}"
-    created = httpx.post(f"{base}/api/v1/studies/{study.id}/sessions", json={"consent": True})
-    assert created.status_code == 201, created.text
-    yield {"port": port, "study": study.id, "token": created.json()["token"], "base": base}
-    running.should_exit = True
-    thread.join(timeout=10)
+    with serving(app, HeaderDeadlineProtocol) as port:
+        base = f"http://127.0.0.1:{port}"
+        created = httpx.post(f"{base}/api/v1/studies/{study.id}/sessions", json={"consent": True})
+        assert created.status_code == 201, created.text
+        yield {"port": port, "study": study.id, "token": created.json()["token"], "base": base}
     app.state.engine.dispose()
 
 
