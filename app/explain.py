@@ -326,19 +326,20 @@ def _costs(
     return costs, cheapest, dearest
 
 
-def _stated(details: Mapping[str, Any] | None, k: int) -> Mapping[str, Any] | None:
-    """The elicitor's own intervals of what the words state (``details["intervals"]``), when it kept them.
+def _stated(details: Mapping[str, Any] | None, k: int) -> tuple[Mapping[str, Any] | None, int | None]:
+    """The elicitor's own intervals of what the words state (``details["intervals"]``) and the class its
+    cost ratios are relative to, when it kept them.
 
     Results stored before the elicitors kept them have only the posterior sample; their intervals are
     read off the sample instead, at the same level.
     """
     if not details or not isinstance(details.get("intervals"), Mapping):
-        return None
+        return None, None
     ratios = details["intervals"].get("cost_ratio")
     base = details.get("cost_ratio_base")
     if not isinstance(ratios, Sequence) or len(ratios) != k or not isinstance(base, int) or not 0 <= base < k:
-        return None
-    return details["intervals"]
+        return None, None
+    return details["intervals"], base
 
 
 def _level(details: Mapping[str, Any] | None, sample: np.ndarray | None) -> float | None:
@@ -496,8 +497,7 @@ def _linear_words(
     names, population, shares, tr = reading.class_names, reading.population, reading.class_shares, reading.tr
     _ = tr.gettext
     level = _level(reading.details, sample)
-    stated = _stated(reading.details, len(names))
-    base = None if stated is None else int(reading.details["cost_ratio_base"])  # type: ignore[index]
+    stated, base = _stated(reading.details, len(names))
     costs, cheapest, dearest = _costs(weights, names, shares, sample if level else None, level, stated, base)
     terms = _score_terms(tr, [float(w) for w in weights], names, population)
     if curved:
@@ -647,8 +647,7 @@ def fair_words(metric: Metric, reading: Reading) -> MetricWords:
     sample = None
     lam_interval: tuple[float, float] | None = None
     level = None
-    stated = _stated(details, k)
-    base = None if stated is None else int(details["cost_ratio_base"])  # type: ignore[index]
+    stated, base = _stated(details, k)
     if thetas is not None:
         norms = np.linalg.norm(thetas[:, :k], axis=1)
         sample = thetas[:, :k] / np.maximum(norms, 1e-300)[:, None]
