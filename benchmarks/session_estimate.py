@@ -40,7 +40,7 @@ from app.planning import study_estimate  # noqa: E402
 from app.sessions import create_study  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.study_config import build_space, parse_study_config  # noqa: E402
-from benchmarks.expert_minutes import FAIR_STUDY, _rates, _shown  # noqa: E402
+from benchmarks.expert_minutes import FAIR_STUDY, _fair, _quadratic, _rates, _shown  # noqa: E402
 from elicitation import Metric  # noqa: E402
 from elicitation.oracles import random_fair_metric, random_quadratic_metric  # noqa: E402
 
@@ -54,9 +54,8 @@ COUNT_TOLERANCE = 2
 
 
 def _family_metric(rng: np.random.Generator, space: Any) -> Metric:
-    if space.n_groups > 1:
-        return random_fair_metric(rng, space.n_classes, space.n_groups, tau=group_tau(space.priors, None))
-    return random_quadratic_metric(rng, space.n_classes)
+    """A random metric of the study's family, drawn as the expert benchmark draws its people."""
+    return (_fair if space.n_groups > 1 else _quadratic)(rng, space)
 
 
 def _other_metric(rng: np.random.Generator, space: Any) -> Metric:
