@@ -167,3 +167,44 @@ def test_panel_and_results_pages_show_each_members_trade_off_interval_as_the_api
         assert sum(f"{low:.2f}–{high:.2f}" in cell for cell in results_cells) >= 1, results_cells
         unsettled = [cell for cell in cells if shown in cell and "not settled" in cell]
         assert bool(unsettled) == (high - low > SETTLED_LAM_WIDTH)
+
+
+def test_a_short_session_that_leaves_the_trade_off_open_is_told_the_range_on_every_surface(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    headers = bearer(accounts["alice"]["token"])
+    study = {
+        "name": "three questions",
+        "task": "t",
+        "class_names": ["benign", "malignant"],
+        "group_names": ["women", "men"],
+        "algorithm_params": {"max_queries": 3},
+        "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [[0.6, 0.4], [0.7, 0.3]]},
+        "practice_queries": 0,
+        "checks": False,
+        "evaluation_queries": 0,
+    }
+    created = client.post("/api/v1/studies", json=study, headers=headers)
+    assert created.status_code == 201, created.text
+    study_id = created.json()["id"]
+    client.patch(f"/api/v1/studies/{study_id}", json={"status": "open"}, headers=headers)
+    space = build_space(parse_study_config(study))
+    truth = random_fair_metric(
+        np.random.default_rng(3), 2, 2, tau=group_tau(space.priors, None), tradeoff_range=(TRUE_LAM, TRUE_LAM)
+    )
+    token = client.post(f"/api/v1/studies/{study_id}/sessions", json={"consent": True}).json()["token"]
+    result = _answer_from_the_page(client, token, truth)["result"]
+    low, high = result["intervals"]["lam"]
+    assert high - low > SETTLED_LAM_WIDTH, "three answers cannot settle the trade-off"
+    assert low <= TRUE_LAM <= high
+    span = f"anywhere from {round(100 * low)}% to {round(100 * high)}%"
+    assert span in result["summary"] and "you put about" not in result["summary"]
+    assert "A gap of" not in result["summary"], "a gap priced at an unsettled trade-off"
+    page = client.get(f"/sessions/{token}/result").text
+    assert span in page and "Not settled by your answers" in page and "you put about" not in page
+    row = next(
+        csv.DictReader(
+            io.StringIO(client.get(f"/api/v1/studies/{study_id}/results.csv", headers=headers).text)
+        )
+    )
+    assert [float(row["interval_lam_low"]), float(row["interval_lam_high"])] == pytest.approx([low, high])
