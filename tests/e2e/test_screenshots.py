@@ -128,7 +128,7 @@ def _finish_over_api(base_url: str, study_id: Any, metric: Any, answers: int | N
 #: The coordinator's screenshots: the demo's task with the active elicitor (credible intervals), three
 #: participants done and one answering.
 SCREENING_STUDY: dict[str, Any] = {
-    "name": "Breast cancer screening (pilot)",
+    "name": "Breast cancer screening",
     "task": "A classifier decides whether a breast tumour is benign or malignant.",
     "class_names": ["benign", "malignant"],
     "population": "patients",
