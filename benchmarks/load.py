@@ -146,6 +146,21 @@ async def post_retrying(client: httpx.AsyncClient, path: str, body: dict[str, An
         return await client.post(path, json=body)
 
 
+async def post_answer(
+    client: httpx.AsyncClient, token: str, body: dict[str, Any], out: Any
+) -> tuple[dict[str, Any] | None, float]:
+    """POST one answer (`post_retrying`): the next state, or None once the failure is recorded with
+    ``out.fail``; and the round trip in ms."""
+    started = time.perf_counter()
+    response = await post_retrying(client, f"/api/v1/sessions/{token}/answers", body, out)
+    elapsed = (time.perf_counter() - started) * 1000.0
+    if response.status_code != 200:
+        out.fail(f"answer {body['seq']}: {response.status_code} {response.text[:200]}")
+        return None, elapsed
+    state: dict[str, Any] = response.json()
+    return state, elapsed
+
+
 async def participant(client: httpx.AsyncClient, study_id: str, out: Measured) -> None:
     """One session from creation to the thank-you state; every answer's round trip is timed."""
     try:
@@ -158,15 +173,11 @@ async def participant(client: httpx.AsyncClient, study_id: str, out: Measured) -
         state = response.json()
         while state["query"] is not None:
             body = {"seq": state["query"]["seq"], "preferred": choose(state["query"])}
-            started = time.perf_counter()
-            response = await post_retrying(client, f"/api/v1/sessions/{token}/answers", body, out)
-            elapsed = (time.perf_counter() - started) * 1000.0
-            if response.status_code != 200:
-                out.fail(f"answer {body['seq']}: {response.status_code} {response.text[:200]}")
+            state, elapsed = await post_answer(client, token, body, out)
+            if state is None:
                 return
             out.latencies_ms.append(elapsed)
             out.requests += 1
-            state = response.json()
         if state["status"] != "done":
             out.fail(f"session ended as {state['status']}")
     except (httpx.HTTPError, KeyError, ValueError) as exc:

@@ -46,7 +46,7 @@ from app.sessions import create_study  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.study_config import parse_study_config  # noqa: E402
 from benchmarks.http_roundtrip import machine  # noqa: E402
-from benchmarks.load import post_retrying  # noqa: E402
+from benchmarks.load import post_answer  # noqa: E402
 from benchmarks.servers import ServerProcess  # noqa: E402
 from elicitation import QuadraticMetric  # noqa: E402
 
@@ -109,15 +109,11 @@ async def participant(
         while state["query"] is not None and (args.answers is None or answered < args.answers):
             await asyncio.sleep(args.think * rng.uniform(0.75, 1.25))
             body = {"seq": state["query"]["seq"], "preferred": choose(metric, state["query"], rng)}
-            started = time.perf_counter()
-            response = await post_retrying(client, f"/api/v1/sessions/{token}/answers", body, out)
-            elapsed = (time.perf_counter() - started) * 1000.0
-            if response.status_code != 200:
-                out.fail(f"answer {body['seq']}: {response.status_code} {response.text[:200]}")
+            state, elapsed = await post_answer(client, token, body, out)
+            if state is None:
                 return
             out.answers_ms.append(elapsed)
             answered += 1
-            state = response.json()
         if args.answers is None and state["status"] != "done":
             out.fail(f"a session ended as {state['status']!r}")
             return
