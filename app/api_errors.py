@@ -27,7 +27,8 @@ class ErrorOut(BaseModel):
         "session_finished, consent_required, nothing_to_undo, replay_mismatch, study_draft, study_paused, "
         "study_closed, link_expired, invalid_input, http_error or internal_error; back office also: "
         "unauthorized, csrf_failed, invalid, invalid_config, has_answers, bad_transition, "
-        "confirmation_required, already_excluded, not_excluded, exists or replay"
+        "confirmation_required, already_excluded, not_excluded, exists, replay, weak_password, "
+        "wrong_password or too_many_attempts"
     )
     message: str
     fields: list[FieldErrorOut] | None = Field(default=None, description="422 only: one entry per problem")
@@ -44,6 +45,7 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     409: "conflicts with the current state (the `error` code says which)",
     413: "request body larger than the limit",
     422: "malformed request; `fields` names each invalid field, or `message` the invalid value",
+    429: "too many failed password checks from this address or for this account: wait 15 minutes",
 }
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "UiUserDep",
     "admitted_principal",
     "authenticate",
+    "change_password",
     "check_csrf",
     "check_password",
     "cookie_principal",
@@ -62,6 +63,7 @@ __all__ = [
     "list_api_tokens",
     "login_csrf_token",
     "login_required",
+    "new_csrf_token",
     "revoke_api_token",
     "set_password",
     "verify_password",
@@ -160,17 +162,21 @@ def check_password(password: str, email: str) -> None:
     account's e-mail address counts as known to a guesser.
     """
     if len(password) < MIN_PASSWORD_LENGTH:
-        raise AdminError(f"the password must have at least {MIN_PASSWORD_LENGTH} characters")
+        raise _weak(f"the password must have at least {MIN_PASSWORD_LENGTH} characters")
     if len(password) > MAX_PASSWORD_LENGTH:
-        raise AdminError(f"the password must have at most {MAX_PASSWORD_LENGTH} characters")
+        raise _weak(f"the password must have at most {MAX_PASSWORD_LENGTH} characters")
     if not password.strip():
-        raise AdminError("the password must not be blank")
+        raise _weak("the password must not be blank")
     known = [email, *re.split(r"[@._+-]+", email), "elicitation", "studio", "elicit"]
     rating = zxcvbn(password[:RATED_PASSWORD_CHARACTERS], user_inputs=[word for word in known if word])
     if rating["score"] < MIN_PASSWORD_SCORE:
         feedback = rating["feedback"]
         advice = " ".join([feedback["warning"], *feedback["suggestions"]]).strip()
-        raise AdminError(f"the password is too easy to guess: {advice or _MORE_WORDS}")
+        raise _weak(f"the password is too easy to guess: {advice or _MORE_WORDS}")
+
+
+def _weak(message: str) -> AdminError:
+    return AdminError(message, status_code=422, code="weak_password")
 
 
 def hash_password(password: str) -> str:
@@ -212,6 +218,19 @@ def set_password(db: Session, user: User, password: str) -> None:
     user.password_hash = hash_password(password)
     user.session_epoch += 1
     db.commit()
+
+
+def change_password(db: Session, request: Request, user: User, current: str, new: str) -> None:
+    """The user changes their own password (commits): the current one is checked like a login (counted
+    and rate limited, so a stolen session cannot guess it), the new one by `check_password`; every
+    browser session of the user ends."""
+    try:
+        authenticate(db, request, user.email, current)
+    except AuthError:
+        raise AdminError(
+            "the current password is not correct", status_code=403, code="wrong_password"
+        ) from None
+    set_password(db, user, new)
 
 
 def find_user(db: Session, email: str) -> User | None:
@@ -329,10 +348,15 @@ def _serializer(request: Request, salt: str) -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(request.app.state.admin_secret, salt=salt)
 
 
-def issue_session_cookie(request: Request, response: Any, user: User) -> None:
-    """Log ``user`` in on ``response``: a signed, HttpOnly, SameSite=Lax cookie with a fresh CSRF token."""
+def new_csrf_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def issue_session_cookie(request: Request, response: Any, user: User, csrf: str | None = None) -> None:
+    """Log ``user`` in on ``response``: a signed, HttpOnly, SameSite=Lax cookie with a CSRF token (fresh
+    unless ``csrf`` is given: the page in ``response`` already carries it)."""
     value = _serializer(request, "admin-session").dumps(
-        {"u": user.id, "e": user.session_epoch, "c": secrets.token_urlsafe(24)}
+        {"u": user.id, "e": user.session_epoch, "c": csrf or new_csrf_token()}
     )
     response.set_cookie(
         SESSION_COOKIE,

@@ -34,7 +34,14 @@ from ..planning import PLAUSIBLE_SECONDS, study_plan
 from ..study_config import config_hash
 from . import best, export, monitor, panel, studies
 from .admission import AdmittedRoute
-from .auth import AdminError, ApiUserDep, create_api_token, list_api_tokens, revoke_api_token
+from .auth import (
+    AdminError,
+    ApiUserDep,
+    change_password,
+    create_api_token,
+    list_api_tokens,
+    revoke_api_token,
+)
 from .downloads import ExportFile, api_documentation, download_response
 from .http import (
     MAX_ARCHIVE_BODY_BYTES,
@@ -54,6 +61,7 @@ from .schemas import (
     ExclusionOut,
     InvitationsOut,
     PanelOut,
+    PasswordChangedOut,
     PlanOut,
     ReplayLogOut,
     ResultsOut,
@@ -129,6 +137,13 @@ class ExclusionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: StrictStr = Field(min_length=1, max_length=2000)
+
+
+class PasswordChangeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    current_password: StrictStr = Field(max_length=1024)
+    new_password: StrictStr = Field(max_length=1024)
 
 
 class TokenIn(BaseModel):
@@ -615,6 +630,29 @@ def lift(study_id: str, session_id: str, principal: ApiUserDep, db: DbSessionDep
         "session_id": str(session.id),
         "lifted_at": export.iso_utc(exclusion.lifted_at),
     }
+
+
+@router.post(
+    "/account/password",
+    response_model=PasswordChangedOut,
+    responses=error_responses(
+        400,
+        403,
+        413,
+        422,
+        429,
+        s403="wrong_password: the current password is wrong (or a browser session sent no X-CSRF-Token)",
+        s422="weak_password: the new one is too short, blank or easy to guess (`message` says why)",
+    ),
+)
+def change_own_password(
+    body: PasswordChangeIn, principal: ApiUserDep, db: DbSessionDep, request: Request
+) -> dict[str, Any]:
+    """Change the caller's own password (the current one is checked like a login); every browser session
+    of the account ends, API tokens keep working."""
+    user = db.merge(principal.user)
+    change_password(db, request, user, body.current_password, body.new_password)
+    return {"email": user.email, "sessions_ended": True}
 
 
 @router.get("/tokens", response_model=TokensOut)

@@ -34,6 +34,7 @@ from .auth import (
     Principal,
     UiUserDep,
     authenticate,
+    change_password,
     check_csrf,
     check_login_csrf,
     clear_session_cookie,
@@ -41,6 +42,7 @@ from .auth import (
     issue_session_cookie,
     list_api_tokens,
     login_csrf_token,
+    new_csrf_token,
     revoke_api_token,
 )
 from .downloads import DOWNLOADS, download_response
@@ -603,6 +605,39 @@ async def import_study(request: Request, principal: UiUserDep) -> Response:
 
 
 # -- tokens --------------------------------------------------------------------------------------------------
+
+
+@router.get("/account")
+def account(request: Request, principal: UiUserDep) -> Response:
+    return _page(request, principal, "account.html", changed=False, error=None)
+
+
+@router.post("/account/password")
+def change_own_password(
+    request: Request,
+    principal: UiUserDep,
+    db: DbSessionDep,
+    current_password: Annotated[str, Form(max_length=1024)] = "",
+    new_password: Annotated[str, Form(max_length=1024)] = "",
+    repeat_password: Annotated[str, Form(max_length=1024)] = "",
+    csrf_token: CsrfField = "",
+) -> Response:
+    """Change the caller's password; this browser stays logged in (with a new cookie), others are not."""
+    check_csrf(principal, csrf_token)
+    try:
+        if new_password != repeat_password:
+            raise AdminError("the two new passwords differ")
+        user = db.merge(principal.user)
+        change_password(db, request, user, current_password, new_password)
+    except AdminError as exc:
+        return _page(
+            request, principal, "account.html", status_code=exc.status_code, changed=False, error=exc.message
+        )
+    # The change ended every session of the user, this one too: it continues under a new cookie.
+    renewed = Principal(user=user, via="cookie", csrf=new_csrf_token())
+    response = _page(request, renewed, "account.html", changed=True, error=None)
+    issue_session_cookie(request, response, user, csrf=renewed.csrf)
+    return response
 
 
 @router.get("/tokens")

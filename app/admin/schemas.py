@@ -22,6 +22,7 @@ __all__ = [
     "ExclusionOut",
     "InvitationsOut",
     "PanelOut",
+    "PasswordChangedOut",
     "PlanOut",
     "ReplayLogOut",
     "ResultsOut",
@@ -338,6 +339,11 @@ class TokenOut(_Out):
 
 class TokensOut(_Out):
     tokens: list[TokenOut]
+
+
+class PasswordChangedOut(_Out):
+    email: str
+    sessions_ended: bool = Field(description="every browser session of the account was logged out")
 
 
 class TokenCreatedOut(TokenOut):
