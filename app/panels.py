@@ -3,10 +3,11 @@
 A panel (Prolific, MTurk, a survey tool) sends people to the study's open link with its own parameters,
 e.g. ``join?PROLIFIC_PID=…&STUDY_ID=…&SESSION_ID=…``. The study's `PanelConfig` names the parameters to
 keep: they are stored with the session as they arrived (read-only, exported), and the panel ID parameter
-becomes the participant code, so a returning panel ID continues its session. When the session ends, the
-participant is sent to the coordinator's redirect address, a template whose ``{placeholders}`` (the
-completion code, the participant code, any stored parameter) are filled in URL-encoded and only ever in
-its query string: nothing a participant sends becomes a link except as an encoded query value.
+becomes the participant code (a returning panel ID continues its session where the study opts in). When
+the session ends, the participant is sent to the coordinator's redirect address, a template whose
+``{placeholders}`` (the completion code, the participant code, any stored parameter) are filled in
+URL-encoded and only ever in its query string: nothing a participant sends becomes a link except as an
+encoded query value.
 """
 
 from __future__ import annotations
