@@ -258,8 +258,6 @@ class PlanCache:
         self.size = size
         self._entries: OrderedDict[tuple[Any, ...], _Simulation] = OrderedDict()
         self._lock = threading.Lock()
-        #: Keys being simulated by `warm` in the background (at most one thread per configuration).
-        self._warming: set[tuple[Any, ...]] = set()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -297,29 +295,3 @@ class PlanCache:
             self._entries.move_to_end(key)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
-
-    def cached_plan(
-        self,
-        config: StudyConfig,
-        *,
-        seconds_per_query: float | None = None,
-        measured_seconds: float | None = None,
-    ) -> PlannerResult | None:
-        """The plan if this configuration was simulated recently, else None and a simulation starts in a
-        background thread (pages a participant waits for never simulate themselves)."""
-        key = self.key(config, DEFAULT_TRIALS, 0)
-        with self._lock:
-            simulation = self._entries.get(key)
-            if simulation is not None:
-                self._entries.move_to_end(key)
-            elif key not in self._warming:
-                self._warming.add(key)
-                threading.Thread(target=self._warm, args=(key, config), name="plan-warm", daemon=True).start()
-        return None if simulation is None else _priced(simulation, seconds_per_query, measured_seconds)
-
-    def _warm(self, key: tuple[Any, ...], config: StudyConfig) -> None:
-        try:
-            self._store(key, _simulate(config, DEFAULT_TRIALS, 0, TIME_BUDGET_S))
-        finally:
-            with self._lock:
-                self._warming.discard(key)
