@@ -9,6 +9,11 @@ never repeats the screen just before it. Every random
 choice (left/right position, tie-breaks, practice/check/evaluation pairs) comes from a
 ``numpy.random.Generator`` seeded by ``(session seed, purpose, index)``, so replaying the log rebuilds the
 same screens and the same elicitor answers.
+
+With ``fresh_screens`` (sessions recorded as ``+shown-2``, `app.sessions.displayed`) every screen is plainly
+new: a classifier stays on its side from one screen to the next (the left/right coin decides only when
+neither side resembles one of the screen before), and the plan's own pairs are at least
+`FRESH_CELL_GAP` people apart from the screen before, its final comparisons never decided by dominance.
 """
 
 from __future__ import annotations
@@ -19,12 +24,13 @@ import math
 import operator
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
 
 from elicitation import Metric, Query, Sphere
+from elicitation.active.selection import FRESH_CELL_GAP
 from elicitation.display import DisplayGrid
 
 from .codec import decode_query
@@ -214,6 +220,7 @@ class SessionPlan:
         expected_queries: int,
         evaluation_precision: float | None = None,
         region: Sphere | Sequence[Sphere] | None = None,
+        fresh_screens: bool = False,
     ) -> None:
         self.space = space
         self.seed = int(seed)
@@ -231,6 +238,7 @@ class SessionPlan:
         self.evaluation_queries = evaluation_queries
         self.evaluation_precision = evaluation_precision
         self.grid = DisplayGrid.from_priors(space.priors)
+        self.fresh_screens = fresh_screens
         kinds: list[str] = []
         for j in range(max(dominance_checks, repeat_checks)):
             if j < dominance_checks:
@@ -275,28 +283,59 @@ class SessionPlan:
             return _ball_point(rng, self.sphere, self.sphere.radius * BALL_MARGIN)
         return np.stack([_ball_point(rng, own, own.radius * BALL_MARGIN) for own in self.group_spheres])
 
-    def _random_pair(self, purpose: _Purpose, index: int, label: str, avoid: Query | None) -> Query:
-        """A seeded random pair whose sides display differently and unlike ``avoid`` (the screen before)."""
+    def _random_pair(
+        self, purpose: _Purpose, index: int, label: str, avoid: Query | None, scored: bool = False
+    ) -> Query:
+        """A seeded random pair whose sides display differently and unlike ``avoid`` (the screen before);
+        with `fresh_screens` plainly apart from it and, if ``scored``, not decided by dominance."""
         rng = _rng(self.seed, purpose, index)
         for _ in range(_PAIR_DRAWS):
             first = self.grid.snap(self._random_rates(rng), self.region)
             second = self.grid.snap(self._random_rates(rng), self.region)
-            if not self.grid.same(first, second) and not (
+            alike = self.grid.same(first, second) or (
                 avoid is not None and self._displays_like(first, second, avoid)
-            ):
+            )
+            obvious = self.fresh_screens and scored and bool(self.grid.dominated(first, second))
+            if not alike and not obvious:
                 break
         return Query(first=first, second=second, search=label, kind=label, step=index)
 
     def _displays_like(self, first: np.ndarray, second: np.ndarray, other: Query) -> bool:
-        """Whether the pair displays like ``other`` in either order."""
+        """Whether the pair displays like ``other`` in either order (with `fresh_screens`: within
+        `FRESH_CELL_GAP` people of it)."""
+        if self.fresh_screens:
+            return bool(self.grid.distance(first, second, other.first, other.second) < FRESH_CELL_GAP)
         key = self.grid.key(first, second)
         return key in (self.grid.key(other.first, other.second), self.grid.key(other.second, other.first))
+
+    def _apart(self, one: np.ndarray, other: np.ndarray) -> float:
+        """How far two classifiers look apart: the largest difference of a displayed count, in people."""
+        difference = np.abs(self.grid.counts(one) - self.grid.counts(other))
+        return float(np.max(difference)) / 10**self.grid.decimals
+
+    def side(self, default: bool, query: Query, before: LoggedAnswer | None) -> bool:
+        """Whether to show ``query`` swapped after the screen ``before``: with `fresh_screens`, the way
+        that keeps a classifier resembling one of the screen before (within `FRESH_CELL_GAP` people) on
+        that one's side; otherwise, or when neither way does, ``default`` (the seeded coin)."""
+        shown = None if before is None else _logged_query(before)
+        if not self.fresh_screens or shown is None or before is None or before.swapped is None:
+            return default
+        left, right = (shown.second, shown.first) if before.swapped else (shown.first, shown.second)
+
+        def crossing(swapped: bool) -> float:
+            new_left, new_right = (query.second, query.first) if swapped else (query.first, query.second)
+            return min(self._apart(new_left, right), self._apart(new_right, left))
+
+        kept, turned = crossing(False), crossing(True)
+        if min(kept, turned) >= FRESH_CELL_GAP or kept == turned:
+            return default
+        return turned > kept
 
     def practice_query(self, index: int, avoid: Query | None = None) -> Query:
         return self._random_pair(_Purpose.PRACTICE, index, "practice", avoid)
 
     def evaluation_query(self, index: int, avoid: Query | None = None) -> Query:
-        return self._random_pair(_Purpose.EVALUATION, index, "evaluation", avoid)
+        return self._random_pair(_Purpose.EVALUATION, index, "evaluation", avoid, scored=True)
 
     def dominance_query(self, index: int) -> Query:
         """A pair whose first option shows more people right in every class and group."""
@@ -346,10 +385,12 @@ class SessionPlan:
         # Counted on the phase strings in C (Phase is a StrEnum): this runs over the whole log per request.
         counts = Counter(map(_PHASE_OF, rows))
         position = len(rows)
-        previous = _logged_query(rows[-1]) if rows else None
+        before = rows[-1] if rows else None
+        previous = _logged_query(before) if before is not None else None
         if counts[Phase.PRACTICE] < self.practice_queries:
             index = counts[Phase.PRACTICE]
-            return Step(Phase.PRACTICE, index, self.practice_query(index, previous), self.swapped(position))
+            query = self.practice_query(index, previous)
+            return Step(Phase.PRACTICE, index, query, self.side(self.swapped(position), query, before))
         checks_done = counts[Phase.CHECK]
         elicited = counts[Phase.ELICITATION]
         check_due = checks_done < self.n_checks and (
@@ -364,13 +405,15 @@ class SessionPlan:
             ):
                 elicitation_rows = elicitation_rows[:-1]
             if elicitation_rows or self.check_kinds[checks_done] == CHECK_DOMINANCE:
-                return self._check_step(checks_done, position, elicitation_rows)
+                step = self._check_step(checks_done, position, elicitation_rows)
+                return replace(step, swapped=self.side(step.swapped, step.query, before))
         if elicitor_query is not None:
-            return Step(Phase.ELICITATION, elicited, elicitor_query, self.swapped(position))
+            swapped = self.side(self.swapped(position), elicitor_query, before)
+            return Step(Phase.ELICITATION, elicited, elicitor_query, swapped)
         if counts[Phase.EVALUATION] < self.evaluation_queries and not self._evaluation_settled(rows, metric):
             index = counts[Phase.EVALUATION]
             query = self.evaluation_query(index, previous)
-            return Step(Phase.EVALUATION, index, query, self.swapped(position))
+            return Step(Phase.EVALUATION, index, query, self.side(self.swapped(position), query, before))
         return None
 
     def _evaluation_settled(self, rows: Sequence[LoggedAnswer], metric: Metric | None) -> bool:

@@ -11,6 +11,15 @@ rates, with logistic noise ``P(correct) = sigmoid(BETA * |phi(A) - phi(B)|)``. P
 * identical pairs: screens whose two sides display the same;
 * below baseline: shown classifiers (per side and group) getting fewer people right than "predict the
   group's most common class for everyone";
+* look-alike screens: screens whose every displayed cell is within `LOOK_ALIKE_PEOPLE` people of the
+  screen before (in either order of the two sides);
+* side switches: screens showing a classifier the screen before showed on the other side (displayed
+  exactly alike);
+* dominance share: of the scored questions (the elicitor's and the final comparisons; practice and the
+  declared checks apart), the pairs where one classifier gets at least as many people right in every
+  class and group and more in one: any sensible person picks it, so the answer teaches nothing;
+* distinct classifiers: how many different displayed classifiers a session showed, and how often the
+  most shown one appeared;
 * agreement: the elicited metric against the person's true preference on random pairs drawn uniformly
   from the study's query region, the sphere its questions sit in or, for an algorithm asking each group
   in its own, one sphere per group (`elicitation.evaluation.agreement`), and the same split by what this
@@ -19,11 +28,12 @@ rates, with logistic noise ``P(correct) = sigmoid(BETA * |phi(A) - phi(B)|)``. P
   with their true preference (how often their answers match it on the same pairs).
 
 The bars (issue "An expert's ten minutes"): at most 40 screens, no repeat, no identical pair, at most 10 %
-of shown classifiers below the baseline, and agreement >= 0.95 for every person. The agreement bar is
-reported as stated (all random pairs) and, next to it, on the pairs each person can tell apart: with a
-noise level fixed in the metric's normalisation, a metric that is nearly flat across the small sphere
-leaves most random pairs below what the person notices (docs/realistic-queries.md). Results are printed
-and written to ``benchmarks/results/expert_minutes.json``.
+of shown classifiers below the baseline, and agreement >= 0.95 for every person; and (plainly new
+screens) no look-alike screen, no side switch, at most 10 % dominance pairs among the scored questions.
+The agreement bar is reported as stated (all random pairs) and, next to it, on the pairs each person can
+tell apart: with a noise level fixed in the metric's normalisation, a metric that is nearly flat across
+the small sphere leaves most random pairs below what the person notices (docs/realistic-queries.md).
+Results are printed and written to ``benchmarks/results/expert_minutes.json``.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import json
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,7 +61,9 @@ from app.charts.comparison import display_decimals, rounded_counts  # noqa: E402
 from app.cli.web import DEMO_STUDY, upgrade_database  # noqa: E402
 from app.codec import decode_metric  # noqa: E402
 from app.main import create_app  # noqa: E402
+from app.repository import log_rows  # noqa: E402
 from app.sessions import create_study  # noqa: E402
+from app.sessions.tokens import load_session  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.study_config import build_space, parse_study_config  # noqa: E402
 from elicitation import Metric, Sphere  # noqa: E402
@@ -65,6 +78,11 @@ AGREEMENT_PAIRS = 4000
 MAX_SCREENS = 40
 MAX_BELOW_BASELINE = 0.10
 MIN_AGREEMENT = 0.95
+#: A screen looks like the one before when every displayed cell is within this many people of it.
+LOOK_ALIKE_PEOPLE = 2.0
+MAX_DOMINANCE = 0.10
+#: Phases whose answers are scored (the elicitor's questions and the final comparisons).
+SCORED_PHASES = ("elicitation", "evaluation")
 
 #: The fairness study: Adult income with two groups, the active fair elicitor, the demo's schedule.
 FAIR_STUDY: dict[str, Any] = {
@@ -96,6 +114,12 @@ class Person:
     noticeable_share: float
     self_agreement: float
     seconds: float
+    look_alike: int = 0
+    side_switches: int = 0
+    scored: int = 0
+    dominance: int = 0
+    distinct_classifiers: int = 0
+    most_shown: int = 0
 
 
 def _shown(query: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -121,6 +145,58 @@ def _below_baseline(counts: np.ndarray) -> int:
     return int(np.sum(correct < baseline))
 
 
+def _correct(counts: np.ndarray) -> np.ndarray:
+    """People of each class (and group) a displayed classifier gets right."""
+    correct: np.ndarray = np.diagonal(counts, axis1=1, axis2=2)
+    return correct
+
+
+def dominates(left: np.ndarray, right: np.ndarray) -> bool:
+    """Whether one side gets at least as many people right in every class and group, and more in one."""
+    difference = _correct(left) - _correct(right)
+    return bool(
+        (np.all(difference >= 0) and np.any(difference > 0))
+        or (np.all(difference <= 0) and np.any(difference < 0))
+    )
+
+
+def looks_alike(screen: tuple[np.ndarray, np.ndarray], before: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether every displayed cell of ``screen`` is within `LOOK_ALIKE_PEOPLE` of ``before`` (in either
+    order of its sides)."""
+    (left, right), (old_left, old_right) = screen, before
+    same = max(np.abs(left - old_left).max(), np.abs(right - old_right).max())
+    swapped = max(np.abs(left - old_right).max(), np.abs(right - old_left).max())
+    return bool(min(same, swapped) <= LOOK_ALIKE_PEOPLE)
+
+
+def switches_sides(screen: tuple[np.ndarray, np.ndarray], before: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether a classifier of ``before`` appears on the other side of ``screen`` (displayed alike)."""
+    (left, right), (old_left, old_right) = screen, before
+    return bool(np.array_equal(left, old_right) or np.array_equal(right, old_left))
+
+
+def screen_measures(screens: list[tuple[np.ndarray, np.ndarray]], phases: list[str]) -> dict[str, int]:
+    """Look-alike screens, side switches, scored and dominance questions, distinct classifiers shown."""
+    pairs = list(zip(screens[1:], screens[:-1], strict=True))
+    scored = [screen for screen, phase in zip(screens, phases, strict=True) if phase in SCORED_PHASES]
+    shown = Counter(side.tobytes() for screen in screens for side in screen)
+    return {
+        "look_alike": sum(looks_alike(screen, before) for screen, before in pairs),
+        "side_switches": sum(switches_sides(screen, before) for screen, before in pairs),
+        "scored": len(scored),
+        "dominance": sum(dominates(*screen) for screen in scored),
+        "distinct_classifiers": len(shown),
+        "most_shown": max(shown.values(), default=0),
+    }
+
+
+def _phases(app: Any, token: str) -> list[str]:
+    """The phase of every screen of the session, in order (practice, elicitation, check, evaluation)."""
+    with app.state.sessionmaker() as db:
+        session = load_session(db, token)
+        return [str(row.phase) for row in log_rows(db, session.id)]
+
+
 def simulate(
     client: TestClient, study: Any, metric: Metric, n_groups: int, rng: np.random.Generator
 ) -> Person:
@@ -131,9 +207,11 @@ def simulate(
     state = client.get(f"/api/v1/sessions/{token}").json()
     previous: tuple[bytes, bytes] | None = None
     screens = repeats = identical = shown = below = 0
+    pictures: list[tuple[np.ndarray, np.ndarray]] = []
     while state["query"] is not None:
         query = state["query"]
         left, right = _shown(query)
+        pictures.append((left, right))
         picture = (left.tobytes(), right.tobytes())
         if previous is not None and (picture == previous or picture == previous[::-1]):
             repeats += 1
@@ -159,6 +237,7 @@ def simulate(
         previous = picture
     elicited = decode_metric(state["result"]["metric"])
     report = noisy_agreement(metric, elicited, _region(study), rng, beta=BETA, n_pairs=AGREEMENT_PAIRS)
+    measures = screen_measures(pictures, _phases(client.app, token))
     return Person(
         screens,
         repeats,
@@ -170,6 +249,7 @@ def simulate(
         report.noticeable_share,
         report.self_agreement,
         time.perf_counter() - started,
+        **measures,
     )
 
 
@@ -226,6 +306,13 @@ def run_study(
         "noticeable_share_min": min(person.noticeable_share for person in results),
         "self_agreement_min": min(person.self_agreement for person in results),
         "seconds_per_person": float(np.mean([person.seconds for person in results])),
+        "look_alike": sum(person.look_alike for person in results),
+        "side_switches": sum(person.side_switches for person in results),
+        "dominance_share": sum(person.dominance for person in results)
+        / max(1, sum(person.scored for person in results)),
+        "distinct_classifiers_mean": float(np.mean([person.distinct_classifiers for person in results])),
+        "shown_per_session_mean": float(np.mean([2 * person.screens for person in results])),
+        "most_shown_max": max(person.most_shown for person in results),
         "people_detail": [asdict(person) for person in results],
     }
     summary["bars"] = {
@@ -235,15 +322,18 @@ def run_study(
         "below_baseline": summary["below_baseline_share"] <= MAX_BELOW_BASELINE,
         "agreement_every_person": summary["agreement_min"] >= MIN_AGREEMENT,
         "agreement_every_person_noticeable": summary["agreement_noticeable_min"] >= MIN_AGREEMENT,
+        "no_look_alike": summary["look_alike"] == 0,
+        "no_side_switch": summary["side_switches"] == 0,
+        "dominance": summary["dominance_share"] <= MAX_DOMINANCE,
     }
     return summary
 
 
-def _quadratic(rng: np.random.Generator, space: Any) -> Metric:
+def random_quadratic_person(rng: np.random.Generator, space: Any) -> Metric:
     return random_quadratic_metric(rng, space.n_classes)
 
 
-def _fair(rng: np.random.Generator, space: Any) -> Metric:
+def random_fair_person(rng: np.random.Generator, space: Any) -> Metric:
     return random_fair_metric(rng, space.n_classes, space.n_groups, tau=group_tau(space.priors, None))
 
 
@@ -259,9 +349,9 @@ def main() -> int:
     people = 3 if args.quick else args.people
     report = []
     if args.study in ("both", "demo"):
-        report.append(run_study(DEMO_STUDY, people, _quadratic, args.seed))
+        report.append(run_study(DEMO_STUDY, people, random_quadratic_person, args.seed))
     if args.study in ("both", "fair"):
-        report.append(run_study(FAIR_STUDY, people, _fair, args.seed + 1))
+        report.append(run_study(FAIR_STUDY, people, random_fair_person, args.seed + 1))
     for summary in report:
         print(f"\n{summary['study']} ({summary['people']} people, spheres {summary['spheres']})")
         for key in (
@@ -277,6 +367,12 @@ def main() -> int:
             "agreement_noticeable_mean",
             "noticeable_share_min",
             "self_agreement_min",
+            "look_alike",
+            "side_switches",
+            "dominance_share",
+            "distinct_classifiers_mean",
+            "shown_per_session_mean",
+            "most_shown_max",
             "seconds_per_person",
         ):
             print(f"  {key:26s} {summary[key]}")

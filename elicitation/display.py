@@ -266,6 +266,35 @@ class DisplayGrid:
         """True when the two rate arrays display identically."""
         return bool(np.array_equal(self.counts(first), self.counts(second)))
 
+    def dominated(self, first: npt.ArrayLike, second: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+        """Per pair: one side shows at least as many people right in every class (and group) and more in
+        one, so any sensible person prefers it whatever they weigh."""
+        difference = self.counts(first) - self.counts(second)
+        axes = tuple(range(difference.ndim - len(self.shape), difference.ndim))
+        result: npt.NDArray[np.bool_] = (
+            np.all(difference >= 0, axis=axes) & np.any(difference > 0, axis=axes)
+        ) | (np.all(difference <= 0, axis=axes) & np.any(difference < 0, axis=axes))
+        return result
+
+    def distance(
+        self,
+        first: npt.ArrayLike,
+        second: npt.ArrayLike,
+        other_first: npt.ArrayLike,
+        other_second: npt.ArrayLike,
+    ) -> npt.NDArray[np.float64]:
+        """Per pair: how far it looks from the pair ``(other_first, other_second)``, in people: the largest
+        difference of any displayed count, in the closer of the two orders of its sides."""
+        one, two = self.counts(first), self.counts(second)
+        before1, before2 = self.counts(other_first), self.counts(other_second)
+        axes = tuple(range(one.ndim - len(self.shape), one.ndim))
+        same = np.maximum(np.max(np.abs(one - before1), axis=axes), np.max(np.abs(two - before2), axis=axes))
+        swapped = np.maximum(
+            np.max(np.abs(one - before2), axis=axes), np.max(np.abs(two - before1), axis=axes)
+        )
+        result: npt.NDArray[np.float64] = np.minimum(same, swapped) / float(10**self.decimals)
+        return result
+
     def gap(self, first: npt.ArrayLike, second: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """Largest difference in correctly classified people (any class and group) per pair, in steps."""
         difference = np.abs(self.counts(first) - self.counts(second))
@@ -370,30 +399,38 @@ class DisplayedSpace:
     """A query space together with the grid its charts show; everything else is the wrapped space's.
 
     Elicitors that choose their own queries (the active ones) read ``display`` and snap their candidates
-    to it; others ignore it and are wrapped by `shown`.
+    to it, and ``fresh_screens`` for whether each question must look plainly new; others ignore both and
+    are wrapped by `shown`.
     """
 
     space: Any
     display: DisplayGrid
+    fresh_screens: bool = False
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("space", "display"):
+        if name in ("space", "display", "fresh_screens"):
             raise AttributeError(name)
         return getattr(self.space, name)
 
 
 def displayed(
-    build: Callable[[Any], Elicitor[Elicitation[Any]]], space: Any, decimals: int = 0
+    build: Callable[[Any], Elicitor[Elicitation[Any]]],
+    space: Any,
+    decimals: int = 0,
+    *,
+    fresh_screens: bool = False,
 ) -> Elicitor[Elicitation[Any]]:
     """Build an elicitor whose every query is displayed as asked and perceptibly new.
 
     ``build(space)`` makes the elicitor from a query space (``sphere``, ``priors``, ...); it receives a
     `DisplayedSpace`. An elicitor that adopted the grid (its ``display`` attribute is that grid) already
     asks displayed queries; any other is wrapped by `shown`. ``decimals``: the counts' decimals on the
-    charts (whole people by default; 1 for searches that need tenths of a person).
+    charts (whole people by default; 1 for searches that need tenths of a person). ``fresh_screens``: the
+    elicitors that choose their own queries also keep each question plainly apart from the one before
+    (`elicitation.active.active_elicitor`).
     """
     grid = DisplayGrid.from_priors(space.priors, decimals)
-    elicitor = build(DisplayedSpace(space, grid))
+    elicitor = build(DisplayedSpace(space, grid, fresh_screens))
     if getattr(elicitor, "display", None) is grid:
         return elicitor
     return shown(elicitor, grid, space.sphere)

@@ -8,6 +8,11 @@ elicitors show whole people; fair QPME, the trade-off search and diagonal QPME s
 (`Algorithm.display_decimals`), because whole people cannot carry their searches on the regions they are
 used with (``docs/realistic-queries.md``). New sessions record ``<version>+shown-<n>``; sessions recorded
 before keep the version they were recorded with and replay their exact queries unchanged.
+
+``+shown-2`` sessions also get plainly new screens: the active elicitors keep each question at least three
+people apart from the one before and skip pairs decided by dominance (`elicitation.display.displayed` with
+``fresh_screens``), and the session plan keeps a classifier on its side from one screen to the next and
+draws its final comparisons like that too (`app.plan.SessionPlan`). ``+shown-1`` sessions replay as asked.
 """
 
 from __future__ import annotations
@@ -21,15 +26,24 @@ from elicitation.display import displayed
 
 from ..algorithms import AlgorithmSpec
 
-__all__ = ["DISPLAY_MARK", "build_session_elicitor", "session_version"]
+__all__ = ["DISPLAY_MARK", "DISPLAY_MARKS", "build_session_elicitor", "fresh_screens", "session_version"]
 
-#: Appended to an algorithm's version for sessions whose questions are the displayed ones.
-DISPLAY_MARK = "+shown-1"
+#: Appended to an algorithm's version for sessions whose questions are the displayed ones (plainly new).
+DISPLAY_MARK = "+shown-2"
+#: Every mark this code replays, and whether its sessions have plainly new screens.
+DISPLAY_MARKS = {"+shown-1": False, DISPLAY_MARK: True}
 
 
 def session_version(spec: AlgorithmSpec) -> str:
     """The version a new session of ``spec`` records."""
     return spec.version + DISPLAY_MARK if spec.algorithm.displayed else spec.version
+
+
+def fresh_screens(version: str | None) -> bool:
+    """Whether a session recorded with ``version`` (None: a new one) has plainly new screens."""
+    if version is None:
+        return True
+    return any(version.endswith(mark) and fresh for mark, fresh in DISPLAY_MARKS.items())
 
 
 def build_session_elicitor(
@@ -53,19 +67,18 @@ def build_session_elicitor(
         return spec.build(space, params, seed=seed)
     if version is not None and version in spec.algorithm.earlier:
         return spec.build(space, params, seed=seed, version=version)
-    if version is None or version == current:
+    recorded = current if version is None else version
+    for mark, fresh in DISPLAY_MARKS.items():
+        base = recorded.removesuffix(mark)
+        if not spec.algorithm.displayed or base == recorded or not spec.algorithm.knows(base):
+            continue
+        # A displayed session (of this or an earlier version): its questions, snapped as they were.
+        chosen = None if base == spec.version else base
         return displayed(
-            lambda shown_space: spec.build(shown_space, params, seed=seed),
+            lambda shown_space, chosen=chosen: spec.build(shown_space, params, seed=seed, version=chosen),
             space,
             spec.algorithm.display_decimals,
-        )
-    earlier = version.removesuffix(DISPLAY_MARK)
-    if spec.algorithm.displayed and earlier != version and earlier in spec.algorithm.earlier:
-        # A displayed session of an earlier version: that version's questions, snapped as they were.
-        return displayed(
-            lambda shown_space: spec.build(shown_space, params, seed=seed, version=earlier),
-            space,
-            spec.algorithm.display_decimals,
+            fresh_screens=fresh,
         )
     raise ReplayMismatchError(
         f"the session was recorded with {spec.name} version {version!r}; this server runs "

@@ -29,7 +29,7 @@ from ..metric_views import stored_metric_words
 from ..models import Study
 from ..plan import SessionPlan
 from ..study_config import StudyConfig, build_space
-from .displayed import build_session_elicitor
+from .displayed import build_session_elicitor, fresh_screens
 
 __all__ = [
     "CONFUSION_MEMO_SIZE",
@@ -77,7 +77,7 @@ class StudyRuntime:
     #: The study's configuration version this runtime was built from (see `SessionCache.forget_study`).
     config_version: int = 0
     _confusions: dict[bytes, list[Any]] = field(default_factory=dict, repr=False, compare=False)
-    _plans: dict[int, SessionPlan] = field(default_factory=dict, repr=False, compare=False)
+    _plans: dict[tuple[int, bool], SessionPlan] = field(default_factory=dict, repr=False, compare=False)
 
     def confusion(self, rates: np.ndarray) -> list[Any]:
         """The space's confusion matrix for ``rates`` as nested lists, memoised.
@@ -98,18 +98,21 @@ class StudyRuntime:
         """A fresh elicitor for a session of this study recorded with ``seed`` and algorithm ``version``."""
         return build_session_elicitor(self.spec, self.space, self.params, seed=seed, version=version)
 
-    def plan(self, seed: int) -> SessionPlan:
-        """The session script for ``seed`` (memoised: it holds no mutable state)."""
-        cached = self._plans.get(seed)
+    def plan(self, seed: int, version: str | None = None) -> SessionPlan:
+        """The session script for ``seed`` and the algorithm ``version`` the session recorded (None: a new
+        session's), memoised: it holds no mutable state."""
+        fresh = fresh_screens(version)
+        cached = self._plans.get((seed, fresh))
         if cached is None:
-            cached = self._new_plan(seed)
+            cached = self._new_plan(seed, fresh)
             if len(self._plans) >= CONFUSION_MEMO_SIZE:
                 self._plans.clear()
-            self._plans[seed] = cached
+            self._plans[(seed, fresh)] = cached
         return cached
 
-    def _new_plan(self, seed: int) -> SessionPlan:
+    def _new_plan(self, seed: int, fresh: bool) -> SessionPlan:
         return SessionPlan(
+            fresh_screens=fresh,
             space=self.space,
             seed=seed,
             practice_queries=self.config.practice_queries,

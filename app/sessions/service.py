@@ -169,7 +169,7 @@ class _Context:
 
     @property
     def plan(self) -> SessionPlan:
-        return self.runtime.plan(self.session.seed)
+        return self.runtime.plan(self.session.seed, self.session.algorithm_version)
 
     def append(self, row: repo.LogEntry) -> None:
         """Record a just-committed answer in this context (effective log and, if needed, the elicitor)."""
@@ -355,7 +355,7 @@ def session_progress(
     took.
     """
     runtime = cache.runtime(session.study)
-    plan = runtime.plan(session.seed)
+    plan = runtime.plan(session.seed, session.algorithm_version)
     effective = effective_rows(rows)
     answered = len(effective)
     if session.status == SessionStatus.DONE.value:

@@ -78,6 +78,9 @@ def config_fingerprint(config: Config) -> str:
         described["tau"] = _bits(config.spec.tau)
     if config.tradeoff_every:
         described["tradeoff_every"] = config.tradeoff_every
+    if config.fresh_screens:
+        # Only when set, so that checkpoints taken without it keep their fingerprint.
+        described["fresh_screens"] = True
     text = json.dumps(described, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -300,12 +300,14 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
     posterior, rng = state.posterior, state.rng
     assert rng is not None, "a started elicitor state has its rng"
     stopped_by = "budget"
+    # The question answered last (a restored elicitor's is its pending one, set before it is answered).
+    previous: Query | None = None
     while posterior.n_answers < config.max_queries:
         if state.pending is None:
             if posterior.n_answers >= config.min_queries and state.spreads[-1] <= config.tolerance:
                 stopped_by = "tolerance"
                 break
-            chosen = choose_query(config, posterior, rng, state.asked)
+            chosen = choose_query(config, posterior, rng, state.asked, previous)
             if chosen is None:
                 stopped_by = "exhausted"
                 break
@@ -317,7 +319,7 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
             query = Query(first, second, search=config.name, kind="active", step=posterior.n_answers)
             state.pending = Asked(query, feature)
         answer = yield from ask(state.pending.query)
-        feature = state.pending.feature
+        previous, feature = state.pending.query, state.pending.feature
         state.pending = None
         posterior.update(feature if answer else -feature)
         state.spreads.append(_posterior_estimate(config.spec, posterior)[2])
@@ -423,6 +425,7 @@ class ActiveOptions(TypedDict, total=False):
     group_spheres: Sequence[Sphere] | None
     estimate: str
     tradeoff_every: int
+    fresh_screens: bool | None
 
 
 def active_elicitor(
@@ -444,6 +447,7 @@ def active_elicitor(
     group_spheres: Sequence[Sphere] | None = None,
     estimate: str = "mean",
     tradeoff_every: int = 0,
+    fresh_screens: bool | None = None,
 ) -> ActiveElicitor[Any]:
     """Elicit a metric of ``family`` with active, noise-robust Bayesian queries (the one implementation).
 
@@ -507,6 +511,14 @@ def active_elicitor(
         smaller gap between the groups pull in different directions under the current estimate. Questions
         chosen for the whole metric leave ``lam`` near its prior on small per-group regions
         (docs/fairness-tradeoff.md).
+    fresh_screens : bool, optional
+        With a display grid only: every question differs from the one before by at least
+        `elicitation.active.selection.FRESH_CELL_GAP` people in some displayed cell (in either order of
+        its sides), unless no other candidate is left. Pairs decided by dominance stay allowed: under the
+        quadratic model a person whose best classifier lies inside the sphere does not prefer the
+        dominating one, and those questions tell such people apart (docs/realistic-queries.md). Default:
+        the query space's ``fresh_screens`` (`elicitation.display.DisplayedSpace`, as the web app's
+        sessions build it), else off.
 
     Returns
     -------
@@ -577,6 +589,8 @@ def active_elicitor(
         name=f"active-{family}",
         estimate=_check_estimate(estimate),
         tradeoff_every=_check_int(tradeoff_every, "tradeoff_every", 0),
+        fresh_screens=geometry.grid is not None
+        and bool(getattr(space, "fresh_screens", False) if fresh_screens is None else fresh_screens),
     )
     radii = (
         np.full(geometry.priors.shape[0], geometry.sphere.radius)

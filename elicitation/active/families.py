@@ -321,3 +321,5 @@ class Config:
     estimate: str = "mean"
     #: Fair family: every ``tradeoff_every``-th question is chosen for what it says about ``lam`` (0: never).
     tradeoff_every: int = 0
+    #: With a display grid: each question plainly new against the one before (`selection.fresh`).
+    fresh_screens: bool = False

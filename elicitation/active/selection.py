@@ -5,15 +5,19 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from ..display import DisplayGrid
 from ..errors import InvalidConfigError
 from ..posterior import ParticlePosterior, sym_from_vec
 from ..types import (
     FloatArray,
+    Query,
 )
 from .families import Config
 
 __all__ = [
+    "FRESH_CELL_GAP",
     "choose_query",
+    "fresh",
     "perceptible",
 ]
 
@@ -31,6 +35,9 @@ _N_TIE_PARTICLES = 32
 _TIES_PER_PARTICLE = 48
 #: Pairs ever tried to find perceptible candidates before the configuration is declared impossible.
 _MAX_CANDIDATE_ROUNDS = 8
+#: With ``fresh_screens``: some displayed cell of a question differs from the question before by at least
+#: this many people (in either order of the sides); closer, the two screens look alike.
+FRESH_CELL_GAP = 3.0
 
 
 def _binary_entropy(p: FloatArray) -> FloatArray:
@@ -133,15 +140,34 @@ def _tie_pairs(config: Config, params: FloatArray, rng: np.random.Generator) -> 
     return r1[keep], r2[keep]
 
 
+def fresh(
+    grid: DisplayGrid, first: FloatArray, second: FloatArray, previous: Query | None
+) -> npt.NDArray[np.bool_]:
+    """Which candidate pairs (``(n, *shape)`` each) look plainly new after the ``previous`` question: some
+    displayed count at least `FRESH_CELL_GAP` people from it, in either order of the sides
+    (`DisplayGrid.distance`)."""
+    if previous is None:
+        return np.ones(first.shape[0], dtype=bool)
+    keep: npt.NDArray[np.bool_] = (
+        grid.distance(first, second, previous.first, previous.second) >= FRESH_CELL_GAP
+    )
+    return keep
+
+
 def choose_query(
-    config: Config, posterior: ParticlePosterior, rng: np.random.Generator, asked: set[bytes]
+    config: Config,
+    posterior: ParticlePosterior,
+    rng: np.random.Generator,
+    asked: set[bytes],
+    previous: Query | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray, float] | None:
     """Pick the most informative perceptible pair not asked before: (first, second, feature, gain).
 
     ``asked`` holds the displayed pictures (`DisplayGrid.key`) of the pairs already asked, in both orders;
-    it is only used with a display grid (without one, exact pairs never repeat). Returns None when every
-    perceptible candidate found was asked before: the display has nothing new to show, and the elicitor
-    stops there.
+    it is only used with a display grid (without one, exact pairs never repeat). With
+    ``config.fresh_screens`` the best candidate that is `fresh` against ``previous`` (the question answered
+    last) is preferred to any other. Returns None when every perceptible candidate found was asked before:
+    the display has nothing new to show, and the elicitor stops there.
     """
     geometry, spec = config.geometry, config.spec
     first = second = np.empty((0, *geometry.shape))
@@ -217,6 +243,10 @@ def choose_query(
         scores = np.concatenate([scores, new_scores])
     order = np.argsort(-scores, kind="stable")
     grid = geometry.grid
+    if grid is not None and config.fresh_screens:
+        # Fresh candidates first, in score order; the others only if no fresh one is left.
+        plain = fresh(grid, first[order], second[order], previous)
+        order = np.concatenate([order[plain], order[~plain]])
     for index in order:
         if grid is not None and grid.key(first[index], second[index]) in asked:
             continue

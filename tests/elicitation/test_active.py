@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 
 import numpy as np
 import pytest
@@ -538,3 +539,51 @@ def test_active_stops_as_exhausted_when_the_display_has_no_new_pair_left() -> No
     assert 0 < result.num_queries < 1000
     pictures = [grid.key(query.first, query.second) for query, _answer in result.log]
     assert len(set(pictures)) == len(pictures)
+
+
+@pytest.mark.parametrize("family", ["quadratic", "fair"])
+def test_fresh_screens_keep_each_question_plainly_apart_from_the_one_before(family: str) -> None:
+    priors = np.array([[0.65, 0.35], [0.8, 0.2]])
+    sphere = Sphere(np.array([0.75, 0.75]), 0.15)
+    if family == "quadratic":
+        priors = priors[:1]
+        metric = QuadraticMetric(np.array([0.35, 0.8]), np.array([[-0.35, 0.05], [0.05, -0.3]]))
+        build = lambda fresh: active_quadratic(  # noqa: E731
+            sphere,
+            priors=priors[0],
+            display=DisplayGrid.from_priors(priors[0]),
+            seed=3,
+            max_queries=24,
+            fresh_screens=fresh,
+        )
+    else:
+        fair = random_fair_metric(np.random.default_rng(2), 2, 2)
+        metric = fair
+        build = lambda fresh: active_fair(  # noqa: E731
+            sphere,
+            tau=fair.tau,
+            priors=priors,
+            display=DisplayGrid.from_priors(priors),
+            seed=3,
+            max_queries=24,
+            n_particles=200,
+            fresh_screens=fresh,
+        )
+    oracle = LogisticOracle(metric, 200.0, rng=np.random.default_rng(0))
+    shown = run(build(True), oracle)
+    grid = DisplayGrid.from_priors(priors if family == "fair" else priors[0])
+    queries = [query for query, _answer in shown.log]
+    distances = [
+        float(grid.distance(after.first, after.second, before.first, before.second))
+        for before, after in itertools.pairwise(queries)
+    ]
+    assert min(distances) >= 3.0
+    if family == "fair":
+        return
+    # Without the rule the same elicitor shows look-alike screens.
+    oracle = LogisticOracle(metric, 200.0, rng=np.random.default_rng(0))
+    plain = [query for query, _answer in run(build(False), oracle).log]
+    assert any(
+        float(grid.distance(after.first, after.second, before.first, before.second)) < 3.0
+        for before, after in itertools.pairwise(plain)
+    )

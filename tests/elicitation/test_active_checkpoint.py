@@ -38,6 +38,16 @@ BUILDERS: dict[str, Callable[[int], ActiveElicitor[Any]]] = {
         tolerance=1e-6,
         n_particles=PARTICLES,
     ),
+    "quadratic-noisy-fresh-screens": lambda seed: active_quadratic(
+        Sphere(np.array([0.5, 0.5]), 0.2),
+        priors=PRIORS,
+        display=DisplayGrid.from_priors(PRIORS),
+        seed=seed,
+        max_queries=BUDGET,
+        tolerance=1e-6,
+        n_particles=PARTICLES,
+        fresh_screens=True,
+    ),
     "fair-noisy": lambda seed: active_fair(
         Sphere.around_uniform(2, 0.15),
         tau=TAU,
@@ -82,6 +92,7 @@ def _same_result(mine: Any, theirs: Any) -> None:
     at=st.integers(0, BUDGET - 1),
 )
 @example(name="quadratic-exact-displayed", seed=7, answers=[True, False, False, True], at=5)
+@example(name="quadratic-noisy-fresh-screens", seed=7, answers=[True, False, False, True], at=5)
 def test_a_restored_elicitor_continues_exactly_like_the_live_one(
     name: str, seed: int, answers: list[bool], at: int
 ) -> None:
@@ -160,6 +171,25 @@ def test_a_checkpoint_of_another_configuration_is_refused(other: Callable[[], An
     _log, saved, _result = _live(lambda: BUILDERS["linear-noisy"](11), [True, False])
     with pytest.raises(CheckpointError, match=reason):
         other().restore(saved[2])
+
+
+def test_a_checkpoint_without_fresh_screens_does_not_continue_with_them() -> None:
+    _log, saved, _result = _live(lambda: BUILDERS["quadratic-exact-displayed"](11), [True, False])
+    again = BUILDERS["quadratic-exact-displayed"](11).restore(saved[2])
+    assert again.n_answered == 2
+    fresh = active_quadratic(
+        Sphere(np.array([0.5, 0.5]), 0.2),
+        priors=PRIORS,
+        display=DisplayGrid.from_priors(PRIORS),
+        seed=11,
+        beta=None,
+        max_queries=BUDGET,
+        tolerance=1e-6,
+        n_particles=PARTICLES,
+        fresh_screens=True,
+    )
+    with pytest.raises(CheckpointError, match="another configuration"):
+        fresh.restore(saved[2])
 
 
 def _checkpoint(at: int = 3) -> tuple[Callable[[], ActiveElicitor[Any]], bytes]:
