@@ -15,7 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from elicitation import ElicitationError, Pending, Query, ReplayMismatchError, first_mismatch, replay
+from elicitation import (
+    CheckpointError,
+    ElicitationError,
+    Pending,
+    Query,
+    ReplayMismatchError,
+    first_mismatch,
+    replay,
+)
 
 from ..codec import CodecError, decode_query
 from .runtime import ElicitorState, Failed
@@ -39,13 +47,14 @@ def replay_verified(
     answered = [(_stored_query(row), bool(row.elicitor_answer)) for row in rows[:after]]
     try:
         outcome = replay(fresh_elicitor(), answers, answered=answered)
-    except ReplayMismatchError:
+    except (ReplayMismatchError, CheckpointError):
+        # A diverged log, or a checkpoint to give up for a full replay: the caller's to handle.
         raise
     except ElicitationError as exc:
         expected = [_stored_query(row) for row in later]
         try:
             replay(fresh_elicitor(), answers, expected_queries=expected, answered=answered)
-        except ReplayMismatchError:
+        except (ReplayMismatchError, CheckpointError):
             raise
         except ElicitationError:
             pass
