@@ -35,6 +35,7 @@ __all__ = [
     "separators",
     "set_title",
     "stacked_bar_layout",
+    "two_lines",
 ]
 
 
@@ -193,3 +194,15 @@ def join_names(names: Sequence[str], tr: NullTranslations = ENGLISH) -> str:
     if len(names) <= 1:
         return "".join(names)
     return tr.gettext("%(names)s and %(last)s") % {"names": ", ".join(names[:-1]), "last": names[-1]}
+
+
+#: A coefficient name longer than this breaks after its colon: the results page draws three charts side
+#: by side, and a fairness study's "gap penalty Female–Male: income <=50K × income >50K" would take the
+#: whole chart's width (Plotly then cuts the label).
+_ONE_LINE_CHARS = 26
+
+
+def two_lines(name: str) -> str:
+    """``name`` as it fits beside a narrow chart: broken after its colon when long."""
+    head, colon, tail = name.partition(": ")
+    return f"{head}:<br>{tail}" if colon and len(name) > _ONE_LINE_CHARS else name

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .common import CATEGORY_AXIS
+from .common import CATEGORY_AXIS, two_lines
 from .common import back_office_figure as _figure
 
 __all__ = [
@@ -239,18 +239,6 @@ def agreement_figure(values: Sequence[AgreementBar]) -> dict[str, Any]:
     }
 
 
-#: A coefficient name longer than this breaks after its colon: the results page draws three charts side
-#: by side, and a fairness study's "gap penalty Female–Male: income <=50K × income >50K" would take the
-#: whole chart's width (Plotly then cuts the label).
-_ONE_LINE_CHARS = 26
-
-
-def _two_lines(name: str) -> str:
-    """``name`` as it fits beside a narrow chart: broken after its colon when long."""
-    head, colon, tail = name.partition(": ")
-    return f"{head}:<br>{tail}" if colon and len(name) > _ONE_LINE_CHARS else name
-
-
 def coefficients_figures(
     coefficients: Mapping[str, Sequence[float]], agreement: Sequence[AgreementBar]
 ) -> list[dict[str, Any]]:
@@ -263,7 +251,7 @@ def coefficients_figures(
         {
             "type": "box",
             "orientation": "h",
-            "name": _two_lines(name),
+            "name": two_lines(name),
             "x": list(values),
             "boxpoints": "all",
             "jitter": 0.4,

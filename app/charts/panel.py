@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .common import CLASS_COLORS, GRID, MUTED, back_office_figure
+from .common import CLASS_COLORS, GRID, MUTED, back_office_figure, two_lines
 
 __all__ = [
     "NAME_CHARS",
@@ -125,8 +125,9 @@ def consensus_figure(
     level: float,
     centres: Sequence[tuple[str, Sequence[float]]],
 ) -> dict[str, Any]:
-    """Each consensus coefficient with its bootstrap interval; each camp's centre beside it when split."""
-    rows = list(labels)
+    """Each consensus coefficient with its bootstrap interval; each camp's centre beside it when split
+    (a long coefficient name takes two lines, so it fits beside the chart on a phone)."""
+    rows = [two_lines(label) for label in labels]
     data: list[dict[str, Any]] = [
         {
             "type": "scatter",
@@ -177,7 +178,7 @@ def consensus_figure(
         "figure": back_office_figure(
             data,
             "Consensus coefficients",
-            height=110 + 30 * len(rows),
+            height=110 + 30 * len(rows) + 14 * sum("<br>" in row for row in rows),
             showlegend=bool(centres),
             legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "x": 0.0},
             margin={"l": 8, "r": 16, "t": 40 if centres else 16, "b": 48},

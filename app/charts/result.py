@@ -109,8 +109,21 @@ def quadratic_heatmap_figure(
         "margin": {"l": 90, "r": 8, "t": 36 if title else 12, "b": 60},
         "height": 120 + 50 * len(names),
         "paper_bgcolor": "rgba(0,0,0,0)",
-        "xaxis": {"title": {"text": "Class"}, "side": "bottom", "fixedrange": True, **CATEGORY_AXIS},
-        "yaxis": {"title": {"text": "Class"}, "autorange": "reversed", "fixedrange": True, **CATEGORY_AXIS},
+        # Both axes make room for their class names (``automargin``), however long: none is cut.
+        "xaxis": {
+            "title": {"text": "Class"},
+            "side": "bottom",
+            "fixedrange": True,
+            "automargin": True,
+            **CATEGORY_AXIS,
+        },
+        "yaxis": {
+            "title": {"text": "Class"},
+            "autorange": "reversed",
+            "fixedrange": True,
+            "automargin": True,
+            **CATEGORY_AXIS,
+        },
     }
     set_title(layout, title)
     return {
@@ -263,13 +276,28 @@ def mistake_cost_figure(
     ]
     layout: dict[str, Any] = {
         "font": {**FONT, "size": 13, "color": INK},
-        "margin": {"l": 8, "r": 48, "t": 36 if title else 8, "b": 48},
-        "height": 110 + 46 * len(labels),
+        "margin": {"l": 8, "r": 48, "t": 36 if title else 8, "b": 56},
+        "height": 118 + 46 * len(labels),
         "separators": separators(tr),
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
+        # The axis's name ends at the plot's right edge: centred under a plot pushed right by long class
+        # names, Plotly's own axis title ran past the chart on a phone ("× the cheapest mistak").
+        "annotations": [
+            {
+                "text": tr.gettext("× the cheapest mistake"),
+                "xref": "paper",
+                "x": 1,
+                "xanchor": "right",
+                "yref": "paper",
+                "y": 0,
+                "yanchor": "top",
+                "yshift": -26,
+                "showarrow": False,
+                "font": {"color": INK},
+            }
+        ],
         "xaxis": {
-            "title": {"text": tr.gettext("× the cheapest mistake")},
             "range": [0, float(np.ceil(top * 1.15))],
             "gridcolor": GRID,
             "fixedrange": True,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from e2e_support import answer_to_the_end, sign_in
+from e2e_support import answer_to_the_end, labels_outside_their_charts, sign_in
 from playwright.sync_api import Page, expect
 
 from app.admin.auth import create_user
@@ -38,18 +38,6 @@ STUDY: dict[str, Any] = {
 }
 CAMPS = (np.array([0.9, 0.35, 0.2]), np.array([0.2, 0.45, 0.9]))
 LONG_NAME = "Dr. Amelia Okonkwo-Fitzgerald (oncology, Leeds)"
-#: Every piece of text plotly.js draws in a chart, with the chart's own box.
-TEXT_BOXES = """() => [...document.querySelectorAll('[data-figure]')].map(plot => {
-  const box = plot.getBoundingClientRect();
-  const texts = [...plot.querySelectorAll('svg text')]
-    .filter(t => t.textContent.trim() && t.getBBox().width > 0);
-  return {
-    id: plot.dataset.figure,
-    box: {left: box.left, right: box.right, top: box.top, bottom: box.bottom},
-    texts: texts.map(t => { const r = t.getBoundingClientRect();
-      return {text: t.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom}; }),
-  };
-})"""
 
 
 @pytest.fixture(scope="module")
@@ -113,24 +101,9 @@ def _open_panel(page: Page, base: str, study: Any, *, login: bool = True) -> Non
 
 
 def _assert_no_clipped_text(page: Page) -> None:
-    charts = page.evaluate(TEXT_BOXES)
-    assert {chart["id"] for chart in charts} == {
-        "fig-panel-consensus",
-        "fig-panel-agreement",
-        "fig-panel-membership",
-        "fig-panel-map",
-    }
-    for chart in charts:
-        box = chart["box"]
-        assert chart["texts"], chart["id"]
-        for text in chart["texts"]:
-            inside = (
-                text["left"] >= box["left"] - 1
-                and text["right"] <= box["right"] + 1
-                and text["top"] >= box["top"] - 1
-                and text["bottom"] <= box["bottom"] + 1
-            )
-            assert inside, (chart["id"], text, box)
+    drawn, outside = labels_outside_their_charts(page)
+    assert drawn == {"fig-panel-consensus", "fig-panel-agreement", "fig-panel-membership", "fig-panel-map"}
+    assert outside == []
 
 
 def _screenshot(page: Page, tmp_path: Path, name: str) -> None:
