@@ -66,7 +66,13 @@ def test_login_limit_holds_under_simultaneous_attempts(
     assert len([password for password in checked if password != PASSWORD]) <= MAX_FAILED_LOGINS
     assert outcomes.count("wrong") <= MAX_FAILED_LOGINS
     assert outcomes.count("refused") >= len(passwords) - MAX_FAILED_LOGINS - outcomes.count("ok")
-    # Once the limit holds, the right password is refused as well.
+    # Refused attempts count for nothing (on PostgreSQL some of the burst may be refused while fewer than
+    # the limit's worth were checked): the address may go on until exactly the limit's worth of wrong
+    # passwords were checked in all, and is then refused, the right password as well.
+    for _ in range(MAX_FAILED_LOGINS + 1):
+        if attempt(app, ALICE, "one more guess", "203.0.113.9") == "refused":
+            break
+    assert len([password for password in checked if password != PASSWORD]) == MAX_FAILED_LOGINS
     assert attempt(app, ALICE, PASSWORD, "203.0.113.9") == "refused"
 
 
