@@ -110,9 +110,9 @@ def test_coordinator_plans_invites_watches_and_downloads(
     expect(page.locator('[data-testid="session-row"][data-status="done"]')).to_contain_text("finished")
     assert page.evaluate("window.__sameDocument") is True
     expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
-    # The chart was redrawn with the new numbers too: invited, answering, done, excluded.
+    # The chart was redrawn with the new numbers too: invited, answering, stopped, done, excluded.
     drawn = "document.querySelector('[data-figure=\"fig-status\"]').data[0].y"
-    assert page.evaluate(drawn) == [1, 0, 1, 0]
+    assert page.evaluate(drawn) == [1, 0, 0, 1, 0]
 
     monitor_url = page.url
     with page.expect_navigation():
