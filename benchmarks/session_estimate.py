@@ -40,7 +40,13 @@ from app.planning import study_estimate  # noqa: E402
 from app.sessions import create_study  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.study_config import build_space, parse_study_config  # noqa: E402
-from benchmarks.expert_minutes import FAIR_STUDY, _fair, _quadratic, _rates, _shown  # noqa: E402
+from benchmarks.expert_minutes import (  # noqa: E402
+    FAIR_STUDY,
+    _rates,
+    _shown,
+    random_fair_person,
+    random_quadratic_person,
+)
 from elicitation import Metric  # noqa: E402
 from elicitation.oracles import random_fair_metric, random_quadratic_metric  # noqa: E402
 
@@ -55,7 +61,7 @@ COUNT_TOLERANCE = 2
 
 def _family_metric(rng: np.random.Generator, space: Any) -> Metric:
     """A random metric of the study's family, drawn as the expert benchmark draws its people."""
-    return (_fair if space.n_groups > 1 else _quadratic)(rng, space)
+    return (random_fair_person if space.n_groups > 1 else random_quadratic_person)(rng, space)
 
 
 def _other_metric(rng: np.random.Generator, space: Any) -> Metric:
