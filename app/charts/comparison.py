@@ -429,7 +429,7 @@ def bar_figure(
         "layout": {
             "height": compact_height,
             "showlegend": False,
-            "margin": {"l": 26, "r": 2, "t": 8, "b": 8},
+            "margin": {"l": 26, "r": 2, "t": 16, "b": 8},
             "font": {"size": 11},
             "yaxis": {"title": {"text": ""}, "tickfont": {"size": 10}},
             "xaxis": {"tickfont": {"size": 10}},

@@ -45,9 +45,11 @@ def test_a_german_study_is_german_from_consent_to_thank_you(
     expect(page.get_by_role("heading", name="Bevor Sie beginnen")).to_be_visible()
     _assert_accessible(page, "German consent page")
     page.get_by_label("Ich habe das Obenstehende gelesen und bin mit der Teilnahme einverstanden.").check()
-    page.get_by_role("button", name="Starten").click()
+    with page.expect_navigation():
+        page.get_by_role("button", name="Starten").click()
     expect(page.get_by_role("heading", name="So funktioniert es")).to_be_visible()
-    page.get_by_role("link", name="Beginnen").click()
+    with page.expect_navigation():
+        page.get_by_role("link", name="Beginnen").click()
 
     # The practice question: German buttons, German chart labels written by charts.js from the table.
     expect(page.get_by_test_id("practice-banner")).to_contain_text("Übung")
@@ -98,8 +100,10 @@ def test_a_german_question_fits_a_phone(phone: Page, live_server: Any) -> None:
     study = live_server.create_study(**GERMAN, practice_queries=0)
     page.goto(f"{live_server.url}/studies/{study.id}/join")
     page.get_by_test_id("consent-checkbox").check()
-    page.get_by_test_id("consent-submit").click()
-    page.get_by_test_id("begin").click()
+    with page.expect_navigation():
+        page.get_by_test_id("consent-submit").click()
+    with page.expect_navigation():
+        page.get_by_test_id("begin").click()
     expect(page.locator("html")).to_have_attribute("data-charts", "drawn")
     left = page.get_by_test_id("choose-left")
     right = page.get_by_test_id("choose-right")

@@ -29,8 +29,10 @@ pytestmark = [
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "img"
 #: A common laptop viewport; device scale 1 keeps the PNG small.
 VIEWPORT = {"width": 1440, "height": 1000}
-#: The participant steps are shown as the issue's reviewers saw them: a laptop and a phone.
+#: The coordinator's pages as the issue's reviewers saw them: a laptop and a phone.
 LAPTOP_STEPS = {"width": 1366, "height": 900}
+#: The participant steps as a new user saw them: the commonest laptop screen (1280 x 800) and a phone.
+PARTICIPANT_LAPTOP = {"width": 1280, "height": 800}
 #: Only for the throw-away database of this test.
 ADMIN_PASSWORD = "screenshot password for a throw-away database"
 
@@ -95,7 +97,7 @@ def _participant_steps(page: Page, live_server: Any, fair: Any, device: str) -> 
 def test_screenshot_participant_steps_on_a_laptop(
     page: Page, live_server: Any, health: Any, fairness_study: Any
 ) -> None:
-    page.set_viewport_size(LAPTOP_STEPS)
+    page.set_viewport_size(PARTICIPANT_LAPTOP)
     _participant_steps(page, live_server, fairness_study, "laptop")
 
 
