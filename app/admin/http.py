@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import Path, Query, Request
+from fastapi.dependencies.models import Dependant
 
 from ..json_input import JSONInputError, decode_json
 from ..planning import PlanCache
@@ -20,6 +21,7 @@ __all__ = [
     "RowIdPath",
     "parse_json_upload",
     "plan_cache",
+    "reject_unknown_query",
 ]
 
 #: Largest body of a back-office request without a configuration, dataset or archive in it.
@@ -35,6 +37,30 @@ RowIdPath = Annotated[int, Path(ge=1, le=2**63 - 1)]
 IncludePilotsQuery = Annotated[
     bool, Query(description="also the pilot sessions (a coordinator's own trial runs), marked in `pilot`")
 ]
+
+
+#: How many unknown parameter names a refusal repeats back.
+MAX_NAMED_UNKNOWN = 3
+
+
+def reject_unknown_query(request: Request) -> None:
+    """Refuse (422) a query parameter the operation does not declare instead of ignoring it: a typo such
+    as ``include_pilot=true`` would otherwise answer as if the caller had not asked."""
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    unknown = sorted(set(request.query_params) - _declared_query_names(dependant))
+    if unknown:
+        named = ", ".join(repr(name[:40]) for name in unknown[:MAX_NAMED_UNKNOWN])
+        raise AdminError(f"unknown query parameter {named}", status_code=422, code="unknown_query_parameter")
+
+
+def _declared_query_names(dependant: Dependant) -> set[str]:
+    """The query parameter names an operation and its dependencies declare."""
+    names = {parameter.alias for parameter in dependant.query_params}
+    for dependency in dependant.dependencies:
+        names |= _declared_query_names(dependency)
+    return names
 
 
 def plan_cache(request: Request) -> PlanCache:

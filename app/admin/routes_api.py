@@ -51,6 +51,7 @@ from .http import (
     RowIdPath,
     parse_json_upload,
     plan_cache,
+    reject_unknown_query,
 )
 from .models import ApiToken
 from .schemas import (
@@ -84,7 +85,7 @@ router = APIRouter(
     prefix="/api/v1",
     tags=["back office"],
     responses=error_responses(401),
-    dependencies=[Depends(BEARER_SCHEME)],
+    dependencies=[Depends(BEARER_SCHEME), Depends(reject_unknown_query)],
     route_class=AdmittedRoute,
     max_body_size=MAX_BODY_BYTES,
 )

@@ -202,7 +202,7 @@ def config_from_form(form: dict[str, Any]) -> dict[str, Any]:
     for field in ("population", "language", "algorithm", "consent_text", "instructions_text", "redirect_url"):
         if _text(form, field):
             config[field] = form[field]
-    further = [code for code in LANGUAGES if form.get(f"also_{code}") == "on"]
+    further = [code for code in LANGUAGES if form.get(f"also-{code}") == "on"]
     if further:
         config["languages"] = further
     if _text(form, "completion_code"):

@@ -46,7 +46,7 @@ def test_study_form_offers_the_languages_and_saves_the_choice(
         "practice_queries": "1",
         "evaluation_queries": "3",
         "consent_text": DEFAULT_CONSENT_TEXT,
-        "also_en": "on",
+        "also-en": "on",
         "action": "save",
         "csrf_token": csrf,
     }
@@ -56,7 +56,7 @@ def test_study_form_offers_the_languages_and_saves_the_choice(
     edit = client.get(f"/admin/studies/{study_id}/edit")
     assert '<option value="de" lang="de" selected>' in edit.text
     # English is offered too, and stays offered through the form.
-    assert 'name="also_en" checked' in edit.text and 'name="also_de" checked' not in edit.text
+    assert 'name="also-en" checked' in edit.text and 'name="also-de" checked' not in edit.text
     stored = client.get(f"/api/v1/studies/{study_id}", headers=bearer(accounts["alice"]["token"])).json()
     assert stored["config"]["languages"] == ["en"]
     # The English default consent text left in the form became the German default.

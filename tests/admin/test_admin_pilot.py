@@ -135,6 +135,9 @@ def test_pilots_stay_out_of_results_panel_and_exports_unless_asked_for(
     for path in (f"{base}/results", f"{base}/results.csv", f"{base}/answers.csv"):
         assert pilot_id not in session_ids(path), path
         assert pilot_id in session_ids(f"{path}?include_pilots=true"), path
+    # A misspelt switch is refused, not read as "leave the pilots out".
+    misspelt = client.get(f"{base}/results.csv?include_pilot=true", headers=bearer(token))
+    assert misspelt.status_code == 422 and "include_pilot" in misspelt.text, misspelt.text
     with_pilots = client.get(f"{base}/results?include_pilots=true", headers=bearer(token)).json()["results"]
     assert {row["session_id"]: row["pilot"] for row in with_pilots}[pilot_id] is True
     ui = f"/admin/studies/{study_id}/export/results.csv"
