@@ -67,6 +67,7 @@ __all__ = [
     "group_regions",
     "realistic_region",
     "region_summary",
+    "sensible_frontier",
 ]
 
 #: Every classifier in the region gets at least this share of people right beyond the majority-class
@@ -478,3 +479,27 @@ def _per_group(sphere: Sphere | Sequence[Sphere], n_groups: int) -> tuple[Sphere
     if len(spheres) != n_groups or not all(isinstance(own, Sphere) for own in spheres):
         raise InvalidConfigError(f"give one sphere per group ({n_groups}), got {len(spheres)}")
     return spheres
+
+
+def sensible_frontier(rates: npt.ArrayLike, priors: npt.ArrayLike, margin: float | None = None) -> FloatArray:
+    """The sensible classifiers of one group that no other beats on every class's rate, ``(n, k)``.
+
+    A classifier that gives up accuracy for equality is *sensible* when, in its group, it gets at least as
+    many people right as the trivial classifier ("the most common class for everyone"): a person can weigh
+    it against a more accurate one without dismissing it as absurd. ``rates`` ``(n, k)`` are the group's
+    classifiers on the data (e.g. its plug-ins, whose mixtures fill the feasible set), ``priors`` ``(k,)``
+    its class shares. Kept: the Pareto-optimal rates that are not a trivial classifier and get at least
+    ``margin`` people in 100 more right than the trivial classifier (default ``k``: rounding every class
+    down to whole people loses less than one person each). Mixtures of the kept rates keep the margin
+    (people right is linear in the rates).
+    """
+    points = np.asarray(rates, dtype=np.float64)
+    shares = np.asarray(priors, dtype=np.float64)
+    extra = float(points.shape[1]) if margin is None else float(margin)
+    dominated = np.array(
+        [np.any(np.all(points >= row, axis=1) & np.any(points > row, axis=1)) for row in points], dtype=bool
+    )
+    trivial = np.isclose(points.max(axis=1), 1.0) & np.isclose(points.sum(axis=1), 1.0)
+    sensible = 100.0 * points @ shares >= 100.0 * float(shares.max()) + extra
+    result: FloatArray = points[~dominated & ~trivial & sensible]
+    return result

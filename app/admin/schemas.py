@@ -96,6 +96,9 @@ class PlanOut(_Out):
     error_b_mean: float | None
     error_b_p90: float | None
     error_lam_mean: float | None
+    agreement_mean: float | None = Field(
+        description="share of random pairs of the query region the estimate orders as the simulated person"
+    )
     min_cell_gap: float
     imperceptible_share: float | None
     perceptibility_warning: bool

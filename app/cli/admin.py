@@ -220,6 +220,8 @@ def _cmd_study_plan(args: argparse.Namespace) -> int:
         print(f"error of B: mean {plan.error_b_mean:.4f}, p90 {plan.error_b_p90:.4f}")
     if plan.error_lam_mean is not None:
         print(f"error of lambda: mean {plan.error_lam_mean:.4f}")
+    if plan.agreement_mean is not None:
+        print(f"agreement with the simulated person on random pairs: mean {plan.agreement_mean:.3f}")
     return 0
 
 

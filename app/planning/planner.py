@@ -1,8 +1,12 @@
 """Study planner: simulate a configuration against random metrics before anyone is invited.
 
-For each trial a random metric of the algorithm's family is drawn (Appendix H's generators), an exact
-simulated participant answers the elicitor, and the planner records the number of elicitor queries and the
-coefficient errors of the estimate. Practice, check and evaluation comparisons come from the study's
+For each trial a random metric of the algorithm's family is drawn (Appendix H's generators), a simulated
+participant answers the elicitor, and the planner records the number of elicitor queries, the coefficient
+errors of the estimate and its agreement with the participant on random pairs of the query region. The
+participant is exact, except in a study with groups: there people's trade-off ``lam`` is uniform in
+`FAIR_LAM_RANGE` (not the elicitor's prior) and they answer with probit noise `FAIR_SIGMA`, so that the
+promised error of ``lam`` is what noisy people reach (checked against the benchmark's measured sessions,
+docs/fairness-tradeoff.md). Practice, check and evaluation comparisons come from the study's
 session plan; minutes per participant use a per-comparison time the coordinator sets, or the median
 measured in people's earlier sessions of the study (`pace`: participant pages only, never the JSON API),
 or `DEFAULT_SECONDS_PER_QUERY`.
@@ -29,9 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from elicitation import ElicitationError, ExactOracle, elicitation_errors, run
+from elicitation import ElicitationError, ExactOracle, ProbitOracle, agreement, elicitation_errors, run
 from elicitation.catalogue import Setting
 from elicitation.families import Draw
+from elicitation.oracles import random_fair_metric
 
 from ..algorithms import get_algorithm
 from ..charts.comparison import displayed_counts
@@ -45,6 +50,8 @@ __all__ = [
     "DEFAULT_PLAN_CACHE_SIZE",
     "DEFAULT_SECONDS_PER_QUERY",
     "DEFAULT_TRIALS",
+    "FAIR_LAM_RANGE",
+    "FAIR_SIGMA",
     "IMPERCEPTIBLE_WARNING_SHARE",
     "PLANNER_VERSION",
     "PlanCache",
@@ -64,7 +71,13 @@ IMPERCEPTIBLE_WARNING_SHARE = 0.10
 #: The planner stops early (with fewer trials, reported) after this much wall time per request.
 TIME_BUDGET_S = 6.0
 #: Part of every cache key: bump it when the simulation below changes what it reports.
-PLANNER_VERSION = 3
+PLANNER_VERSION = 4
+#: Simulated people of a study with groups: their trade-off, and the standard deviation of the probit noise
+#: on their normalised cost (as steep near a tie as logistic noise of beta = 200).
+FAIR_LAM_RANGE = (0.15, 0.85)
+FAIR_SIGMA = 0.008
+#: Random pairs of the query region on which each trial's agreement is measured.
+AGREEMENT_PAIRS = 1000
 #: Simulations a `PlanCache` keeps (one per study configuration; a result is well under 1 kB).
 DEFAULT_PLAN_CACHE_SIZE = 128
 
@@ -84,6 +97,8 @@ class _Simulation:
     error_b_mean: float | None
     error_b_p90: float | None
     error_lam_mean: float | None
+    #: Mean share of random pairs of the query region that the estimate orders as the participant does.
+    agreement_mean: float | None
     #: Perceptibility threshold used (people out of 100 in some confusion cell).
     min_cell_gap: float
     #: Share of simulated elicitor queries below that threshold, or displaying (in whole people) the same
@@ -118,6 +133,10 @@ def _random_metric(config: StudyConfig, space: Any, rng: np.random.Generator) ->
     tau = None
     if algorithm.needs_groups:
         tau = Setting.of_space(space).group_weights(params.get("group_shares"))
+        if algorithm.family.name == "fair_quadratic":
+            return random_fair_metric(
+                rng, space.n_classes, space.n_groups, tau=tau, tradeoff_range=FAIR_LAM_RANGE
+            )
     draw = Draw(n_classes=space.n_classes, n_groups=space.n_groups, tau=tau, nonnegative=True)
     return algorithm.random_metric(rng, draw, params)
 
@@ -157,14 +176,20 @@ def _simulate(config: StudyConfig, trials: int, seed: int, time_budget_s: float)
     errors_a: list[float] = []
     errors_b: list[float] = []
     errors_lam: list[float] = []
+    agreements: list[float] = []
     failed = 0
     started = time.monotonic()
     for trial in range(trials):
         if trial >= 3 and time.monotonic() - started > time_budget_s:
             break
         metric = _random_metric(config, space, rng)
+        oracle = (
+            ProbitOracle(metric, FAIR_SIGMA, rng=np.random.default_rng(seed + trial))
+            if spec.algorithm.needs_groups
+            else ExactOracle(metric)
+        )
         try:
-            result = run(build_session_elicitor(spec, space, params, seed=seed + trial), ExactOracle(metric))
+            result = run(build_session_elicitor(spec, space, params, seed=seed + trial), oracle)
         except ElicitationError:
             failed += 1
             continue
@@ -184,6 +209,8 @@ def _simulate(config: StudyConfig, trials: int, seed: int, time_budget_s: float)
             errors_b.append(float(second))
         if errors.lam is not None:
             errors_lam.append(float(errors.lam))
+        region = spec.algorithm.query_region(space)
+        agreements.append(agreement(metric, result.metric, region, rng, n_pairs=AGREEMENT_PAIRS))
     bound = int(spec.build(space, params).max_queries)
     q_mean = _stat(queries) if queries else float(bound)
     q_p90 = _stat(queries, 90) if queries else float(bound)
@@ -203,6 +230,7 @@ def _simulate(config: StudyConfig, trials: int, seed: int, time_budget_s: float)
         error_b_mean=_stat(errors_b),
         error_b_p90=_stat(errors_b, 90),
         error_lam_mean=_stat(errors_lam),
+        agreement_mean=_stat(agreements),
         min_cell_gap=gap,
         imperceptible_share=hidden / shown if shown else None,
     )

@@ -81,6 +81,8 @@ def config_fingerprint(config: Config) -> str:
     if config.fresh_screens:
         # Only when set, so that checkpoints taken without it keep their fingerprint.
         described["fresh_screens"] = True
+    if config.tradeoff_rates is not None:
+        described["tradeoff_rates"] = [_bits(pool) for pool in config.tradeoff_rates]
     text = json.dumps(described, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 

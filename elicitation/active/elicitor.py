@@ -118,7 +118,7 @@ class ActiveElicitor(Elicitor[Elicitation[M]], Generic[M]):
         posterior = self._state.posterior
         if posterior is None or self._state.config.spec.kind != "fair":
             return None
-        lam = 1.0 - np.linalg.norm(posterior.normalised()[:, : self._state.config.spec.n_classes], axis=1)
+        lam = self._state.config.spec.tradeoff(posterior.normalised())
         weights = posterior.weights
         return float(np.sqrt(weights @ (lam - weights @ lam) ** 2))
 
@@ -390,6 +390,22 @@ def _check_float(value: object, name: str, low: float, high: float, *, open_low:
     return number
 
 
+def _check_pools(pools: Sequence[npt.ArrayLike], shape: tuple[int, ...]) -> tuple[FloatArray, ...]:
+    groups, k = shape
+    if isinstance(pools, np.ndarray) or len(pools) != groups:
+        raise InvalidConfigError(f"tradeoff_rates must hold one (n, {k}) array of rates per group ({groups})")
+    result = []
+    for index, pool in enumerate(pools):
+        array = np.array(pool, dtype=np.float64)
+        if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] != k:
+            raise InvalidConfigError(f"tradeoff_rates[{index}] must have shape (n, {k}), got {array.shape}")
+        if not np.all(np.isfinite(array)) or np.any(array < 0.0) or np.any(array > 1.0):
+            raise InvalidConfigError(f"tradeoff_rates[{index}] must hold rates in [0, 1]")
+        array.setflags(write=False)
+        result.append(array)
+    return tuple(result)
+
+
 def _check_criterion(criterion: object, betas: tuple[float, ...] | None) -> str:
     if criterion not in CRITERIA:
         raise InvalidConfigError(f"criterion must be one of {list(CRITERIA)}, got {criterion!r}")
@@ -426,6 +442,7 @@ class ActiveOptions(TypedDict, total=False):
     estimate: str
     tradeoff_every: int
     fresh_screens: bool | None
+    tradeoff_rates: Sequence[npt.ArrayLike] | None
 
 
 def active_elicitor(
@@ -448,6 +465,7 @@ def active_elicitor(
     estimate: str = "mean",
     tradeoff_every: int = 0,
     fresh_screens: bool | None = None,
+    tradeoff_rates: Sequence[npt.ArrayLike] | None = None,
 ) -> ActiveElicitor[Any]:
     """Elicit a metric of ``family`` with active, noise-robust Bayesian queries (the one implementation).
 
@@ -519,6 +537,12 @@ def active_elicitor(
         dominating one, and those questions tell such people apart (docs/realistic-queries.md). Default:
         the query space's ``fresh_screens`` (`elicitation.display.DisplayedSpace`, as the web app's
         sessions build it), else off.
+    tradeoff_rates : sequence of array_like, optional
+        ``"fair"`` only, with ``tradeoff_every``: per group, the ``(n_g, n_classes)`` rates of sensible
+        classifiers on the data (`elicitation.region.sensible_frontier`). Trade-off questions may then
+        also show, in each group, a mixture of two of them (a randomised classifier, so feasible), shown
+        as the display rounds it: pairs far wider than the query region, which can carry what the region
+        cannot about ``lam``.
 
     Returns
     -------
@@ -556,8 +580,10 @@ def active_elicitor(
             raise InvalidConfigError(f"tau applies to fair metrics only, not to a {family} metric")
         if group_spheres is not None:
             raise InvalidConfigError(f"group_spheres applies to fair metrics only, not to a {family} metric")
-        if tradeoff_every:
-            raise InvalidConfigError(f"tradeoff_every applies to fair metrics only, not to a {family} metric")
+        if tradeoff_every or tradeoff_rates is not None:
+            raise InvalidConfigError(
+                f"tradeoff_every and tradeoff_rates apply to fair metrics only, not to a {family} metric"
+            )
         geometry = resolve_space(space, priors, 1, display)
         spec = FamilySpec(family, geometry.sphere.n_classes)
     dim = spec.family().dim
@@ -591,6 +617,7 @@ def active_elicitor(
         tradeoff_every=_check_int(tradeoff_every, "tradeoff_every", 0),
         fresh_screens=geometry.grid is not None
         and bool(getattr(space, "fresh_screens", False) if fresh_screens is None else fresh_screens),
+        tradeoff_rates=None if tradeoff_rates is None else _check_pools(tradeoff_rates, geometry.shape),
     )
     radii = (
         np.full(geometry.priors.shape[0], geometry.sphere.radius)

@@ -64,6 +64,11 @@ class FamilySpec:
             )
         return Family(tuple(blocks), "sum")
 
+    def tradeoff(self, theta: FloatArray) -> FloatArray:
+        """``lam`` of each normalised fair parameter vector ``(n, d)``: ``1 - |(1 - lam) a|`` (Def. 3)."""
+        result: FloatArray = 1.0 - np.linalg.norm(theta[:, : self.n_classes], axis=1)
+        return result
+
     def features(self, first: FloatArray, second: FloatArray) -> FloatArray:
         """``f`` with ``<w, f> > 0`` iff ``first`` is preferred; inputs ``(n, *rate_shape)``."""
         if self.kind == "linear":
@@ -323,3 +328,6 @@ class Config:
     tradeoff_every: int = 0
     #: With a display grid: each question plainly new against the one before (`selection.fresh`).
     fresh_screens: bool = False
+    #: Fair family: per group, rates of sensible classifiers on the data whose mixtures the trade-off
+    #: questions may also show (None: trade-off questions stay in the query region).
+    tradeoff_rates: tuple[FloatArray, ...] | None = None

@@ -105,7 +105,7 @@ def posterior_intervals(
     ratio_bounds = weighted_quantiles(ratios, weights, bounds)
     intervals: dict[str, Any] = {}
     if spec.kind == "fair":
-        lam = 1.0 - np.linalg.norm(theta[:, : spec.n_classes], axis=1)
+        lam = spec.tradeoff(theta)
         intervals["lam"] = [float(value) for value in weighted_quantiles(lam[:, None], weights, bounds)[:, 0]]
     intervals["cost_ratio"] = [
         [float(ratio_bounds[0, i]), float(ratio_bounds[1, i])] for i in range(spec.n_classes)

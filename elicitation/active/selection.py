@@ -33,6 +33,8 @@ _PERTURB_SCALES = (0.3, 0.1)
 #: Ties halve the error in B at k = 2 (docs/benchmarks.md, "Measurements behind the defaults").
 _N_TIE_PARTICLES = 32
 _TIES_PER_PARTICLE = 48
+#: Pairs of classifiers on the data drawn per trade-off question (`_tradeoff_pairs`).
+_N_TRADEOFF = 256
 #: Pairs ever tried to find perceptible candidates before the configuration is declared impossible.
 _MAX_CANDIDATE_ROUNDS = 8
 #: With ``fresh_screens``: some displayed cell of a question differs from the question before by at least
@@ -82,6 +84,30 @@ def _variance_reduction(
     first = np.clip(p_first, 1e-12, None)
     result: FloatArray = np.sum(deviation**2, axis=1) * (1.0 / first + 1.0 / other)
     return result
+
+
+def _tradeoff_pairs(config: Config, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
+    """Perceptible pairs of classifiers on the data: each group's rates a random mixture of two of its
+    sensible frontier classifiers (``config.tradeoff_rates``), rounded down to the display. Far wider than
+    the query region, so the gap between the groups can change enough to weigh against mistakes overall."""
+    assert config.tradeoff_rates is not None
+    sides = []
+    for _side in range(2):
+        rows = []
+        for pool in config.tradeoff_rates:
+            i, j = rng.integers(pool.shape[0], size=(2, _N_TRADEOFF))
+            share = rng.random((_N_TRADEOFF, 1))
+            rows.append(share * pool[i] + (1.0 - share) * pool[j])
+        side = np.stack(rows, axis=1).reshape((_N_TRADEOFF, *config.geometry.shape))
+        grid = config.geometry.grid
+        if grid is not None:
+            # Rounded down to what the chart shows: a point just below the data's frontier stays feasible
+            # (rounding to the nearest could step outside it).
+            steps = grid.class_steps.reshape(side.shape[1:])
+            side = np.floor(side * steps + 1e-9) / steps
+        sides.append(side)
+    keep = perceptible(config, sides[0], sides[1])
+    return sides[0][keep], sides[1][keep]
 
 
 def _conflicts(k: int, features: FloatArray, params: FloatArray) -> npt.NDArray[np.bool_]:
@@ -182,6 +208,14 @@ def choose_query(
             f"no pair in this sphere differs by {config.min_cell_gap:g} people in a confusion cell; "
             "lower min_cell_gap or use a larger sphere"
         )
+    lam_turn = (
+        spec.kind == "fair"
+        and config.tradeoff_every > 0
+        and posterior.n_answers % config.tradeoff_every == config.tradeoff_every - 1
+    )
+    if lam_turn and config.tradeoff_rates is not None:
+        wide1, wide2 = _tradeoff_pairs(config, rng)
+        first, second = np.concatenate([first, wide1]), np.concatenate([second, wide2])
     weights = posterior.weights
     normalised = posterior.normalised()
     if spec.kind == "quadratic":
@@ -191,12 +225,7 @@ def choose_query(
     features = spec.features(first, second)
     theta = normalised
     centre = weights @ theta
-    lam_turn = (
-        spec.kind == "fair"
-        and config.tradeoff_every > 0
-        and posterior.n_answers % config.tradeoff_every == config.tradeoff_every - 1
-    )
-    lam = 1.0 - np.linalg.norm(theta[:, : spec.n_classes], axis=1)
+    lam = spec.tradeoff(theta)
 
     def score(candidates: FloatArray) -> FloatArray:
         probabilities = posterior.answer_probabilities(candidates)

@@ -63,6 +63,10 @@ class State:
             observed = float(recent[0] - recent[-1]) / _RATE_WINDOW
             # The observed shrinkage is noisy; never trust it to be faster than the information bound.
             rate = min(rate, observed) if observed > 0.0 else rate / 4.0
-        needed = np.log(spread / tolerance) / rate if tolerance > 0.0 else float(budget)
+        every = self.config.tradeoff_every
+        if every:
+            # Trade-off questions are chosen for lam alone: the others narrow the whole metric.
+            rate *= (every - 1) / every
+        needed = np.log(spread / tolerance) / rate if tolerance > 0.0 and rate > 0.0 else float(budget)
         remaining = max(int(np.ceil(needed)), self.config.min_queries - self.n_answered, 0)
         return int(min(remaining, budget))

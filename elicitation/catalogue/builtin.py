@@ -20,6 +20,7 @@ from ..fair.designs import DISPLAYED_INNER_RATIO as FAIR_DISPLAYED_INNER_RATIO
 from ..families import Draw, get_family
 from ..lpme import Probe, lpme
 from ..qpme import DISPLAYED_INNER_RATIO, qpme
+from ..region import sensible_frontier
 from ..types import (
     Elicitation,
     Elicitor,
@@ -438,13 +439,37 @@ def _active_fair_common_sphere(setting: Setting, p: Mapping[str, Any], seed: int
     return active_fair(space, tau=setting.group_weights(p["group_shares"]), **_active_options(p, seed))
 
 
-def _active_fair(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+def _active_fair_own_spheres(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    """active_fair-2: each group in its own sphere, every question chosen for the whole metric."""
     space = setting.query_space("active_fair")
     # Every query space has ``group_spheres`` (the common sphere repeated when it has no regions per group).
     return active_fair(
         space,
         tau=setting.group_weights(p["group_shares"]),
         group_spheres=space.group_spheres,
+        **_active_options(p, seed),
+    )
+
+
+#: active_fair asks every second question for the trade-off ``lam`` (docs/fairness-tradeoff.md).
+_TRADEOFF_EVERY: Final = 2
+
+
+def _active_fair(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    space = setting.query_space("active_fair")
+    # A dataset space knows its classifiers: trade-off questions may show sensible ones beyond the region.
+    plug_ins = getattr(space, "plug_in_rates", None)
+    pools = (
+        None
+        if plug_ins is None
+        else [sensible_frontier(plug_ins(g), space.priors[g]) for g in range(space.n_groups)]
+    )
+    return active_fair(
+        space,
+        tau=setting.group_weights(p["group_shares"]),
+        group_spheres=space.group_spheres,
+        tradeoff_every=_TRADEOFF_EVERY,
+        tradeoff_rates=None if pools is None or any(len(pool) == 0 for pool in pools) else pools,
         **_active_options(p, seed),
     )
 
@@ -481,7 +506,7 @@ register(
 register(
     Algorithm(
         name="active_fair",
-        version="active_fair-2",
+        version="active_fair-3",
         description="Active fairness (recommended with groups): few questions, tolerates slips",
         elicits="fair quadratic metric (a, B^{uv}, lam), Bayesian queries on a study's space",
         family=get_family("fair_quadratic"),
@@ -492,6 +517,6 @@ register(
         needs_space=True,
         displayed=True,
         group_spheres=True,
-        earlier={"active_fair-1": _active_fair_common_sphere},
+        earlier={"active_fair-1": _active_fair_common_sphere, "active_fair-2": _active_fair_own_spheres},
     )
 )

@@ -159,7 +159,7 @@ def test_fair_sessions_ask_each_group_in_its_own_sphere_and_earlier_ones_replay_
     spec = REGISTRY["active_fair"]
     space = _RegionsPerGroup(2, radius=0.2, priors=[[0.85, 0.15], [0.7, 0.3]], n_groups=2)
     params = spec.parse_params({"max_queries": 6})
-    assert session_version(spec) == "active_fair-2" + DISPLAY_MARK
+    assert session_version(spec) == "active_fair-3" + DISPLAY_MARK
     assert spec.algorithm.query_region(space) == space.group_spheres
     oracle = LogisticOracle(random_fair_metric(np.random.default_rng(1), 2, 2), 200.0, rng=0)
     current = run(build_session_elicitor(spec, space, params, seed=5), oracle)
@@ -167,6 +167,12 @@ def test_fair_sessions_ask_each_group_in_its_own_sphere_and_earlier_ones_replay_
         for side in (query.first, query.second):
             for row, own in zip(side, space.group_spheres, strict=True):
                 assert own.contains(row)
+    # active_fair-2 sessions (questions for the whole metric only) replay their own questions.
+    before = run(
+        build_session_elicitor(spec, space, params, seed=5, version="active_fair-2" + DISPLAY_MARK), oracle
+    )
+    assert [q.first.tolist() for q, _ in before.log] != [q.first.tolist() for q, _ in current.log]
+    assert before.details["n_particles"] == current.details["n_particles"]
     # Sessions recorded before (displayed or not) keep asking every group in the common sphere.
     for version in ("active_fair-1" + DISPLAY_MARK, "active_fair-1"):
         earlier = run(build_session_elicitor(spec, space, params, seed=5, version=version), oracle)
