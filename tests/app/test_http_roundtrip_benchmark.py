@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from app_support import make_study
 
+from app.sessions.displayed import DISPLAY_MARK
 from benchmarks import http_roundtrip
 
 
@@ -20,7 +21,7 @@ def test_the_quick_benchmark_passes_its_checks(tmp_path: Path) -> None:
     report = json.loads(out.read_text())
     accuracy = report["accuracy"]
     assert accuracy["identical_metric"] is True
-    assert accuracy["algorithm_version"].endswith("+shown-1")  # the session's own, displayed elicitor
+    assert accuracy["algorithm_version"].endswith(DISPLAY_MARK)  # the session's own, displayed elicitor
     assert accuracy["http"]["elicitor_queries"] == accuracy["in_process"]["elicitor_queries"]
     assert {name: rt["app"]["n"] for name, rt in report["round_trip_ms"].items()} == {
         "qpme": 30,
