@@ -43,21 +43,47 @@ def _answer_from_the_page(client: TestClient, token: str, metric: FairQuadraticM
     return state
 
 
+def _open_study(
+    client: TestClient, headers: dict[str, str], study: dict[str, Any]
+) -> tuple[dict[str, Any], Any]:
+    """Create and open ``study`` over the API; its description and its query space."""
+    created = client.post("/api/v1/studies", json=study, headers=headers)
+    assert created.status_code == 201, created.text
+    client.patch(f"/api/v1/studies/{created.json()['id']}", json={"status": "open"}, headers=headers)
+    return created.json(), build_space(parse_study_config(study))
+
+
+def _person(space: Any, seed: int, lam: float) -> FairQuadraticMetric:
+    """A random fair cost on ``space`` whose trade-off is exactly ``lam``."""
+    tau = group_tau(space.priors, None)
+    return random_fair_metric(np.random.default_rng(seed), 2, 2, tau=tau, tradeoff_range=(lam, lam))
+
+
+def _synthetic_study(name: str, max_queries: int) -> dict[str, Any]:
+    """A small two-group synthetic study that stops after ``max_queries`` questions."""
+    return {
+        "name": name,
+        "task": "t",
+        "class_names": ["benign", "malignant"],
+        "group_names": ["women", "men"],
+        "algorithm_params": {"max_queries": max_queries},
+        "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [[0.6, 0.4], [0.7, 0.3]]},
+        "practice_queries": 0,
+        "checks": False,
+        "evaluation_queries": 0,
+    }
+
+
 @pytest.mark.slow
 def test_a_noise_free_fair_result_states_intervals_alike_everywhere_and_holds_the_truth(
     client: TestClient, accounts: dict[str, Any]
 ) -> None:
     headers = bearer(accounts["alice"]["token"])
     study = {key: value for key, value in FAIR_STUDY.items() if key != "algorithm"}  # the default for groups
-    created = client.post("/api/v1/studies", json=study, headers=headers)
-    assert created.status_code == 201, created.text
-    assert created.json()["algorithm"] == "active_fair"
-    study_id = created.json()["id"]
-    client.patch(f"/api/v1/studies/{study_id}", json={"status": "open"}, headers=headers)
-    space = build_space(parse_study_config(study))
-    truth = random_fair_metric(
-        np.random.default_rng(6), 2, 2, tau=group_tau(space.priors, None), tradeoff_range=(TRUE_LAM, TRUE_LAM)
-    )
+    created, space = _open_study(client, headers, study)
+    assert created["algorithm"] == "active_fair"
+    study_id = created["id"]
+    truth = _person(space, 6, TRUE_LAM)
     token = client.post(f"/api/v1/studies/{study_id}/sessions", json={"consent": True}).json()["token"]
     result = _answer_from_the_page(client, token, truth)["result"]
 
@@ -121,22 +147,8 @@ def test_panel_and_results_pages_show_each_members_trade_off_interval_as_the_api
     client: TestClient, accounts: dict[str, Any]
 ) -> None:
     headers = bearer(accounts["alice"]["token"])
-    study = {
-        "name": "panel of three",
-        "task": "t",
-        "class_names": ["benign", "malignant"],
-        "group_names": ["women", "men"],
-        "algorithm_params": {"max_queries": 12},
-        "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [[0.6, 0.4], [0.7, 0.3]]},
-        "practice_queries": 0,
-        "checks": False,
-        "evaluation_queries": 0,
-    }
-    created = client.post("/api/v1/studies", json=study, headers=headers)
-    assert created.status_code == 201, created.text
-    study_id = created.json()["id"]
-    client.patch(f"/api/v1/studies/{study_id}", json={"status": "open"}, headers=headers)
-    space = build_space(parse_study_config(study))
+    created, space = _open_study(client, headers, _synthetic_study("panel of three", 12))
+    study_id = created["id"]
     rng = np.random.default_rng(11)
     for person, lam in enumerate((0.2, 0.5, 0.8)):
         truth = random_fair_metric(rng, 2, 2, tau=group_tau(space.priors, None), tradeoff_range=(lam, lam))
@@ -173,25 +185,9 @@ def test_a_short_session_that_leaves_the_trade_off_open_is_told_the_range_on_eve
     client: TestClient, accounts: dict[str, Any]
 ) -> None:
     headers = bearer(accounts["alice"]["token"])
-    study = {
-        "name": "three questions",
-        "task": "t",
-        "class_names": ["benign", "malignant"],
-        "group_names": ["women", "men"],
-        "algorithm_params": {"max_queries": 3},
-        "query_space": {"kind": "synthetic", "radius": 0.2, "priors": [[0.6, 0.4], [0.7, 0.3]]},
-        "practice_queries": 0,
-        "checks": False,
-        "evaluation_queries": 0,
-    }
-    created = client.post("/api/v1/studies", json=study, headers=headers)
-    assert created.status_code == 201, created.text
-    study_id = created.json()["id"]
-    client.patch(f"/api/v1/studies/{study_id}", json={"status": "open"}, headers=headers)
-    space = build_space(parse_study_config(study))
-    truth = random_fair_metric(
-        np.random.default_rng(3), 2, 2, tau=group_tau(space.priors, None), tradeoff_range=(TRUE_LAM, TRUE_LAM)
-    )
+    created, space = _open_study(client, headers, _synthetic_study("three questions", 3))
+    study_id = created["id"]
+    truth = _person(space, 3, TRUE_LAM)
     token = client.post(f"/api/v1/studies/{study_id}/sessions", json={"consent": True}).json()["token"]
     result = _answer_from_the_page(client, token, truth)["result"]
     low, high = result["intervals"]["lam"]
