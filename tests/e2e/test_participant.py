@@ -344,15 +344,14 @@ def test_classifiers_sit_side_by_side_on_a_laptop_and_on_a_portrait_tablet(
     expect(left.locator(".sankey-box-label").first).to_contain_text("benign")
     page.set_viewport_size({"width": 768, "height": 1024})
     page.wait_for_timeout(RESIZE_SETTLE_MS)
-    # Redrawn for the new width, every flow wide enough for a label (charts.js: MIN_LABELLED_FLOW_PX, 13 px)
-    # carries its count once: one set, not stale copies. Flow widths change with the chart's size, so which
-    # flows are labelled may change too; the redraw may still be under way on a busy machine, so wait for it.
+    # Redrawn for the new width, every flow with a count carries it once, on the flow or beside a thin one
+    # (charts.js: labelFlows): one set, not stale copies. The redraw may still be under way on a busy
+    # machine, so wait for it.
     page.wait_for_function(
         """(chart) => {
-            const wide = [...chart.querySelectorAll(".sankey-link")].filter(
-                (path) => path.__data__ && path.__data__.link && path.__data__.link.label
-                    && path.__data__.link.width >= 13);
-            return wide.length > 0 && chart.querySelectorAll(".flow-label").length === wide.length;
+            const counted = [...chart.querySelectorAll(".sankey-link")].filter(
+                (path) => path.__data__ && path.__data__.link && path.__data__.link.label);
+            return counted.length > 0 && chart.querySelectorAll(".flow-label").length === counted.length;
         }""",
         arg=left.element_handle(),
     )
