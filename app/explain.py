@@ -118,10 +118,35 @@ class MetricWords:
     intervals: Mapping[str, Any] = field(default_factory=dict)
 
     @property
+    def hardly_counted(self) -> tuple[bool, ...]:
+        """Per class: a mistake on one of its people cost at most `NEGLIGIBLE_WEIGHT` of the dearest's."""
+        return _hardly_counted(self.costs)
+
+    @property
+    def counted_names(self) -> tuple[str, ...]:
+        """The classes whose mistakes counted (not `hardly_counted`)."""
+        return tuple(
+            cost.name for cost, hardly in zip(self.costs, self.hardly_counted, strict=True) if not hardly
+        )
+
+    @property
+    def ratios_usable(self) -> bool:
+        """False when some class's mistakes hardly counted: ratios to that class run to astronomical
+        numbers, so the pages say which mistakes counted in words instead of drawing or printing ratios."""
+        return not any(self.hardly_counted)
+
+    @property
     def text(self) -> str:
         """The sentences as one paragraph (the stored summary of a session's result)."""
         parts = [self.headline, self.per_rate, self.curvature, self.tradeoff, self.gap_example]
         return " ".join(part for part in parts if part)
+
+
+def _hardly_counted(costs: Sequence[ClassCost]) -> tuple[bool, ...]:
+    """Per class: a mistake on one of its people costs at most `NEGLIGIBLE_WEIGHT` of the dearest class's
+    (every class, when no mistake costs anything)."""
+    dearest = max(cost.per_person for cost in costs)
+    return tuple(cost.per_person <= NEGLIGIBLE_WEIGHT * dearest for cost in costs)
 
 
 def _fmt(value: float, tr: Translator) -> str:
@@ -372,7 +397,7 @@ def _headline(
                 "high": _times(top.credible[1], tr),
             }
         )
-    if top.per_person <= 1e-300 or bottom.per_person <= NEGLIGIBLE_WEIGHT * top.per_person:
+    if top.per_person <= 1e-300 or _hardly_counted(costs)[cheapest]:
         text = _(
             "Only mistakes on %(top)s %(population)s changed your choices; mistakes on %(bottom)s "
             "%(population)s hardly counted."

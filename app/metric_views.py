@@ -64,6 +64,8 @@ class MetricView:
 
 def _costs(words: MetricWords, tr: Translator) -> Figures:
     """What a mistake on one person of each class costs, relative to the cheapest (per person)."""
+    if not words.ratios_usable:
+        return []  # the headline says which mistakes counted; ratios to one that hardly did mean nothing
     _ = tr.gettext
     credible = any(cost.credible for cost in words.costs)
     ranges = [cost.credible if credible else cost.region_range for cost in words.costs]

@@ -530,3 +530,37 @@ def test_result_pages_say_per_patient_and_per_rate_what_a_known_metric_costs(
     assert f'data-testid="row-per-person">malignant {per_patient:.1f}× benign' in results
     assert f'data-testid="row-per-rate">{per_rate:.1f}×<' in results
     assert 'data-testid="candidates"' in results and "of 65</td>" in results and "of 35</td>" in results
+
+
+def test_a_class_whose_mistakes_hardly_counted_is_said_in_words_never_as_an_astronomical_ratio(
+    client: TestClient, accounts: dict[str, Any], app: Any
+) -> None:
+    import uuid
+
+    from sqlalchemy import select
+
+    from app.models import ElicitationSession, Result
+
+    token = accounts["alice"]["token"]
+    sid = client.post("/api/v1/studies", json=STUDY_CONFIG, headers=bearer(token)).json()["id"]
+    client.patch(f"/api/v1/studies/{sid}", json={"status": "open"}, headers=bearer(token))
+    person = client.post(f"/api/v1/studies/{sid}/sessions", json={"consent": True}).json()["token"]
+    Participant(METRIC).finish(client, person)
+    # A result whose benign mistakes cost next to nothing (as a fairness search that ends at its edge
+    # leaves): every ratio to them is of the order 1e299.
+    with app.state.sessionmaker() as db:
+        result = db.scalars(
+            select(Result)
+            .join(ElicitationSession, ElicitationSession.id == Result.session_id)
+            .where(ElicitationSession.study_id == uuid.UUID(sid))
+        ).one()
+        result.metric = {**result.metric, "a": [1e-300, 1.0]}
+        db.commit()
+    thanks = client.get(f"/sessions/{person}/result").text
+    assert "hardly counted" in thanks and 'id="metric-costs"' not in thanks
+    assert re.findall(r'data-testid="cost-per-(?:person|rate)">([^<]*)<', thanks) == ["hardly", "yes"] * 2
+    assert "Counted in your choices" in thanks and not re.search(r"\d{7,}", thanks)
+    login(client, "alice@example.org")
+    results = client.get(f"/admin/studies/{sid}/results").text
+    assert 'data-testid="row-per-person">only malignant mistakes counted<' in results
+    assert 'data-testid="row-per-rate">—<' in results and not re.search(r"\d{7,}×", results)
