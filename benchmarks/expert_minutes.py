@@ -1,10 +1,17 @@
 """An expert's ten minutes: simulated people with noise complete the demo and a fairness study over the API.
 
 Run: ``.venv/bin/python benchmarks/expert_minutes.py`` (``--people N`` per study, ``--quick`` for 3). Each
-simulated person has a hidden metric (a random quadratic one for the demo, a random fair one for the
-fairness study) and answers every screen from the numbers the chart shows: the confusion matrices as the
-participant page rounds them (`app.charts.rounded_counts` at `app.charts.display_decimals`), read back as
-rates, with logistic noise ``P(correct) = sigmoid(BETA * |phi(A) - phi(B)|)``. Per person it records:
+simulated person has a hidden metric and answers every screen from the numbers the chart shows: the
+confusion matrices as the participant page rounds them (`app.charts.rounded_counts` at
+`app.charts.display_decimals`), read back as rates, with noise. The demo's people are sensible (they never
+prefer a classifier worse in every class inside the query sphere) and come from three generators, none of
+them the elicitor's prior (`SENSIBLE_PEOPLE`: Appendix H draws kept only when sensible, clinicians with a
+cost ratio, people whose regret grows with the square of the miss rates), crossed with three noise models
+(`NOISE`: logistic ``P(correct) = sigmoid(BETA * |phi(A) - phi(B)|)``, probit as steep near a tie, and
+lapses); ``--population appendix-h`` takes the Appendix H draws as they come instead (most of them prefer
+a classifier inside the sphere to ones better in every class), with logistic noise. ``--version`` runs
+the demo with an earlier version of its algorithm that the catalogue still replays, on the same people.
+The fairness study's people are random fair metrics with logistic noise. Per person it records:
 
 * screens: every comparison answered (practice, questions, checks, final comparisons);
 * consecutive repeats: screens that display the same pair as the screen before (either order);
@@ -39,12 +46,14 @@ Results are printed and written to ``benchmarks/results/expert_minutes.json``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -56,23 +65,37 @@ sys.path.insert(0, str(ROOT))
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from app.algorithms import get_algorithm, group_tau  # noqa: E402
+from app.algorithms import REGISTRY, AlgorithmSpec, get_algorithm, group_tau  # noqa: E402
 from app.charts.comparison import display_decimals, rounded_counts  # noqa: E402
 from app.cli.web import DEMO_STUDY, upgrade_database  # noqa: E402
 from app.codec import decode_metric  # noqa: E402
 from app.main import create_app  # noqa: E402
 from app.repository import log_rows  # noqa: E402
 from app.sessions import create_study  # noqa: E402
+from app.sessions.displayed import session_version  # noqa: E402
 from app.sessions.tokens import load_session  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.study_config import build_space, parse_study_config  # noqa: E402
-from elicitation import Metric, Sphere  # noqa: E402
+from elicitation import Metric, QuadraticMetric, Sphere  # noqa: E402
 from elicitation.evaluation import noisy_agreement  # noqa: E402
-from elicitation.oracles import random_fair_metric, random_quadratic_metric  # noqa: E402
+from elicitation.geometry import gradient_floor  # noqa: E402
+from elicitation.oracles import (  # noqa: E402
+    LapseOracle,
+    LogisticOracle,
+    ProbitOracle,
+    random_fair_metric,
+    random_quadratic_metric,
+)
 
 #: Inverse temperature of the simulated people's answers (metric differences of 0.01 are right 88 % of
 #: the time, 0.005 about 73 %): careful but fallible.
 BETA = 200.0
+#: Probit people: value noise as steep near a tie as logistic ``BETA`` (slope ``BETA / 4`` at a tie).
+PROBIT_SIGMA = 4.0 / (BETA * np.sqrt(2.0 * np.pi))
+#: Lapsing people: right on every pair except that this share of answers is a coin flip.
+LAPSE = 0.05
+#: A clinician's cost of a missed malignant tumour relative to a false alarm: log-uniform in this range.
+COST_RATIO_RANGE = (0.5, 20.0)
 #: Random pairs from the query sphere on which agreement is measured.
 AGREEMENT_PAIRS = 4000
 MAX_SCREENS = 40
@@ -120,6 +143,9 @@ class Person:
     dominance: int = 0
     distinct_classifiers: int = 0
     most_shown: int = 0
+    #: Who the person was: the generator of their metric and their noise model.
+    generator: str = ""
+    noise: str = ""
 
 
 def _shown(query: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -198,9 +224,15 @@ def _phases(app: Any, token: str) -> list[str]:
 
 
 def simulate(
-    client: TestClient, study: Any, metric: Metric, n_groups: int, rng: np.random.Generator
+    client: TestClient,
+    study: Any,
+    metric: Metric,
+    n_groups: int,
+    rng: np.random.Generator,
+    noise: str = "logistic",
 ) -> Person:
-    """One person's session over the JSON API, answering from the displayed numbers."""
+    """One person's session over the JSON API, answering from the displayed numbers with ``noise``."""
+    oracle = NOISE[noise](metric, rng)
     started = time.perf_counter()
     created = client.post(f"/api/v1/studies/{study.id}/sessions", json={"consent": True})
     token = created.json()["token"]
@@ -218,11 +250,7 @@ def simulate(
         identical += bool(np.array_equal(left, right))
         shown += 2 * left.shape[0]
         below += _below_baseline(left) + _below_baseline(right)
-        first_rates, second_rates = _rates(left, n_groups), _rates(right, n_groups)
-        gap = float(metric.value_gap(first_rates, second_rates))
-        first_preferred = metric.prefers(first_rates, second_rates)
-        if rng.random() >= 1.0 / (1.0 + np.exp(-BETA * gap)):
-            first_preferred = not first_preferred
+        first_preferred = oracle(_rates(left, n_groups), _rates(right, n_groups))
         response = client.post(
             f"/api/v1/sessions/{token}/answers",
             json={
@@ -250,6 +278,7 @@ def simulate(
         report.self_agreement,
         time.perf_counter() - started,
         **measures,
+        noise=noise,
     )
 
 
@@ -264,33 +293,58 @@ def _describe(region: Any) -> Any:
     return [{"center": own.center.tolist(), "radius": own.radius} for own in spheres]
 
 
+Draw = Callable[[np.random.Generator, Any], Metric]
+
+
 def run_study(
-    config: dict[str, Any], people: int, draw: Callable[[np.random.Generator, Any], Metric], seed: int
+    config: dict[str, Any],
+    people: int,
+    draws: Sequence[Draw],
+    seed: int,
+    *,
+    noises: Sequence[str] = ("logistic",),
+    version: str | None = None,
 ) -> dict[str, Any]:
     """Simulate ``people`` participants of ``config`` on a fresh temporary database.
 
-    The same ``seed`` gives the same people (hidden metrics); the questions they are asked still vary,
-    because every session draws its own seed as in the web app.
+    Person ``i`` is drawn by ``draws[i % len(draws)]`` and answers with noise
+    ``noises[(i // len(draws)) % len(noises)]``, so every generator meets every noise model. The same
+    ``seed`` gives the same people (hidden metrics); the questions they are asked still vary, because every
+    session draws its own seed as in the web app. ``version``: new sessions ask as this earlier version of
+    the study's algorithm (`current_version`).
     """
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, current_version(config["algorithm"], version):
         settings = Settings(database_url=f"sqlite:///{folder}/bench.db")
         upgrade_database(settings)
         app = create_app(settings)
         with app.state.sessionmaker() as db:
             study = create_study(db, config)
             space = build_space(parse_study_config(study.config))
+        recorded = session_version(get_algorithm(config["algorithm"]))
         # The people (their hidden metrics) are fixed by the seed, whatever their sessions ask; each
         # person's answers and agreement pairs come from a generator of their own.
         rng = np.random.default_rng(seed)
-        metrics = [draw(rng, space) for _ in range(people)]
+        drawn = [draws[index % len(draws)] for index in range(people)]
+        metrics = [draw(rng, space) for draw in drawn]
         with TestClient(app) as client:
             results = [
-                simulate(client, study, metric, space.n_groups, np.random.default_rng([seed, index]))
+                dataclasses.replace(
+                    simulate(
+                        client,
+                        study,
+                        metric,
+                        space.n_groups,
+                        np.random.default_rng([seed, index]),
+                        noises[(index // len(draws)) % len(noises)],
+                    ),
+                    generator=drawn[index].__name__,
+                )
                 for index, metric in enumerate(metrics)
             ]
     shown = sum(person.shown_classifiers for person in results)
     summary = {
         "study": config["name"],
+        "algorithm_version": recorded,
         "people": people,
         "spheres": _describe(_region(study)),
         "screens_max": max(person.screens for person in results),
@@ -313,6 +367,7 @@ def run_study(
         "distinct_classifiers_mean": float(np.mean([person.distinct_classifiers for person in results])),
         "shown_per_session_mean": float(np.mean([2 * person.screens for person in results])),
         "most_shown_max": max(person.most_shown for person in results),
+        "agreement_by_person_kind": _by_kind(results),
         "people_detail": [asdict(person) for person in results],
     }
     summary["bars"] = {
@@ -329,8 +384,81 @@ def run_study(
     return summary
 
 
+def _by_kind(results: list[Person]) -> dict[str, list[float]]:
+    """Agreement min and mean per generator and per noise model."""
+    kinds: dict[str, list[float]] = {}
+    for key in sorted({person.generator for person in results} | {person.noise for person in results}):
+        values = [person.agreement for person in results if key in (person.generator, person.noise)]
+        kinds[key] = [min(values), float(np.mean(values))]
+    return kinds
+
+
+@contextlib.contextmanager
+def current_version(name: str, version: str | None) -> Iterator[None]:
+    """While open, new sessions of algorithm ``name`` record and ask as ``version``, an earlier version
+    the catalogue keeps for recorded sessions (None: the current one): old and new on the same people."""
+    spec = REGISTRY[name]
+    if version is None or version == spec.version:
+        yield
+        return
+    algorithm = dataclasses.replace(
+        spec.algorithm, version=version, builder=spec.algorithm.earlier[version], earlier={}
+    )
+    REGISTRY[name] = AlgorithmSpec(algorithm, spec.params_model)
+    try:
+        yield
+    finally:
+        REGISTRY[name] = spec
+
+
 def random_quadratic_person(rng: np.random.Generator, space: Any) -> Metric:
+    """Appendix H's random quadratic metric as it comes (``a >= 0``, ``B`` concave)."""
     return random_quadratic_metric(rng, space.n_classes)
+
+
+def sensible(metric: QuadraticMetric, sphere: Sphere) -> bool:
+    """Whether ``metric`` never prefers a classifier worse in every class inside ``sphere``."""
+    return bool(np.all(gradient_floor(metric.a, metric.B, sphere) >= 0.0))
+
+
+def sensible_quadratic_person(rng: np.random.Generator, space: Any) -> Metric:
+    """An Appendix H draw, redrawn until it is sensible on the study's sphere (rejection)."""
+    while True:
+        metric = random_quadratic_metric(rng, space.n_classes)
+        if sensible(metric, space.sphere):
+            return metric
+
+
+def cost_ratio_person(rng: np.random.Generator, space: Any) -> Metric:
+    """A clinician who counts mistakes: a missed case of the last class costs ``c`` false alarms, ``c``
+    log-uniform in `COST_RATIO_RANGE` (binary studies; the other classes' mistakes cost one each)."""
+    ratio = np.exp(rng.uniform(*np.log(COST_RATIO_RANGE)))
+    costs = np.ones(space.n_classes)
+    costs[-1] = ratio
+    k = space.n_classes
+    return QuadraticMetric(np.asarray(space.priors) * costs, np.zeros((k, k)))
+
+
+def squared_miss_person(rng: np.random.Generator, space: Any) -> Metric:
+    """A person whose regret grows with the square of the miss rates: ``phi(r) = <w, r> - (1 - r)^T S
+    (1 - r)`` with ``w >= 0`` and ``S`` positive semi-definite with non-negative entries, so the gradient
+    ``w + 2 S (1 - r)`` is non-negative on the whole unit cube."""
+    k = space.n_classes
+    weights = rng.random(k)
+    spread = rng.random(k)
+    S = np.diag(rng.random(k)) + rng.random() * np.outer(spread, spread)
+    S *= rng.uniform(0.5, 4.0)
+    return QuadraticMetric(weights + 2.0 * S @ np.ones(k), -2.0 * S)
+
+
+#: The demo's sensible people: three generators, none of them the elicitor's prior.
+SENSIBLE_PEOPLE: tuple[Draw, ...] = (sensible_quadratic_person, cost_ratio_person, squared_miss_person)
+#: How simulated people slip, by name: each answer comes from an oracle of the person's metric.
+NOISE: dict[str, Callable[[Metric, np.random.Generator], Callable[[Any, Any], bool]]] = {
+    "logistic": lambda metric, rng: LogisticOracle(metric, BETA, rng=rng),
+    "probit": lambda metric, rng: ProbitOracle(metric, PROBIT_SIGMA, rng=rng),
+    "lapse": lambda metric, rng: LapseOracle(metric, LAPSE, rng=rng),
+}
 
 
 def random_fair_person(rng: np.random.Generator, space: Any) -> Metric:
@@ -345,15 +473,29 @@ def main() -> int:
     parser.add_argument(
         "--study", choices=("both", "demo", "fair"), default="both", help="which study to simulate"
     )
+    parser.add_argument(
+        "--population",
+        choices=("sensible", "appendix-h"),
+        default="sensible",
+        help="the demo's people: sensible ones (three generators, three noise models) or Appendix H's draws",
+    )
+    parser.add_argument("--version", help="the demo's algorithm version (an earlier one the catalogue keeps)")
     args = parser.parse_args()
     people = 3 if args.quick else args.people
     report = []
     if args.study in ("both", "demo"):
-        report.append(run_study(DEMO_STUDY, people, random_quadratic_person, args.seed))
+        if args.population == "sensible":
+            demo = run_study(
+                DEMO_STUDY, people, SENSIBLE_PEOPLE, args.seed, noises=tuple(NOISE), version=args.version
+            )
+        else:
+            demo = run_study(DEMO_STUDY, people, (random_quadratic_person,), args.seed, version=args.version)
+        report.append(demo)
     if args.study in ("both", "fair"):
-        report.append(run_study(FAIR_STUDY, people, random_fair_person, args.seed + 1))
+        report.append(run_study(FAIR_STUDY, people, (random_fair_person,), args.seed + 1))
     for summary in report:
-        print(f"\n{summary['study']} ({summary['people']} people, spheres {summary['spheres']})")
+        print(f"\n{summary['study']} ({summary['algorithm_version']}, {summary['people']} people, ", end="")
+        print(f"spheres {summary['spheres']})")
         for key in (
             "screens_max",
             "screens_mean",
@@ -373,6 +515,7 @@ def main() -> int:
             "distinct_classifiers_mean",
             "shown_per_session_mean",
             "most_shown_max",
+            "agreement_by_person_kind",
             "seconds_per_person",
         ):
             print(f"  {key:26s} {summary[key]}")

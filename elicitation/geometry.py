@@ -48,6 +48,7 @@ __all__ = [
     "angles_to_unit",
     "boundary_angles",
     "boundary_point",
+    "gradient_floor",
     "inner_sphere",
     "optimal_rate",
     "qpme_spheres",
@@ -170,6 +171,23 @@ def optimal_rate(sphere: Sphere, coefficients: npt.ArrayLike) -> FloatArray:
     if norm < _ZERO_NORM:
         raise InvalidConfigError("coefficients must not be zero: every rate is optimal for a zero metric")
     return _readonly(sphere.center + sphere.radius * a / norm)
+
+
+def gradient_floor(a: npt.ArrayLike, B: npt.ArrayLike, sphere: Sphere) -> FloatArray:
+    """The smallest entry ``min_r (a + B r)_i`` of a quadratic metric's gradient over the ball ``sphere``.
+
+    ``a + B c - rho |B_i|`` for centre ``c``, radius ``rho`` and rows ``B_i``; leading axes of ``a``
+    ``(..., k)`` and ``B`` ``(..., k, k)`` broadcast. Non-negative in every class: the metric never
+    prefers a classifier worse in every class inside the ball. Concave and homogeneous in ``(a, B)``, so
+    the metrics meeting it form a convex cone.
+    """
+    matrix = np.asarray(B, dtype=np.float64)
+    result: FloatArray = (
+        np.asarray(a, dtype=np.float64)
+        + matrix @ sphere.center
+        - sphere.radius * np.linalg.norm(matrix, axis=-1)
+    )
+    return result
 
 
 def validate_inner_radius(sphere: Sphere, inner_radius: float) -> float:

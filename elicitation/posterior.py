@@ -12,7 +12,8 @@ a norm ``N(w)`` under which ``phi`` has the paper's normalisation, and the answe
     P(y | w)       = 1[y <w, f> > 0]                             (noise-free, ``beta = None``)
 
 The prior on ``w`` is a zero-mean Gaussian with per-block scales, truncated to the family's convex cone
-(``B`` negative semi-definite, ``B^{uv}`` positive semi-definite, fair costs ``a >= 0``); the likelihood
+(``B`` negative semi-definite, ``B^{uv}`` positive semi-definite, fair costs ``a >= 0``; optionally a
+quadratic metric increasing in every rate throughout a ball, `Family.increasing_on`); the likelihood
 depends only on the direction of ``w``, so the implied prior on the direction is a projected Gaussian.
 With a grid of ``beta`` values the noise level is a discrete latent variable with a uniform prior and is
 marginalised by carrying one ``beta`` index per particle.
@@ -57,7 +58,8 @@ import numpy.typing as npt
 from scipy import special  # type: ignore[import-untyped]
 
 from .errors import InvalidConfigError, NumericalError
-from .types import FloatArray, RandomState, as_generator
+from .geometry import gradient_floor
+from .types import FloatArray, RandomState, Sphere, as_generator
 
 __all__ = [
     "BLOCK_KINDS",
@@ -149,10 +151,17 @@ class Family:
 
     ``norm_kind`` ``"l2"``: ``N(w) = |w|_2`` (linear and quadratic metrics, ``|a|^2 + |B|_F^2 = 1``);
     ``"sum"``: ``N(w) = sum_b norm_weight_b |w_b|_2`` (fair metrics, ``|a| + 1/2 sum |B^{uv}|_F = 1``).
+
+    ``increasing_on`` (quadratic layout only: ``a`` in the first block, ``vec B`` in the second): the
+    metric's gradient ``a + B r`` is non-negative in every class for every ``r`` in this ball, so it never
+    prefers a classifier worse in every class there. For centre ``c`` and radius ``rho`` that is
+    ``a_i + (B c)_i - rho |B_i| >= 0`` per row ``B_i`` (`elicitation.geometry.gradient_floor`): a convex
+    cone, like the others.
     """
 
     blocks: tuple[Block, ...]
     norm_kind: str
+    increasing_on: Sphere | None = None
 
     @property
     def dim(self) -> int:
@@ -181,9 +190,18 @@ class Family:
         combined: FloatArray = np.sum(weights * np.sqrt(np.maximum(squares, 0.0)), axis=0)
         return combined
 
+    def gradient_floor(self, particles: FloatArray) -> FloatArray:
+        """Per row and class, the smallest gradient entry ``min_r (a + B r)_i`` over `increasing_on`."""
+        assert self.increasing_on is not None, "only a family increasing on a ball has a gradient floor"
+        linear, matrix = self.blocks[0], self.blocks[1]
+        B = sym_from_vec(particles[:, matrix.start : matrix.stop], matrix.size)
+        return gradient_floor(particles[:, linear.start : linear.stop], B, self.increasing_on)
+
     def in_cone(self, particles: FloatArray) -> npt.NDArray[np.bool_]:
         """True for rows that satisfy every block's cone constraint (up to rounding)."""
         ok = np.ones(particles.shape[0], dtype=bool)
+        if self.increasing_on is not None:
+            ok &= np.all(self.gradient_floor(particles) >= -1e-12, axis=1)
         for block in self.blocks:
             values = particles[:, block.start : block.stop]
             if block.kind == "nonnegative":
@@ -448,6 +466,12 @@ class ParticlePosterior:
                 gram = g @ np.swapaxes(g, 1, 2)
                 sign = -1.0 if block.kind == "nsd" else 1.0
                 particles[:, block.start : block.stop] = vec_from_sym(sign * gram)
+        if self.family.increasing_on is not None:
+            # Raise each gradient entry's floor above zero by the size of the Gaussian draw for ``a``.
+            linear = self.family.blocks[0]
+            values = particles[:, linear.start : linear.stop]
+            floor = self.family.gradient_floor(particles) - values
+            particles[:, linear.start : linear.stop] = np.abs(values) + np.maximum(-floor, 0.0)
         return particles
 
     def _resample(self) -> None:
@@ -543,8 +567,11 @@ class ParticlePosterior:
         # Stay a hair inside the chord so rounding never puts a particle on a constraint's boundary.
         return lo + _CHORD_MARGIN * width, hi - _CHORD_MARGIN * width
 
-    def _in_semidefinite_cones(self, points: FloatArray) -> npt.NDArray[np.bool_]:
+    def _in_curved_cones(self, points: FloatArray) -> npt.NDArray[np.bool_]:
+        """The cones a line crosses where no closed form gives the chord: semi-definite, increasing."""
         ok = np.ones(points.shape[0], dtype=bool)
+        if self.family.increasing_on is not None:
+            ok &= np.all(self.family.gradient_floor(points) >= 0.0, axis=1)
         for block in self.family.blocks:
             if block.kind in ("nsd", "psd"):
                 sign = -1.0 if block.kind == "nsd" else 1.0
@@ -560,10 +587,10 @@ class ParticlePosterior:
         """One hit-and-run / slice move of every particle along a random line.
 
         The step is drawn from the Gaussian prior restricted to the chord of the linear constraints; a
-        proposal outside a semi-definite cone or (noisy model) below the slice level shrinks the bracket
-        towards the current point. Feasible sets along a line are intervals containing 0 (convex cones),
-        and the likelihood slice is handled exactly by the shrinkage, so the move leaves the posterior
-        invariant.
+        proposal outside a semi-definite or increasing cone or (noisy model) below the slice level shrinks
+        the bracket towards the current point. Feasible sets along a line are intervals containing 0
+        (convex cones), and the likelihood slice is handled exactly by the shrinkage, so the move leaves
+        the posterior invariant.
         """
         u = self._directions(isotropic)
         left, right = self._linear_interval(u)
@@ -573,7 +600,9 @@ class ParticlePosterior:
         mean = -slope / curvature
         sd = 1.0 / np.sqrt(curvature)
         soft = not self.hard and self.signed.shape[0] > 0
-        semidefinite = any(b.kind in ("nsd", "psd") for b in self.family.blocks)
+        curved = self.family.increasing_on is not None or any(
+            b.kind in ("nsd", "psd") for b in self.family.blocks
+        )
         if soft:
             beta = self.betas[self.beta_index]
             margins = self.signed @ self.particles.T
@@ -604,10 +633,8 @@ class ParticlePosterior:
                 break
             proposal = _truncated_normal(self.rng, mean[pending], sd[pending], left[pending], right[pending])
             accepted = np.ones(pending.size, dtype=bool)
-            if semidefinite:
-                accepted &= self._in_semidefinite_cones(
-                    self.particles[pending] + proposal[:, None] * u[pending]
-                )
+            if curved:
+                accepted &= self._in_curved_cones(self.particles[pending] + proposal[:, None] * u[pending])
             if soft:
                 check = np.flatnonzero(accepted)
                 sub = pending[check]

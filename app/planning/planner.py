@@ -127,7 +127,8 @@ class PlannerResult(_Simulation):
 
 
 def _random_metric(config: StudyConfig, space: Any, rng: np.random.Generator) -> Any:
-    """A simulated participant's metric: the algorithm's family, non-negative weights, the study's groups."""
+    """A simulated participant's metric: the algorithm's family, non-negative weights, the study's sphere
+    and groups."""
     algorithm = get_algorithm(config.algorithm).algorithm
     params = dict(config.algorithm_params)
     tau = None
@@ -138,7 +139,9 @@ def _random_metric(config: StudyConfig, space: Any, rng: np.random.Generator) ->
             return random_fair_metric(
                 rng, space.n_classes, space.n_groups, tau=tau, tradeoff_range=FAIR_LAM_RANGE
             )
-    draw = Draw(n_classes=space.n_classes, n_groups=space.n_groups, tau=tau, nonnegative=True)
+    draw = Draw(
+        n_classes=space.n_classes, sphere=space.sphere, n_groups=space.n_groups, tau=tau, nonnegative=True
+    )
     return algorithm.random_metric(rng, draw, params)
 
 

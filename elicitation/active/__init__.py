@@ -20,6 +20,11 @@ over a grid, or ``None`` for the noise-free oracle of Definition 1) and, before 
    of the posterior split) and refines the leaders by local perturbation;
 3. asks the best pair, then reweights, resamples and rejuvenates the particles.
 
+With ``sensible=True`` (quadratic only) the family's cone also requires the metric to increase in every
+rate throughout the sphere (``a + B r >= 0``), a structural assumption of the kind the paper's
+discussion (Section 8) recommends; a pair decided by dominance then carries no information and
+is asked only when no other perceptible candidate is left.
+
 It stops when the posterior spread (expected distance, in the paper's normalised parameters, between a
 posterior draw and the estimate) falls to ``tolerance``, or after ``max_queries`` answers. The estimate is
 the posterior mean of the normalised parameters (it stays in the family's convex cone) or, with

@@ -443,6 +443,7 @@ class ActiveOptions(TypedDict, total=False):
     tradeoff_every: int
     fresh_screens: bool | None
     tradeoff_rates: Sequence[npt.ArrayLike] | None
+    sensible: bool
 
 
 def active_elicitor(
@@ -466,6 +467,7 @@ def active_elicitor(
     tradeoff_every: int = 0,
     fresh_screens: bool | None = None,
     tradeoff_rates: Sequence[npt.ArrayLike] | None = None,
+    sensible: bool = False,
 ) -> ActiveElicitor[Any]:
     """Elicit a metric of ``family`` with active, noise-robust Bayesian queries (the one implementation).
 
@@ -532,17 +534,24 @@ def active_elicitor(
     fresh_screens : bool, optional
         With a display grid only: every question differs from the one before by at least
         `elicitation.active.selection.FRESH_CELL_GAP` people in some displayed cell (in either order of
-        its sides), unless no other candidate is left. Pairs decided by dominance stay allowed: under the
-        quadratic model a person whose best classifier lies inside the sphere does not prefer the
-        dominating one, and those questions tell such people apart (docs/realistic-queries.md). Default:
-        the query space's ``fresh_screens`` (`elicitation.display.DisplayedSpace`, as the web app's
-        sessions build it), else off.
+        its sides), unless no other candidate is left. Pairs decided by dominance stay allowed unless
+        ``sensible``: under the unrestricted quadratic model a person whose best classifier lies inside
+        the sphere does not prefer the dominating one, and those questions tell such people apart
+        (docs/realistic-queries.md). Default: the query space's ``fresh_screens``
+        (`elicitation.display.DisplayedSpace`, as the web app's sessions build it), else off.
     tradeoff_rates : sequence of array_like, optional
         ``"fair"`` only, with ``tradeoff_every``: per group, the ``(n_g, n_classes)`` rates of sensible
         classifiers on the data (`elicitation.region.sensible_frontier`). Trade-off questions may then
         also show, in each group, a mixture of two of them (a randomised classifier, so feasible), shown
         as the display rounds it: pairs far wider than the query region, which can carry what the region
         cannot about ``lam``.
+    sensible : bool
+        ``"quadratic"`` only: elicit a metric that increases in every rate throughout the query sphere
+        (``a + B r >= 0`` there, `elicitation.posterior.Family.increasing_on`), so that it never prefers a
+        classifier worse in every class: a structural assumption on the metric of the kind the paper's
+        discussion (Section 8) recommends, and the app already treats the opposite preference as
+        inattention. A pair decided by dominance then carries no information, and with a display grid
+        the elicitor asks one (`DisplayGrid.dominated`) only when no other perceptible candidate is left.
 
     Returns
     -------
@@ -567,6 +576,8 @@ def active_elicitor(
     """
     if family not in FAMILIES:
         raise InvalidConfigError(f"family must be one of {list(FAMILIES)}, got {family!r}")
+    if sensible and family != "quadratic":
+        raise InvalidConfigError(f"sensible applies to quadratic metrics only, not to a {family} metric")
     if family == "fair":
         if tau is None:
             raise InvalidConfigError("tau (group prevalences) is required to elicit a fair metric")
@@ -585,7 +596,9 @@ def active_elicitor(
                 f"tradeoff_every and tradeoff_rates apply to fair metrics only, not to a {family} metric"
             )
         geometry = resolve_space(space, priors, 1, display)
-        spec = FamilySpec(family, geometry.sphere.n_classes)
+        spec = FamilySpec(
+            family, geometry.sphere.n_classes, increasing_on=geometry.sphere if sensible else None
+        )
     dim = spec.family().dim
     if n_particles is None:
         # Noisy steps cost ~ particles x answers whatever d is (the slice sampler re-evaluates every

@@ -35,6 +35,8 @@ class FamilySpec:
     kind: str
     n_classes: int
     tau: FloatArray | None = None
+    #: Quadratic only: the metric increases in every rate throughout this ball (`Family.increasing_on`).
+    increasing_on: Sphere | None = None
 
     @property
     def n_groups(self) -> int:
@@ -54,6 +56,7 @@ class FamilySpec:
             return Family(
                 (Block(0, k, "free", 1.0 / np.sqrt(k)), Block(k, k + tri, "nsd", 1.0 / np.sqrt(tri), size=k)),
                 "l2",
+                self.increasing_on,
             )
         pairs = pair_index(self.n_groups)
         blocks = [Block(0, k, "nonnegative", 1.0 / np.sqrt(k))]
@@ -125,16 +128,21 @@ class FamilySpec:
         result: dict[str, Any] = {"kind": self.kind, "n_classes": self.n_classes}
         if self.tau is not None:
             result["tau"] = self.tau.tolist()
+        if self.increasing_on is not None:
+            ball = self.increasing_on
+            result["increasing_on"] = {"center": ball.center.tolist(), "radius": ball.radius}
         return result
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FamilySpec:
         """The spec of `to_dict` (a result's ``details["family"]``)."""
         tau = data.get("tau")
+        ball = data.get("increasing_on")
         return cls(
             str(data["kind"]),
             int(data["n_classes"]),
             None if tau is None else np.asarray(tau, dtype=np.float64),
+            None if ball is None else Sphere(np.asarray(ball["center"], dtype=np.float64), ball["radius"]),
         )
 
 

@@ -192,8 +192,9 @@ def choose_query(
     ``asked`` holds the displayed pictures (`DisplayGrid.key`) of the pairs already asked, in both orders;
     it is only used with a display grid (without one, exact pairs never repeat). With
     ``config.fresh_screens`` the best candidate that is `fresh` against ``previous`` (the question answered
-    last) is preferred to any other. Returns None when every perceptible candidate found was asked before:
-    the display has nothing new to show, and the elicitor stops there.
+    last) is preferred to any other; for a family increasing in every rate, any pair not decided by
+    dominance (`DisplayGrid.dominated`) is preferred to one that is. Returns None when every perceptible
+    candidate found was asked before: the display has nothing new to show, and the elicitor stops there.
     """
     geometry, spec = config.geometry, config.spec
     first = second = np.empty((0, *geometry.shape))
@@ -276,6 +277,10 @@ def choose_query(
         # Fresh candidates first, in score order; the others only if no fresh one is left.
         plain = fresh(grid, first[order], second[order], previous)
         order = np.concatenate([order[plain], order[~plain]])
+    if grid is not None and spec.increasing_on is not None:
+        # Under a metric increasing in every rate a pair decided by dominance teaches nothing: last.
+        obvious = grid.dominated(first[order], second[order])
+        order = np.concatenate([order[~obvious], order[obvious]])
     for index in order:
         if grid is not None and grid.key(first[index], second[index]) in asked:
             continue

@@ -14,10 +14,11 @@ from typing import Any, Final, Literal
 import numpy as np
 
 from ..active import DEFAULT_BETA_GRID, active_fair, active_linear, active_quadratic
-from ..errors import InvalidConfigError
+from ..errors import InvalidConfigError, NumericalError
 from ..fair import fair_qpme, tradeoff_search
 from ..fair.designs import DISPLAYED_INNER_RATIO as FAIR_DISPLAYED_INNER_RATIO
 from ..families import Draw, get_family
+from ..geometry import gradient_floor
 from ..lpme import Probe, lpme
 from ..qpme import DISPLAYED_INNER_RATIO, qpme
 from ..region import sensible_frontier
@@ -423,6 +424,38 @@ def _active_linear(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicit
 
 
 def _active_quadratic(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    """A metric increasing in every rate across the query sphere: no question decided by dominance."""
+    return active_quadratic(
+        setting.query_space("active_quadratic"),
+        **_active_options(p, seed),
+        estimate="consensus",
+        sensible=True,
+    )
+
+
+#: Draws a simulated person of active_quadratic gets before giving up on a sensible one.
+_SENSIBLE_ATTEMPTS: Final = 10_000
+
+
+def _draw_sensible_quadratic(
+    rng: np.random.Generator, draw: Draw, params: Mapping[str, Any] | None
+) -> Metric:
+    """The quadratic family's draw, redrawn until it increases in every rate across ``draw.sphere`` (the
+    people active_quadratic elicits: none prefers a classifier worse in every class); without a sphere,
+    the draw as it comes."""
+    family = get_family("quadratic")
+    for _ in range(_SENSIBLE_ATTEMPTS):
+        metric = family.random(rng, draw)
+        assert isinstance(metric, QuadraticMetric)
+        if draw.sphere is None or np.all(gradient_floor(metric.a, metric.B, draw.sphere) >= 0.0):
+            return metric
+    raise NumericalError(
+        f"no random quadratic metric increasing across {draw.sphere} in {_SENSIBLE_ATTEMPTS}"
+    )
+
+
+def _active_quadratic_any_slope(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    """Active quadratic as version active_quadratic-3 asked: any NSD quadratic, the consensus estimate."""
     return active_quadratic(
         setting.query_space("active_quadratic"), **_active_options(p, seed), estimate="consensus"
     )
@@ -491,13 +524,17 @@ register(
 register(
     Algorithm(
         name="active_quadratic",
-        version="active_quadratic-3",
+        version="active_quadratic-4",
         description="Active quadratic (recommended): few questions, tolerates slips",
         elicits="quadratic metric <a, r> + r^T B r / 2, Bayesian queries on a study's space",
         family=get_family("quadratic"),
         params=_ACTIVE_PARAMS,
         builder=_active_quadratic,
-        earlier={"active_quadratic-2": _active_quadratic_mean},
+        draw_metric=_draw_sensible_quadratic,
+        earlier={
+            "active_quadratic-2": _active_quadratic_mean,
+            "active_quadratic-3": _active_quadratic_any_slope,
+        },
         seeded=True,
         needs_space=True,
         displayed=True,

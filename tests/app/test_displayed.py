@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import query_log_digest
 
 from app.algorithms import REGISTRY, group_tau
 from app.charts.comparison import displayed_counts, rounded_counts
@@ -181,24 +182,32 @@ def test_fair_sessions_ask_each_group_in_its_own_sphere_and_earlier_ones_replay_
         assert not all(space.group_spheres[0].contains(row) for row in rows[0::2])
 
 
+#: The query stream (`query_log_digest`) of a displayed active_quadratic-3 session below, recorded on the
+#: code before active_quadratic-4: its sessions must keep replaying exactly these questions.
+ACTIVE_QUADRATIC_3_STREAM = "c5cc763a3b3b7a14"
+
+
 def test_displayed_sessions_of_an_earlier_version_replay_that_version() -> None:
-    # active_quadratic-2 asked the same questions but reported the posterior mean, not its consensus.
     spec = REGISTRY["active_quadratic"]
     space = SPACES[1]
-    params = spec.parse_params({"max_queries": 4})
-    rng = np.random.default_rng(0)
-    metric = random_quadratic_metric(rng, 2)
-    earlier = run(
-        build_session_elicitor(spec, space, params, seed=2, version="active_quadratic-2" + DISPLAY_MARK),
-        LogisticOracle(metric, 200.0, rng=np.random.default_rng(1)),
-    )
-    current = run(
-        build_session_elicitor(spec, space, params, seed=2),
-        LogisticOracle(metric, 200.0, rng=np.random.default_rng(1)),
-    )
-    assert [query.first.tolist() for query, _ in earlier.log] == [
-        query.first.tolist() for query, _ in current.log
-    ]
-    assert earlier.details["estimate"] == "mean" and current.details["estimate"] == "consensus"
+    params = spec.parse_params({"max_queries": 8})
+    metric = random_quadratic_metric(np.random.default_rng(0), 2)
+
+    def session(version: str | None):
+        elicitor = build_session_elicitor(spec, space, params, seed=2, version=version)
+        return run(elicitor, LogisticOracle(metric, 200.0, rng=np.random.default_rng(1)))
+
+    assert session_version(spec) == "active_quadratic-4" + DISPLAY_MARK
+    third = session("active_quadratic-3" + DISPLAY_MARK)
+    assert query_log_digest(third.log) == ACTIVE_QUADRATIC_3_STREAM
+    # active_quadratic-2 asked the same questions but reported the posterior mean, not its consensus.
+    second = session("active_quadratic-2" + DISPLAY_MARK)
+    assert query_log_digest(second.log) == ACTIVE_QUADRATIC_3_STREAM
+    assert second.details["estimate"] == "mean" and third.details["estimate"] == "consensus"
+    # active_quadratic-4 elicits a metric increasing across the sphere: other questions, another prior.
+    current = session(None)
+    assert query_log_digest(current.log) != ACTIVE_QUADRATIC_3_STREAM
+    assert current.details["family"]["increasing_on"]["radius"] == space.sphere.radius
+    assert "increasing_on" not in third.details["family"]
     with pytest.raises(ReplayMismatchError, match="active_quadratic-1"):
         build_session_elicitor(spec, space, params, seed=2, version="active_quadratic-1" + DISPLAY_MARK)

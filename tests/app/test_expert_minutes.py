@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.algorithms import get_algorithm
 from app.cli.web import DEMO_STUDY
+from app.sessions.displayed import DISPLAY_MARK, session_version
+from app.study_config import build_space, parse_study_config
 from benchmarks.expert_minutes import (
+    MAX_DOMINANCE,
+    NOISE,
+    SENSIBLE_PEOPLE,
+    current_version,
     dominates,
     looks_alike,
     random_quadratic_person,
     run_study,
     screen_measures,
+    sensible,
     switches_sides,
 )
+from elicitation import Sphere
 
 
 def _side(benign_right: float, malignant_right: float) -> np.ndarray:
@@ -45,10 +54,35 @@ def test_screen_measures_count_look_alike_switches_dominance_and_distinct_classi
 
 
 def test_a_quick_demo_run_shows_plainly_new_screens() -> None:
-    summary = run_study(DEMO_STUDY, 2, random_quadratic_person, seed=0)
+    summary = run_study(DEMO_STUDY, 3, SENSIBLE_PEOPLE, seed=0, noises=tuple(NOISE))
+    assert summary["algorithm_version"] == "active_quadratic-4" + DISPLAY_MARK
     assert summary["screens_max"] <= 40
     assert summary["consecutive_repeats"] == 0 and summary["identical_pairs"] == 0
     assert summary["side_switches"] == 0
+    # Sensible people: a pair decided by dominance teaches the elicitor nothing, so it asks none (the
+    # declared checks apart).
+    assert summary["dominance_share"] <= MAX_DOMINANCE
+    assert {person["generator"] for person in summary["people_detail"]} == {
+        draw.__name__ for draw in SENSIBLE_PEOPLE
+    }
     # Classifiers recur (the elicitor pairs a good one with several others, checks repeat a pair), but
     # most of what a session shows is new.
     assert 0.5 * summary["shown_per_session_mean"] < summary["distinct_classifiers_mean"]
+
+
+def test_the_demo_people_are_sensible_on_the_sphere_and_appendix_h_draws_often_are_not() -> None:
+    space = build_space(parse_study_config(DEMO_STUDY))
+    rng = np.random.default_rng(0)
+    for draw in SENSIBLE_PEOPLE:
+        assert all(sensible(draw(rng, space), space.sphere) for _ in range(20))
+    # The squared-miss people are sensible on the whole unit cube, not only on the demo's sphere.
+    wide = Sphere(np.full(2, 0.5), 0.5)
+    assert all(sensible(SENSIBLE_PEOPLE[2](rng, space), wide) for _ in range(20))
+    assert sum(sensible(random_quadratic_person(rng, space), space.sphere) for _ in range(200)) < 100
+
+
+def test_an_earlier_version_asks_while_the_benchmark_compares_and_the_current_one_returns() -> None:
+    spec = get_algorithm("active_quadratic")
+    with current_version("active_quadratic", "active_quadratic-3"):
+        assert session_version(get_algorithm("active_quadratic")) == "active_quadratic-3" + DISPLAY_MARK
+    assert get_algorithm("active_quadratic") is spec

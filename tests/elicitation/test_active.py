@@ -25,6 +25,7 @@ from elicitation import (
     run,
 )
 from elicitation.active import (
+    active_elicitor,
     active_fair,
     active_linear,
     active_quadratic,
@@ -34,6 +35,7 @@ from elicitation.active.families import FamilySpec
 from elicitation.active.selection import _tie_pairs
 from elicitation.display import DisplayGrid, displayed
 from elicitation.evaluation import agreement, sample_query_pairs
+from elicitation.geometry import gradient_floor
 from elicitation.oracles import (
     ExactOracle,
     LogisticOracle,
@@ -587,3 +589,87 @@ def test_fresh_screens_keep_each_question_plainly_apart_from_the_one_before(fami
         float(grid.distance(after.first, after.second, before.first, before.second)) < 3.0
         for before, after in itertools.pairwise(plain)
     )
+
+
+#: The demo's query sphere on the breast-cancer data and its class priors (benign, malignant).
+DEMO_SPHERE = Sphere(np.array([0.77, 0.78]), 0.155)
+DEMO_PRIORS = np.array([0.65, 0.35])
+
+
+def test_sensible_prior_is_the_gaussian_prior_truncated_to_metrics_increasing_on_the_sphere() -> None:
+    sensible = FamilySpec("quadratic", 2, increasing_on=DEMO_SPHERE).family()
+    prior = ParticlePosterior(sensible, (200.0,), 2000, np.random.default_rng(0))
+    assert np.all(sensible.in_cone(prior.particles))
+    # Reference: draws of the unconstrained quadratic prior kept only when increasing on the sphere.
+    plain = ParticlePosterior(FamilySpec("quadratic", 2).family(), (200.0,), 40_000, np.random.default_rng(1))
+    kept = plain.normalised()[sensible.in_cone(plain.particles)]
+    assert 0.02 < kept.shape[0] / 40_000 < 0.5  # the constraint bites: most of the old prior is gone
+    assert np.allclose(prior.normalised().mean(axis=0), kept.mean(axis=0), atol=0.03)
+    assert np.allclose(prior.normalised().std(axis=0), kept.std(axis=0), atol=0.03)
+
+
+@pytest.mark.parametrize("beta", [None, 200.0])
+def test_sensible_posterior_moves_stay_increasing_on_the_sphere(beta: float | None) -> None:
+    sensible = FamilySpec("quadratic", 2, increasing_on=DEMO_SPHERE)
+    family = sensible.family()
+    posterior = ParticlePosterior(family, None if beta is None else (beta,), 300, np.random.default_rng(2))
+    metric = QuadraticMetric(DEMO_PRIORS * np.array([1.0, 5.0]), np.zeros((2, 2)))
+    rng = np.random.default_rng(3)
+    for _ in range(25):
+        first, second = rng.uniform(0.65, 0.9, (2, 1, 2))
+        feature = sensible.features(first, second)[0]
+        posterior.update(feature if metric.prefers(first[0], second[0]) else -feature)
+        assert np.all(family.in_cone(posterior.particles))
+
+
+@pytest.mark.parametrize("estimate", ["mean", "consensus"])
+def test_sensible_quadratic_never_ranks_a_classifier_worse_in_every_class_higher(estimate: str) -> None:
+    # A person whose best classifier lies inside the sphere (an Appendix H draw): under the sensible
+    # family the elicited metric still increases in every rate throughout the sphere.
+    metric = QuadraticMetric(np.array([0.3, 0.2]), np.array([[-0.6, 0.1], [0.1, -0.7]]))
+    assert np.any(gradient_floor(metric.a, metric.B, DEMO_SPHERE) < 0.0)
+    elicitor = active_quadratic(
+        DEMO_SPHERE,
+        priors=DEMO_PRIORS,
+        seed=4,
+        max_queries=16,
+        n_particles=300,
+        estimate=estimate,
+        sensible=True,
+    )
+    result = run(elicitor, LogisticOracle(metric, 200.0, rng=np.random.default_rng(5)))
+    assert np.all(gradient_floor(result.metric.a, result.metric.B, DEMO_SPHERE) >= 0.0)
+    sample = np.asarray(result.details["posterior_sample"])
+    family = FamilySpec("quadratic", 2, increasing_on=DEMO_SPHERE).family()
+    assert np.all(family.in_cone(sample))
+    worse, better = DEMO_SPHERE.center - 0.05, DEMO_SPHERE.center + 0.05
+    assert result.metric.prefers(better, worse)
+
+
+def test_sensible_quadratic_asks_no_pair_decided_by_dominance_while_another_is_left() -> None:
+    # Noise-free answers and no tolerance narrow the posterior until every candidate scores about the
+    # same; dominance pairs (largest differences) then won the tie-break before they were put last.
+    grid = DisplayGrid.from_priors(DEMO_PRIORS)
+    metric = QuadraticMetric(DEMO_PRIORS * np.array([1.0, 5.0]), np.zeros((2, 2)))
+    elicitor = active_quadratic(
+        DEMO_SPHERE,
+        priors=DEMO_PRIORS,
+        display=grid,
+        seed=0,
+        beta=None,
+        max_queries=40,
+        tolerance=0.0,
+        n_particles=400,
+        fresh_screens=True,
+        sensible=True,
+    )
+    result = run(elicitor, metric.prefers)
+    assert result.num_queries == 40
+    assert not any(bool(grid.dominated(query.first, query.second)) for query, _answer in result.log)
+
+
+@pytest.mark.parametrize("family", ["linear", "fair"])
+def test_sensible_applies_to_quadratic_metrics_only(family: str) -> None:
+    tau = np.full((2, 2), 0.5) if family == "fair" else None
+    with pytest.raises(InvalidConfigError, match="sensible applies to quadratic metrics only"):
+        active_elicitor(family, Sphere.around_uniform(2, 0.2), seed=0, tau=tau, sensible=True)

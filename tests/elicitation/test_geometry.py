@@ -14,6 +14,7 @@ from elicitation import InvalidConfigError, Sphere
 from elicitation.geometry import (
     boundary_angles,
     boundary_point,
+    gradient_floor,
     inner_sphere,
     optimal_rate,
     qpme_spheres,
@@ -115,3 +116,18 @@ def test_bad_geometry_inputs_name_the_parameter() -> None:
         inner_sphere(sphere, 0.05, axis=3)
     with pytest.raises(InvalidConfigError, match="sign"):
         inner_sphere(sphere, 0.05, axis=0, sign=0)
+
+
+@given(st.integers(min_value=0, max_value=2**32 - 1), st.integers(min_value=2, max_value=4))
+def test_gradient_floor_is_the_smallest_gradient_entry_over_the_ball(seed: int, k: int) -> None:
+    rng = np.random.default_rng(seed)
+    half = rng.standard_normal((k, k))
+    a, B = rng.standard_normal(k), -(half @ half.T)
+    sphere = Sphere.around_uniform(k, 0.2)
+    floor = gradient_floor(a, B, sphere)
+    # The linear gradient a + B r is smallest on the boundary; sample it densely.
+    directions = rng.standard_normal((20_000, k))
+    boundary = sphere.center + sphere.radius * directions / np.linalg.norm(directions, axis=1, keepdims=True)
+    sampled = np.min(a + boundary @ B, axis=0)
+    assert np.all(floor <= sampled + 1e-12)
+    assert np.allclose(floor, sampled, atol=0.02 * max(1.0, float(np.linalg.norm(B))))
