@@ -770,9 +770,11 @@ def _gap_example(
     gap = EXAMPLE_GAP_POINTS / 100.0
     gap_cost = metric.lam * 0.5 * gap * gap * float(diagonal[worst])
     per_person = costs[worst].per_person
-    if gap_cost <= 0.0 or per_person <= 0.0:
-        return None
+    if gap_cost <= 0.0 or per_person <= 0.0 or _hardly_counted(costs)[worst]:
+        return None  # no gap to price, or a price in mistakes that hardly counted (astronomical)
     mistakes = gap_cost / per_person
+    if round(mistakes, 1) == 0.0:
+        return None  # "as much as 0 more mistakes": the trade-off sentence already says the gap hardly counts
     text = tr.gettext(
         "A gap of %(points)s percentage points between %(first)s and %(second)s in the share of %(name)s "
         "%(population)s decided correctly costs you about as much as %(mistakes)s more mistakes on %(name)s "

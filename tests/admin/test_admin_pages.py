@@ -559,7 +559,8 @@ def test_a_class_whose_mistakes_hardly_counted_is_said_in_words_never_as_an_astr
     thanks = client.get(f"/sessions/{person}/result").text
     assert "hardly counted" in thanks and 'id="metric-costs"' not in thanks
     assert re.findall(r'data-testid="cost-per-(?:person|rate)">([^<]*)<', thanks) == ["hardly", "yes"] * 2
-    assert "Counted in your choices" in thanks and not re.search(r"\d{7,}", thanks)
+    assert "Counted in your choices" in thanks and "Which mistakes counted in your choices" in thanks
+    assert "relative to the cheapest" not in thanks and not re.search(r"\d{7,}", thanks)
     login(client, "alice@example.org")
     results = client.get(f"/admin/studies/{sid}/results").text
     assert 'data-testid="row-per-person">only malignant mistakes counted<' in results

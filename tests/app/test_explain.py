@@ -127,6 +127,28 @@ def test_fair_words_price_a_group_gap_in_mistakes_and_give_the_trade_off() -> No
     assert "between women and men" in words.gap_example
 
 
+def test_a_gap_is_not_priced_in_mistakes_that_hardly_counted_nor_as_zero_mistakes() -> None:
+    tau = np.array([[0.5, 0.5], [0.5, 0.5]])
+    reading = Reading(
+        ("benign", "malignant"),
+        "patients",
+        np.array([0.65, 0.35]),
+        np.array([0.5, 0.5]),
+        0.2,
+        ("women", "men"),
+    )
+    # The gap hurts benign patients most, and benign mistakes cost next to nothing: a price in them would
+    # run to 1e297 mistakes.
+    penalty = {(0, 1): np.array([[1.0, 0.0], [0.0, 0.5]])}
+    cheap_benign = fair_words(FairQuadraticMetric(np.array([1e-300, 1.0]), penalty, 0.4, tau), reading)
+    assert not cheap_benign.ratios_usable and cheap_benign.hardly_counted == (True, False)
+    assert cheap_benign.counted_names == ("malignant",) and cheap_benign.gap_example is None
+    # Almost all weight on fewer mistakes: the gap's price rounds to no mistake at all.
+    no_weight = fair_words(FairQuadraticMetric(np.array([0.4, 0.9]), penalty, 1e-4, tau), reading)
+    assert no_weight.ratios_usable and no_weight.gap_example is None
+    assert no_weight.tradeoff is not None and "about 0% of the weight" in no_weight.tradeoff
+
+
 def test_reading_for_a_fairness_space_weighs_the_groups_priors_by_their_shares() -> None:
     config = parse_study_config(
         {
