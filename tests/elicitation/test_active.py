@@ -622,21 +622,18 @@ def test_sensible_posterior_moves_stay_increasing_on_the_sphere(beta: float | No
         assert np.all(family.in_cone(posterior.particles))
 
 
+def _sensible_demo_elicitor(**options):
+    """A sensible active quadratic elicitor on the demo's sphere and priors."""
+    return active_quadratic(DEMO_SPHERE, priors=DEMO_PRIORS, sensible=True, **options)
+
+
 @pytest.mark.parametrize("estimate", ["mean", "consensus"])
 def test_sensible_quadratic_never_ranks_a_classifier_worse_in_every_class_higher(estimate: str) -> None:
     # A person whose best classifier lies inside the sphere (an Appendix H draw): under the sensible
     # family the elicited metric still increases in every rate throughout the sphere.
     metric = QuadraticMetric(np.array([0.3, 0.2]), np.array([[-0.6, 0.1], [0.1, -0.7]]))
     assert np.any(gradient_floor(metric.a, metric.B, DEMO_SPHERE) < 0.0)
-    elicitor = active_quadratic(
-        DEMO_SPHERE,
-        priors=DEMO_PRIORS,
-        seed=4,
-        max_queries=16,
-        n_particles=300,
-        estimate=estimate,
-        sensible=True,
-    )
+    elicitor = _sensible_demo_elicitor(seed=4, max_queries=16, n_particles=300, estimate=estimate)
     result = run(elicitor, LogisticOracle(metric, 200.0, rng=np.random.default_rng(5)))
     assert np.all(gradient_floor(result.metric.a, result.metric.B, DEMO_SPHERE) >= 0.0)
     sample = np.asarray(result.details["posterior_sample"])
@@ -651,17 +648,8 @@ def test_sensible_quadratic_asks_no_pair_decided_by_dominance_while_another_is_l
     # same; dominance pairs (largest differences) then won the tie-break before they were put last.
     grid = DisplayGrid.from_priors(DEMO_PRIORS)
     metric = QuadraticMetric(DEMO_PRIORS * np.array([1.0, 5.0]), np.zeros((2, 2)))
-    elicitor = active_quadratic(
-        DEMO_SPHERE,
-        priors=DEMO_PRIORS,
-        display=grid,
-        seed=0,
-        beta=None,
-        max_queries=40,
-        tolerance=0.0,
-        n_particles=400,
-        fresh_screens=True,
-        sensible=True,
+    elicitor = _sensible_demo_elicitor(
+        display=grid, seed=0, beta=None, max_queries=40, tolerance=0.0, n_particles=400, fresh_screens=True
     )
     result = run(elicitor, metric.prefers)
     assert result.num_queries == 40
