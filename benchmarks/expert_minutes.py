@@ -10,8 +10,11 @@ cost ratio, people whose regret grows with the square of the miss rates), crosse
 (`NOISE`: logistic ``P(correct) = sigmoid(BETA * |phi(A) - phi(B)|)``, probit as steep near a tie, and
 lapses); ``--population appendix-h`` takes the Appendix H draws as they come instead (most of them prefer
 a classifier inside the sphere to ones better in every class), with logistic noise. ``--version`` runs
-the demo with an earlier version of its algorithm that the catalogue still replays, on the same people.
-The fairness study's people are random fair metrics with logistic noise. Per person it records:
+the demo with an earlier version of its algorithm that the catalogue still replays, on the same people;
+``--display-mark +shown-2`` records every session with an earlier script (one of
+`app.sessions.displayed.DISPLAY_MARKS`: its practice pairs, checks and final comparisons) on the same people
+and session seeds, so the elicitor asks the same questions. The fairness study's people are random fair
+metrics with logistic noise. Per person it records:
 
 * screens: every comparison answered (practice, questions, checks, final comparisons);
 * consecutive repeats: screens that display the same pair as the screen before (either order);
@@ -71,8 +74,8 @@ from app.cli.web import DEMO_STUDY, upgrade_database  # noqa: E402
 from app.codec import decode_metric  # noqa: E402
 from app.main import create_app  # noqa: E402
 from app.repository import log_rows  # noqa: E402
-from app.sessions import create_study  # noqa: E402
-from app.sessions.displayed import session_version  # noqa: E402
+from app.sessions import create_session, create_study  # noqa: E402
+from app.sessions.displayed import DISPLAY_MARK, DISPLAY_MARKS, session_version  # noqa: E402
 from app.sessions.tokens import load_session  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.study_config import build_space, parse_study_config  # noqa: E402
@@ -223,19 +226,31 @@ def _phases(app: Any, token: str) -> list[str]:
         return [str(row.phase) for row in log_rows(db, session.id)]
 
 
+def new_session(app: Any, study: Any, seed: int, version: str) -> str:
+    """A consented session of ``study`` with session seed ``seed``, recorded as algorithm ``version``: what
+    the API creates, with the seed fixed so that runs with other display marks show the same people the
+    same elicitor questions. Returns its token."""
+    with app.state.sessionmaker() as db:
+        session, token = create_session(db, app.state.session_cache, study.id, consented=True, commit=False)
+        session.seed = seed
+        session.algorithm_version = version
+        db.commit()
+    return token
+
+
 def simulate(
     client: TestClient,
+    token: str,
     study: Any,
     metric: Metric,
     n_groups: int,
     rng: np.random.Generator,
     noise: str = "logistic",
 ) -> Person:
-    """One person's session over the JSON API, answering from the displayed numbers with ``noise``."""
+    """One person's session ``token`` over the JSON API, answering from the displayed numbers with
+    ``noise``."""
     oracle = NOISE[noise](metric, rng)
     started = time.perf_counter()
-    created = client.post(f"/api/v1/studies/{study.id}/sessions", json={"consent": True})
-    token = created.json()["token"]
     state = client.get(f"/api/v1/sessions/{token}").json()
     previous: tuple[bytes, bytes] | None = None
     screens = repeats = identical = shown = below = 0
@@ -304,13 +319,15 @@ def run_study(
     *,
     noises: Sequence[str] = ("logistic",),
     version: str | None = None,
+    mark: str = DISPLAY_MARK,
 ) -> dict[str, Any]:
     """Simulate ``people`` participants of ``config`` on a fresh temporary database.
 
     Person ``i`` is drawn by ``draws[i % len(draws)]`` and answers with noise
     ``noises[(i // len(draws)) % len(noises)]``, so every generator meets every noise model. The same
-    ``seed`` gives the same people (hidden metrics); the questions they are asked still vary, because every
-    session draws its own seed as in the web app. ``version``: new sessions ask as this earlier version of
+    ``seed`` gives the same people (hidden metrics) and the same session seeds, so a run with another
+    display ``mark`` (the script sessions record) shows them the same elicitor questions with that mark's
+    practice pairs, checks and final comparisons. ``version``: new sessions ask as this earlier version of
     the study's algorithm (`current_version`).
     """
     with tempfile.TemporaryDirectory() as folder, current_version(config["algorithm"], version):
@@ -320,17 +337,19 @@ def run_study(
         with app.state.sessionmaker() as db:
             study = create_study(db, config)
             space = build_space(parse_study_config(study.config))
-        recorded = session_version(get_algorithm(config["algorithm"]))
+        recorded = session_version(get_algorithm(config["algorithm"])).removesuffix(DISPLAY_MARK) + mark
         # The people (their hidden metrics) are fixed by the seed, whatever their sessions ask; each
         # person's answers and agreement pairs come from a generator of their own.
         rng = np.random.default_rng(seed)
         drawn = [draws[index % len(draws)] for index in range(people)]
         metrics = [draw(rng, space) for draw in drawn]
+        session_seeds = np.random.default_rng([seed, people]).integers(2**62, size=people)
         with TestClient(app) as client:
             results = [
                 dataclasses.replace(
                     simulate(
                         client,
+                        new_session(app, study, int(session_seeds[index]), recorded),
                         study,
                         metric,
                         space.n_groups,
@@ -480,19 +499,40 @@ def main() -> int:
         help="the demo's people: sensible ones (three generators, three noise models) or Appendix H's draws",
     )
     parser.add_argument("--version", help="the demo's algorithm version (an earlier one the catalogue keeps)")
+    parser.add_argument(
+        "--display-mark",
+        choices=sorted(DISPLAY_MARKS),
+        default=DISPLAY_MARK,
+        help="the script every session records (default: a new session's)",
+    )
     args = parser.parse_args()
     people = 3 if args.quick else args.people
     report = []
     if args.study in ("both", "demo"):
         if args.population == "sensible":
             demo = run_study(
-                DEMO_STUDY, people, SENSIBLE_PEOPLE, args.seed, noises=tuple(NOISE), version=args.version
+                DEMO_STUDY,
+                people,
+                SENSIBLE_PEOPLE,
+                args.seed,
+                noises=tuple(NOISE),
+                version=args.version,
+                mark=args.display_mark,
             )
         else:
-            demo = run_study(DEMO_STUDY, people, (random_quadratic_person,), args.seed, version=args.version)
+            demo = run_study(
+                DEMO_STUDY,
+                people,
+                (random_quadratic_person,),
+                args.seed,
+                version=args.version,
+                mark=args.display_mark,
+            )
         report.append(demo)
     if args.study in ("both", "fair"):
-        report.append(run_study(FAIR_STUDY, people, (random_fair_person,), args.seed + 1))
+        report.append(
+            run_study(FAIR_STUDY, people, (random_fair_person,), args.seed + 1, mark=args.display_mark)
+        )
     for summary in report:
         print(f"\n{summary['study']} ({summary['algorithm_version']}, {summary['people']} people, ", end="")
         print(f"spheres {summary['spheres']})")
