@@ -10,10 +10,13 @@ choice (left/right position, tie-breaks, practice/check/evaluation pairs) comes 
 ``numpy.random.Generator`` seeded by ``(session seed, purpose, index)``, so replaying the log rebuilds the
 same screens and the same elicitor answers.
 
-With ``fresh_screens`` (sessions recorded as ``+shown-2``, `app.sessions.displayed`) every screen is plainly
-new: a classifier stays on its side from one screen to the next (the left/right coin decides only when
-neither side resembles one of the screen before), and the plan's own pairs are at least
-`FRESH_CELL_GAP` people apart from the screen before, its final comparisons never decided by dominance.
+How far apart consecutive screens are kept is the session's `Screens` (recorded with its display mark,
+`app.sessions.displayed`). From `Screens.FRESH` on every screen is plainly new: a classifier stays on its
+side from one screen to the next (the left/right coin decides only when neither side resembles one of the
+screen before), and the plan's own pairs are at least `FRESH_CELL_GAP` people apart from the screen
+before, its final comparisons never decided by dominance. `Screens.NEIGHBOURS` also keeps them apart from
+the screen after, which is already known: the elicitor's pending question follows a practice pair or a
+check, and it does not depend on them (the elicitor never sees them).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ __all__ = [
     "EVALUATION_MIN_PAIRS",
     "Choice",
     "LoggedAnswer",
+    "Screens",
     "Section",
     "SessionPlan",
     "Step",
@@ -72,6 +76,8 @@ WILSON_Z = 1.959963984540054
 EVALUATION_AGREEMENT_PRIOR = 0.9
 #: Draws of a plan pair tried before accepting one whose sides display alike (the sphere is too small).
 _PAIR_DRAWS = 16
+#: With `Screens.NEIGHBOURS`: draws tried for a pair apart from the screens on both sides of it.
+_NEIGHBOURS_PAIR_DRAWS = 64
 
 
 def wilson_interval(agreed: int, decided: int, z: float = WILSON_Z) -> tuple[float, float]:
@@ -126,6 +132,18 @@ class _Purpose(enum.IntEnum):
     REPEAT = 5
     EVALUATION = 6
     SCHEDULE = 7
+
+
+class Screens(enum.IntEnum):
+    """How far a session's plan keeps consecutive screens apart; a session keeps the rule it was recorded
+    with (`app.sessions.displayed.DISPLAY_MARKS`), so its screens never change."""
+
+    #: Never displayed exactly like the screen before (``+shown-1``).
+    DISTINCT = 1
+    #: Plainly apart from the screen before, a classifier on its side (``+shown-2``).
+    FRESH = 2
+    #: Practice pairs and checks also plainly apart from the elicitor's question after them (``+shown-3``).
+    NEIGHBOURS = 3
 
 
 class Choice(enum.StrEnum):
@@ -220,7 +238,7 @@ class SessionPlan:
         expected_queries: int,
         evaluation_precision: float | None = None,
         region: Sphere | Sequence[Sphere] | None = None,
-        fresh_screens: bool = False,
+        screens: Screens = Screens.DISTINCT,
     ) -> None:
         self.space = space
         self.seed = int(seed)
@@ -238,7 +256,9 @@ class SessionPlan:
         self.evaluation_queries = evaluation_queries
         self.evaluation_precision = evaluation_precision
         self.grid = DisplayGrid.from_priors(space.priors)
-        self.fresh_screens = fresh_screens
+        self.screens = screens
+        self.fresh_screens = screens >= Screens.FRESH
+        self._pair_draws = _NEIGHBOURS_PAIR_DRAWS if screens >= Screens.NEIGHBOURS else _PAIR_DRAWS
         kinds: list[str] = []
         for j in range(max(dominance_checks, repeat_checks)):
             if j < dominance_checks:
@@ -284,29 +304,31 @@ class SessionPlan:
         return np.stack([_ball_point(rng, own, own.radius * BALL_MARGIN) for own in self.group_spheres])
 
     def _random_pair(
-        self, purpose: _Purpose, index: int, label: str, avoid: Query | None, scored: bool = False
+        self, purpose: _Purpose, index: int, label: str, avoid: Sequence[Query], scored: bool = False
     ) -> Query:
-        """A seeded random pair whose sides display differently and unlike ``avoid`` (the screen before);
-        with `fresh_screens` plainly apart from it and, if ``scored``, not decided by dominance."""
+        """A seeded random pair whose sides display differently and unlike each of ``avoid`` (the screens
+        beside it); with `fresh_screens` plainly apart from them and, if ``scored``, not decided by
+        dominance."""
         rng = _rng(self.seed, purpose, index)
-        for _ in range(_PAIR_DRAWS):
+        for _ in range(self._pair_draws):
             first = self.grid.snap(self._random_rates(rng), self.region)
             second = self.grid.snap(self._random_rates(rng), self.region)
-            alike = self.grid.same(first, second) or (
-                avoid is not None and self._displays_like(first, second, avoid)
-            )
+            alike = self.grid.same(first, second) or self._displays_like(first, second, avoid)
             obvious = self.fresh_screens and scored and bool(self.grid.dominated(first, second))
             if not alike and not obvious:
                 break
         return Query(first=first, second=second, search=label, kind=label, step=index)
 
-    def _displays_like(self, first: np.ndarray, second: np.ndarray, other: Query) -> bool:
-        """Whether the pair displays like ``other`` in either order (with `fresh_screens`: within
+    def _displays_like(self, first: np.ndarray, second: np.ndarray, others: Sequence[Query]) -> bool:
+        """Whether the pair displays like one of ``others`` in either order (with `fresh_screens`: within
         `FRESH_CELL_GAP` people of it)."""
         if self.fresh_screens:
-            return bool(self.grid.distance(first, second, other.first, other.second) < FRESH_CELL_GAP)
-        key = self.grid.key(first, second)
-        return key in (self.grid.key(other.first, other.second), self.grid.key(other.second, other.first))
+            return any(
+                self.grid.distance(first, second, other.first, other.second) < FRESH_CELL_GAP
+                for other in others
+            )
+        shown = {self.grid.key(first, second), self.grid.key(second, first)}
+        return any(self.grid.key(other.first, other.second) in shown for other in others)
 
     def _apart(self, one: np.ndarray, other: np.ndarray) -> float:
         """How far two classifiers look apart: the largest difference of a displayed count, in people."""
@@ -331,22 +353,25 @@ class SessionPlan:
             return default
         return turned > kept
 
-    def practice_query(self, index: int, avoid: Query | None = None) -> Query:
+    def practice_query(self, index: int, avoid: Sequence[Query] = ()) -> Query:
         return self._random_pair(_Purpose.PRACTICE, index, "practice", avoid)
 
-    def evaluation_query(self, index: int, avoid: Query | None = None) -> Query:
+    def evaluation_query(self, index: int, avoid: Sequence[Query] = ()) -> Query:
         return self._random_pair(_Purpose.EVALUATION, index, "evaluation", avoid, scored=True)
 
-    def dominance_query(self, index: int) -> Query:
-        """A pair whose first option shows more people right in every class and group."""
+    def dominance_query(self, index: int, avoid: Sequence[Query] = ()) -> Query:
+        """A pair whose first option shows more people right in every class and group, plainly apart from
+        each of ``avoid`` if a draw is (apartness first, then strict dominance)."""
         rng = _rng(self.seed, _Purpose.DOMINANCE, index)
         k = self.sphere.n_classes
         direction = rng.uniform(DOMINANCE_MIN_COMPONENT, 1.0, size=k)
         direction /= np.linalg.norm(direction)
         share = rng.uniform(*DOMINANCE_SHIFT)
         shifts = [own.radius * share / 2.0 for own in self.group_spheres]
-        weakly: tuple[np.ndarray, np.ndarray] | None = None
-        for _ in range(_PAIR_DRAWS):
+        # The first draw of each kind that falls short: weakly dominating and apart (3), strictly but not
+        # apart (2), weakly and not apart (1).
+        fallbacks: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for _ in range(self._pair_draws):
             bases = [
                 _ball_point(rng, own, own.radius * BALL_MARGIN - shift)
                 for own, shift in zip(self.group_spheres, shifts, strict=True)
@@ -359,13 +384,16 @@ class SessionPlan:
             # As displayed, the better one gets more people right in every class (and group); a sphere too
             # small for that in a rare class settles for at least as many everywhere and more somewhere.
             margin = self.grid.counts(good) - self.grid.counts(bad)
+            apart = not self._displays_like(good, bad, avoid)
             if np.all(margin > 0):
-                weakly = None
-                break
-            if weakly is None and np.all(margin >= 0) and np.any(margin > 0):
-                weakly = (good, bad)
-        if weakly is not None:
-            good, bad = weakly
+                if apart:
+                    break
+                fallbacks.setdefault(2, (good, bad))
+            elif np.all(margin >= 0) and np.any(margin > 0):
+                fallbacks.setdefault(3 if apart else 1, (good, bad))
+        else:
+            if fallbacks:
+                good, bad = fallbacks[max(fallbacks)]
         return Query(first=good, second=bad, search="check", kind=CHECK_DOMINANCE, step=index)
 
     # -- the script ---------------------------------------------------------------------------------------
@@ -387,9 +415,14 @@ class SessionPlan:
         position = len(rows)
         before = rows[-1] if rows else None
         previous = _logged_query(before) if before is not None else None
+        beside = () if previous is None else (previous,)
+        # With `Screens.NEIGHBOURS` the plan's pairs before the elicitor's pending question avoid it too.
+        around = beside
+        if self.screens >= Screens.NEIGHBOURS and elicitor_query is not None:
+            around = (*beside, elicitor_query)
         if counts[Phase.PRACTICE] < self.practice_queries:
             index = counts[Phase.PRACTICE]
-            query = self.practice_query(index, previous)
+            query = self.practice_query(index, around if index == self.practice_queries - 1 else beside)
             return Step(Phase.PRACTICE, index, query, self.side(self.swapped(position), query, before))
         checks_done = counts[Phase.CHECK]
         elicited = counts[Phase.ELICITATION]
@@ -405,14 +438,15 @@ class SessionPlan:
             ):
                 elicitation_rows = elicitation_rows[:-1]
             if elicitation_rows or self.check_kinds[checks_done] == CHECK_DOMINANCE:
-                step = self._check_step(checks_done, position, elicitation_rows)
+                neighbours = around if self.screens >= Screens.NEIGHBOURS else ()
+                step = self._check_step(checks_done, position, elicitation_rows, neighbours)
                 return replace(step, swapped=self.side(step.swapped, step.query, before))
         if elicitor_query is not None:
             swapped = self.side(self.swapped(position), elicitor_query, before)
             return Step(Phase.ELICITATION, elicited, elicitor_query, swapped)
         if counts[Phase.EVALUATION] < self.evaluation_queries and not self._evaluation_settled(rows, metric):
             index = counts[Phase.EVALUATION]
-            query = self.evaluation_query(index, previous)
+            query = self.evaluation_query(index, beside)
             return Step(Phase.EVALUATION, index, query, self.side(self.swapped(position), query, before))
         return None
 
@@ -422,18 +456,28 @@ class SessionPlan:
             return False
         return _settled(*evaluation_agreement(rows, metric), self.evaluation_precision)
 
-    def _check_step(self, index: int, position: int, elicitation_rows: Sequence[LoggedAnswer]) -> Step:
+    def _check_step(
+        self,
+        index: int,
+        position: int,
+        elicitation_rows: Sequence[LoggedAnswer],
+        neighbours: Sequence[Query],
+    ) -> Step:
+        """Check ``index``: a dominance pair, or a repeat of one of ``elicitation_rows``; either plainly
+        apart from each of ``neighbours`` (the screens beside it) where a pair or a question to repeat is."""
         kind = self.check_kinds[index]
         if kind == CHECK_DOMINANCE:
             return Step(
                 Phase.CHECK,
                 index,
-                self.dominance_query(index),
+                self.dominance_query(index, neighbours),
                 self.swapped(position),
                 check={"type": CHECK_DOMINANCE, "expected": Choice.FIRST.value},
             )
-        pick = int(_rng(self.seed, _Purpose.REPEAT, index).integers(0, len(elicitation_rows)))
-        original = elicitation_rows[pick]
+        apart = [row for row in elicitation_rows if not self._shows_like(row, neighbours)]
+        candidates = apart or elicitation_rows
+        pick = int(_rng(self.seed, _Purpose.REPEAT, index).integers(0, len(candidates)))
+        original = candidates[pick]
         if original.query is None or original.preferred is None or original.swapped is None:
             raise ValueError(f"log row {original.seq} lacks the query or answer a repeat check needs")
         query = decode_query(original.query)
@@ -446,6 +490,11 @@ class SessionPlan:
             not original.swapped,
             check={"type": CHECK_REPEAT, "of_seq": original.seq, "expected": expected.value},
         )
+
+    def _shows_like(self, row: LoggedAnswer, others: Sequence[Query]) -> bool:
+        """Whether the logged question ``row`` displays like one of ``others`` (`_displays_like`)."""
+        query = _logged_query(row)
+        return query is not None and self._displays_like(query.first, query.second, others)
 
     def evaluation_bounds(self) -> tuple[int, int]:
         """The fewest and the most evaluation pairs a session asks (the fewest: every answer agreeing)."""

@@ -9,10 +9,12 @@ elicitors show whole people; fair QPME, the trade-off search and diagonal QPME s
 used with (``docs/realistic-queries.md``). New sessions record ``<version>+shown-<n>``; sessions recorded
 before keep the version they were recorded with and replay their exact queries unchanged.
 
-``+shown-2`` sessions also get plainly new screens: the active elicitors keep each question at least three
-people apart from the one before and skip pairs decided by dominance (`elicitation.display.displayed` with
-``fresh_screens``), and the session plan keeps a classifier on its side from one screen to the next and
-draws its final comparisons like that too (`app.plan.SessionPlan`). ``+shown-1`` sessions replay as asked.
+From ``+shown-2`` on sessions get plainly new screens: the active elicitors keep each question at least
+three people apart from the one before (`elicitation.display.displayed` with ``fresh_screens``), and the
+session plan keeps a classifier on its side from one screen to the next and draws its own pairs apart from
+the screen before (`app.plan.Screens`). ``+shown-3`` sessions ask the same questions, and the plan's
+practice pairs and checks are also apart from the question after them. Each session keeps the script of
+its mark, so ``+shown-1`` and ``+shown-2`` sessions replay as asked.
 """
 
 from __future__ import annotations
@@ -25,13 +27,15 @@ from elicitation import Elicitor, ReplayMismatchError
 from elicitation.display import displayed
 
 from ..algorithms import AlgorithmSpec
+from ..plan import Screens
 
-__all__ = ["DISPLAY_MARK", "DISPLAY_MARKS", "build_session_elicitor", "fresh_screens", "session_version"]
+__all__ = ["DISPLAY_MARK", "DISPLAY_MARKS", "build_session_elicitor", "session_screens", "session_version"]
 
 #: Appended to an algorithm's version for sessions whose questions are the displayed ones (plainly new).
-DISPLAY_MARK = "+shown-2"
-#: Every mark this code replays, and whether its sessions have plainly new screens.
-DISPLAY_MARKS = {"+shown-1": False, DISPLAY_MARK: True}
+DISPLAY_MARK = "+shown-3"
+#: Every mark this code replays, and how far apart its sessions' screens are kept (from `Screens.FRESH`
+#: on, the active elicitors' questions too).
+DISPLAY_MARKS = {"+shown-1": Screens.DISTINCT, "+shown-2": Screens.FRESH, DISPLAY_MARK: Screens.NEIGHBOURS}
 
 
 def session_version(spec: AlgorithmSpec) -> str:
@@ -39,11 +43,14 @@ def session_version(spec: AlgorithmSpec) -> str:
     return spec.version + DISPLAY_MARK if spec.algorithm.displayed else spec.version
 
 
-def fresh_screens(version: str | None) -> bool:
-    """Whether a session recorded with ``version`` (None: a new one) has plainly new screens."""
+def session_screens(version: str | None) -> Screens:
+    """How far apart a session recorded with ``version`` (None: a new one) keeps its screens (a version
+    without a display mark: `Screens.DISTINCT`)."""
     if version is None:
-        return True
-    return any(version.endswith(mark) and fresh for mark, fresh in DISPLAY_MARKS.items())
+        return DISPLAY_MARKS[DISPLAY_MARK]
+    return next(
+        (screens for mark, screens in DISPLAY_MARKS.items() if version.endswith(mark)), Screens.DISTINCT
+    )
 
 
 def build_session_elicitor(
@@ -68,7 +75,7 @@ def build_session_elicitor(
     if version is not None and version in spec.algorithm.earlier:
         return spec.build(space, params, seed=seed, version=version)
     recorded = current if version is None else version
-    for mark, fresh in DISPLAY_MARKS.items():
+    for mark, screens in DISPLAY_MARKS.items():
         base = recorded.removesuffix(mark)
         if not spec.algorithm.displayed or base == recorded or not spec.algorithm.knows(base):
             continue
@@ -78,7 +85,7 @@ def build_session_elicitor(
             lambda shown_space, chosen=chosen: spec.build(shown_space, params, seed=seed, version=chosen),
             space,
             spec.algorithm.display_decimals,
-            fresh_screens=fresh,
+            fresh_screens=screens >= Screens.FRESH,
         )
     raise ReplayMismatchError(
         f"the session was recorded with {spec.name} version {version!r}; this server runs "

@@ -27,9 +27,9 @@ from ..explain import MetricWords
 from ..i18n import ENGLISH, Translator
 from ..metric_views import stored_metric_words
 from ..models import Study
-from ..plan import SessionPlan
+from ..plan import Screens, SessionPlan
 from ..study_config import StudyConfig, build_space
-from .displayed import build_session_elicitor, fresh_screens
+from .displayed import build_session_elicitor, session_screens
 
 __all__ = [
     "CONFUSION_MEMO_SIZE",
@@ -77,7 +77,7 @@ class StudyRuntime:
     #: The study's configuration version this runtime was built from (see `SessionCache.forget_study`).
     config_version: int = 0
     _confusions: dict[bytes, list[Any]] = field(default_factory=dict, repr=False, compare=False)
-    _plans: dict[tuple[int, bool], SessionPlan] = field(default_factory=dict, repr=False, compare=False)
+    _plans: dict[tuple[int, Screens], SessionPlan] = field(default_factory=dict, repr=False, compare=False)
 
     def confusion(self, rates: np.ndarray) -> list[Any]:
         """The space's confusion matrix for ``rates`` as nested lists, memoised.
@@ -101,18 +101,18 @@ class StudyRuntime:
     def plan(self, seed: int, version: str | None = None) -> SessionPlan:
         """The session script for ``seed`` and the algorithm ``version`` the session recorded (None: a new
         session's), memoised: it holds no mutable state."""
-        fresh = fresh_screens(version)
-        cached = self._plans.get((seed, fresh))
+        screens = session_screens(version)
+        cached = self._plans.get((seed, screens))
         if cached is None:
-            cached = self._new_plan(seed, fresh)
+            cached = self._new_plan(seed, screens)
             if len(self._plans) >= CONFUSION_MEMO_SIZE:
                 self._plans.clear()
-            self._plans[(seed, fresh)] = cached
+            self._plans[(seed, screens)] = cached
         return cached
 
-    def _new_plan(self, seed: int, fresh: bool) -> SessionPlan:
+    def _new_plan(self, seed: int, screens: Screens) -> SessionPlan:
         return SessionPlan(
-            fresh_screens=fresh,
+            screens=screens,
             space=self.space,
             seed=seed,
             practice_queries=self.config.practice_queries,

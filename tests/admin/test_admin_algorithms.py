@@ -99,7 +99,7 @@ def test_diagonal_qpme_session_elicits_a_diagonal_metric_end_to_end(
         )
     )
     assert (
-        rows[0]["algorithm"] == "diagonal_qpme" and rows[0]["algorithm_version"] == "diagonal_qpme-1+shown-2"
+        rows[0]["algorithm"] == "diagonal_qpme" and rows[0]["algorithm_version"] == "diagonal_qpme-1+shown-3"
     )
     assert float(rows[0]["B_low_medium"]) == 0.0 and float(rows[0]["B_high_high"]) < 0.0
 

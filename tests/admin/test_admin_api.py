@@ -257,7 +257,7 @@ def test_api_dashboard_exclusion_and_results_csv(client: TestClient, accounts: d
     assert dashboard["median_seconds_per_query"] == pytest.approx(1.5)
     assert dashboard["people_seconds_per_query"] is None  # scripted participants are not people's time
     results = client.get(f"/api/v1/studies/{sid}/results", headers=bearer(token)).json()
-    assert results["study"]["algorithm_version"] == "qpme-3+shown-2"  # new sessions ask displayed questions
+    assert results["study"]["algorithm_version"] == "qpme-3+shown-3"  # new sessions ask displayed questions
     rows = results["results"]
     assert len(rows) == 3
     done = [row for row in rows if row["status"] == "done"]

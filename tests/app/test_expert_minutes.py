@@ -58,7 +58,7 @@ def test_a_quick_demo_run_shows_plainly_new_screens() -> None:
     assert summary["algorithm_version"] == "active_quadratic-4" + DISPLAY_MARK
     assert summary["screens_max"] <= 40
     assert summary["consecutive_repeats"] == 0 and summary["identical_pairs"] == 0
-    assert summary["side_switches"] == 0
+    assert summary["side_switches"] == 0 and summary["look_alike"] == 0
     # Sensible people: a pair decided by dominance teaches the elicitor nothing, so it asks none (the
     # declared checks apart).
     assert summary["dominance_share"] <= MAX_DOMINANCE

@@ -14,7 +14,7 @@ from app.codec import decode_metric, decode_query, encode_metric, encode_query, 
 from app.explain import Reading
 from app.models import Phase
 from app.outcome import agreement, check_summary, evaluation_summary, plain_summary
-from app.plan import EVALUATION_MIN_PAIRS, SessionPlan, elicitor_choice, wilson_interval
+from app.plan import EVALUATION_MIN_PAIRS, Screens, SessionPlan, elicitor_choice, wilson_interval
 from elicitation import FairQuadraticMetric, LinearMetric, QuadraticMetric, Query, Sphere
 from elicitation.rates import SyntheticSpace
 
@@ -118,6 +118,52 @@ def test_repeat_check_shows_an_earlier_pair_with_sides_swapped() -> None:
     assert np.array_equal(step.query.first, original.first)
     # the original answer "second" while swapped means the elicitor's first was chosen
     assert step.check["expected"] == "first"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_repeat_check_repeats_a_question_apart_from_the_screens_on_both_sides(seed: int) -> None:
+    # Four earlier questions look like the elicitor's next one (within a person); one does not.
+    alike = Query(first=np.array([0.3, 0.3, 0.3]), second=np.array([0.36, 0.3, 0.3]))
+    apart = Query(first=np.array([0.2, 0.45, 0.3]), second=np.array([0.4, 0.25, 0.35]))
+    before = Query(first=np.array([0.45, 0.2, 0.4]), second=np.array([0.25, 0.4, 0.2]))
+    rows = [row(seq, Phase.ELICITATION, alike) for seq in range(4)]
+    rows += [row(4, Phase.ELICITATION, apart), row(5, Phase.ELICITATION, before)]
+    repeated = {}
+    for screens in (Screens.FRESH, Screens.NEIGHBOURS):
+        options = {"practice_queries": 0, "dominance_checks": 0, "repeat_checks": 1, "expected_queries": 2}
+        script = plan(seed, **options, screens=screens)
+        step = script.next_step(rows, alike)
+        assert step is not None and step.check is not None and step.check["type"] == "repeat"
+        repeated[screens] = step.check["of_seq"]
+    assert repeated[Screens.NEIGHBOURS] == 4
+    assert repeated[Screens.FRESH] == _FRESH_REPEATS[seed]  # sessions recorded before keep their pick
+
+
+#: The question a `Screens.FRESH` plan repeats in the test above, per seed: its seeded pick of the five,
+#: recorded on the code before `Screens.NEIGHBOURS` (four of six look like the screen after them).
+_FRESH_REPEATS = (3, 4, 3, 0, 0, 2)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_plan_pairs_before_the_elicitors_question_are_apart_from_it(seed: int) -> None:
+    options = {"practice_queries": 2, "dominance_checks": 1, "repeat_checks": 0, "expected_queries": 1}
+    fresh = plan(seed, **options, screens=Screens.FRESH)
+    script = plan(seed, **options, screens=Screens.NEIGHBOURS)
+    # The elicitor's next question is what the earlier rule would have shown in the plan's place.
+    first = fresh.practice_query(0)
+    practice = row(0, Phase.PRACTICE, first)
+    pending = fresh.practice_query(1, (first,))
+    step = script.next_step([practice], pending)
+    assert step is not None and step.phase is Phase.PRACTICE
+    assert not script._displays_like(step.query.first, step.query.second, (first, pending))
+    asked = [practice, row(1, Phase.PRACTICE, step.query), row(2, Phase.ELICITATION, pending)]
+    pending = fresh.dominance_query(0)
+    step = script.next_step(asked, pending)
+    assert step is not None and step.check is not None and step.check["type"] == "dominance"
+    assert not script._displays_like(
+        step.query.first, step.query.second, (decode_query(asked[-1].query), pending)
+    )
+    assert np.all(script.grid.counts(step.query.first) > script.grid.counts(step.query.second))
 
 
 @pytest.mark.parametrize(
@@ -289,7 +335,7 @@ def test_no_plan_screen_displays_like_the_one_before_even_in_a_tiny_sphere() -> 
             break
         if rows:
             before = decode_query(rows[-1].query)
-            assert not script._displays_like(step.query.first, step.query.second, before)
+            assert not script._displays_like(step.query.first, step.query.second, (before,))
         rows.append(row(len(rows), step.phase, step.query, step.swapped))
     checks = [r for r in rows if r.phase == Phase.CHECK.value]
     assert len(checks) == 1 and len(rows) == 3 + 2 + 1 + 30

@@ -132,7 +132,7 @@ def test_coordinator_plans_invites_watches_and_downloads(
     elicited = np.array([float(done[0]["a_benign"]), float(done[0]["a_malignant"])])
     # The automated participant's metric comes back (LPME at a coarse tolerance: direction within 0.2).
     assert float(elicited @ WEIGHTS / np.linalg.norm(WEIGHTS)) > 0.98
-    assert done[0]["algorithm_version"] == "lpme-1+shown-2" and len(done[0]["config_hash"]) == 64
+    assert done[0]["algorithm_version"] == "lpme-1+shown-3" and len(done[0]["config_hash"]) == 64
 
 
 def test_results_charts_name_participants_whose_codes_look_like_numbers(
