@@ -365,6 +365,10 @@ def run_study(
         "study": config["name"],
         "algorithm_version": recorded,
         "people": people,
+        # People who never prefer a classifier worse in every class inside the query sphere (quadratic).
+        "sensible_people": sum(
+            isinstance(metric, QuadraticMetric) and sensible(metric, space.sphere) for metric in metrics
+        ),
         "spheres": _describe(_region(study)),
         "screens_max": max(person.screens for person in results),
         "screens_mean": float(np.mean([person.screens for person in results])),
@@ -555,6 +559,7 @@ def main() -> int:
             "distinct_classifiers_mean",
             "shown_per_session_mean",
             "most_shown_max",
+            "sensible_people",
             "agreement_by_person_kind",
             "seconds_per_person",
         ):

@@ -62,6 +62,7 @@ def test_a_quick_demo_run_shows_plainly_new_screens() -> None:
     # Sensible people: a pair decided by dominance teaches the elicitor nothing, so it asks none (the
     # declared checks apart).
     assert summary["dominance_share"] <= MAX_DOMINANCE
+    assert summary["sensible_people"] == 3
     assert {person["generator"] for person in summary["people_detail"]} == {
         draw.__name__ for draw in SENSIBLE_PEOPLE
     }
