@@ -161,7 +161,8 @@ def _tie_pairs(config: Config, params: FloatArray, rng: np.random.Generator) -> 
     )
     r1, r2 = r1[inside], r2[inside]
     if geometry.grid is not None:
-        r1, r2 = geometry.grid.snap(r1, sphere), geometry.grid.snap(r2, sphere)
+        # ``r1`` was sampled on the grid (`Geometry.sample` snaps), and snapping is idempotent.
+        r2 = geometry.grid.snap(r2, sphere)
     keep = perceptible(config, r1, r2)
     return r1[keep], r2[keep]
 
