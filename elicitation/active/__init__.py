@@ -55,6 +55,7 @@ paper                  code
 """
 
 from .decisions import best_probabilities
+from .effort import DEFAULT_SEARCH, SearchEffort
 from .elicitor import (
     CRITERIA,
     DEFAULT_BETA_GRID,
@@ -81,6 +82,7 @@ __all__ = [
     "DEFAULT_CREDIBLE_LEVEL",
     "DEFAULT_MIN_CELL_GAP",
     "DEFAULT_N_PARTICLES",
+    "DEFAULT_SEARCH",
     "DEFAULT_TOLERANCE",
     "ESTIMATES",
     "FAMILIES",
@@ -88,6 +90,7 @@ __all__ = [
     "PARTICLE_BUDGET",
     "ActiveElicitor",
     "ActiveOptions",
+    "SearchEffort",
     "active_elicitor",
     "active_fair",
     "active_linear",

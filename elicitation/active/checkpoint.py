@@ -83,6 +83,9 @@ def config_fingerprint(config: Config) -> str:
         described["fresh_screens"] = True
     if config.tradeoff_rates is not None:
         described["tradeoff_rates"] = [_bits(pool) for pool in config.tradeoff_rates]
+    if config.search.changed():
+        # Only what differs from the default search, so that earlier checkpoints keep their fingerprint.
+        described["search"] = config.search.changed()
     text = json.dumps(described, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -207,6 +210,7 @@ def decode(config: Config, blob: bytes) -> State:
             dropped=dropped,
             n_answers=n_answers,
         ),
+        moves=config.search.moves,
     )
     query = Query(first.copy(), second.copy(), search=config.name, kind="active", step=n_answers)
     return State(

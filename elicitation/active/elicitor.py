@@ -26,6 +26,7 @@ from ..types import (
     pair_index,
 )
 from . import checkpoint
+from .effort import DEFAULT_SEARCH, SearchEffort
 from .families import Config, FamilySpec, resolve_space
 from .intervals import DEFAULT_INTERVAL_LEVEL, class_shares, posterior_intervals, weighted_quantiles
 from .selection import choose_query
@@ -295,7 +296,9 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
     config = state.config
     if state.posterior is None:
         state.rng = np.random.default_rng(config.seed)
-        state.posterior = ParticlePosterior(config.spec.family(), config.betas, config.n_particles, state.rng)
+        state.posterior = ParticlePosterior(
+            config.spec.family(), config.betas, config.n_particles, state.rng, moves=config.search.moves
+        )
         state.spreads.append(_posterior_estimate(config.spec, state.posterior)[2])
     posterior, rng = state.posterior, state.rng
     assert rng is not None, "a started elicitor state has its rng"
@@ -414,6 +417,12 @@ def _check_criterion(criterion: object, betas: tuple[float, ...] | None) -> str:
     return str(criterion)
 
 
+def _check_search(search: object) -> SearchEffort:
+    if not isinstance(search, SearchEffort):
+        raise InvalidConfigError(f"search must be a SearchEffort, got {search!r}")
+    return search
+
+
 def _check_estimate(estimate: object) -> str:
     if estimate not in ESTIMATES:
         raise InvalidConfigError(f"estimate must be one of {list(ESTIMATES)}, got {estimate!r}")
@@ -444,6 +453,7 @@ class ActiveOptions(TypedDict, total=False):
     fresh_screens: bool | None
     tradeoff_rates: Sequence[npt.ArrayLike] | None
     sensible: bool
+    search: SearchEffort
 
 
 def active_elicitor(
@@ -468,6 +478,7 @@ def active_elicitor(
     fresh_screens: bool | None = None,
     tradeoff_rates: Sequence[npt.ArrayLike] | None = None,
     sensible: bool = False,
+    search: SearchEffort = DEFAULT_SEARCH,
 ) -> ActiveElicitor[Any]:
     """Elicit a metric of ``family`` with active, noise-robust Bayesian queries (the one implementation).
 
@@ -552,6 +563,10 @@ def active_elicitor(
         discussion (Section 8) recommends, and the app already treats the opposite preference as
         inattention. A pair decided by dominance then carries no information, and with a display grid
         the elicitor asks one (`DisplayGrid.dominated`) only when no other perceptible candidate is left.
+    search : SearchEffort
+        How many candidate pairs each question's search scores and how many MCMC moves rejuvenate the
+        posterior (`elicitation.active.effort.SearchEffort`); the time per question grows with them. The
+        default is what every recorded algorithm version asks with.
 
     Returns
     -------
@@ -631,6 +646,7 @@ def active_elicitor(
         fresh_screens=geometry.grid is not None
         and bool(getattr(space, "fresh_screens", False) if fresh_screens is None else fresh_screens),
         tradeoff_rates=None if tradeoff_rates is None else _check_pools(tradeoff_rates, geometry.shape),
+        search=_check_search(search),
     )
     radii = (
         np.full(geometry.priors.shape[0], geometry.sphere.radius)

@@ -21,6 +21,7 @@ from ..types import (
     as_rate_array,
     pair_index,
 )
+from .effort import DEFAULT_SEARCH, SearchEffort
 
 __all__ = [
     "Config",
@@ -339,3 +340,5 @@ class Config:
     #: Fair family: per group, rates of sensible classifiers on the data whose mixtures the trade-off
     #: questions may also show (None: trade-off questions stay in the query region).
     tradeoff_rates: tuple[FloatArray, ...] | None = None
+    #: How much work each question's search and the posterior's rejuvenation take (`effort.SearchEffort`).
+    search: SearchEffort = DEFAULT_SEARCH

@@ -21,18 +21,10 @@ __all__ = [
     "perceptible",
 ]
 
-#: Random candidate pairs drawn per question, committee size and how many survive each stage.
-_N_RANDOM = 768
-_COMMITTEE = 32
-_N_RESCORED = 96
-_N_LEADERS = 6
-_N_PERTURB = 16
+#: Perturbation scales (shares of the radius) of the refinement rounds; the counts of every stage are the
+#: configuration's `elicitation.active.effort.SearchEffort`. Exact-tie candidates (quadratic family) halve
+#: the error in B at k = 2 (docs/benchmarks.md, "Measurements behind the defaults").
 _PERTURB_SCALES = (0.3, 0.1)
-#: Quadratic family: posterior particles (plus the posterior mean) whose level sets seed exact-tie
-#: candidates, and the tie pairs tried per particle (those leaving the sphere or imperceptible are dropped).
-#: Ties halve the error in B at k = 2 (docs/benchmarks.md, "Measurements behind the defaults").
-_N_TIE_PARTICLES = 32
-_TIES_PER_PARTICLE = 48
 #: Pairs of classifiers on the data drawn per trade-off question (`_tradeoff_pairs`).
 _N_TRADEOFF = 256
 #: Pairs ever tried to find perceptible candidates before the configuration is declared impossible.
@@ -138,14 +130,15 @@ def _tie_pairs(config: Config, params: FloatArray, rng: np.random.Generator) -> 
     geometry = config.geometry
     k = config.spec.n_classes
     count = params.shape[0]
+    ties = config.search.ties_per_particle
     a = params[:, None, :k]
     B = sym_from_vec(params[:, k:], k)
-    r1 = geometry.sample(rng, count * _TIES_PER_PARTICLE).reshape((count, _TIES_PER_PARTICLE, k))
+    r1 = geometry.sample(rng, count * ties).reshape((count, ties, k))
     gradient = a + np.einsum("pij,pnj->pni", B, r1)
     unit_gradient = gradient / np.maximum(np.linalg.norm(gradient, axis=2, keepdims=True), 1e-300)
     u = rng.standard_normal(r1.shape)
     along = np.sum(u * unit_gradient, axis=2, keepdims=True)
-    u = u - rng.random((count, _TIES_PER_PARTICLE, 1)) * along * unit_gradient
+    u = u - rng.random((count, ties, 1)) * along * unit_gradient
     u /= np.maximum(np.linalg.norm(u, axis=2, keepdims=True), 1e-300)
     curvature = np.einsum("pni,pij,pnj->pn", u, B, u)
     slope = np.sum(gradient * u, axis=2)
@@ -197,13 +190,13 @@ def choose_query(
     dominance (`DisplayGrid.dominated`) is preferred to one that is. Returns None when every perceptible
     candidate found was asked before: the display has nothing new to show, and the elicitor stops there.
     """
-    geometry, spec = config.geometry, config.spec
+    geometry, spec, effort = config.geometry, config.spec, config.search
     first = second = np.empty((0, *geometry.shape))
     for _ in range(_MAX_CANDIDATE_ROUNDS):
-        r1, r2 = geometry.sample(rng, _N_RANDOM), geometry.sample(rng, _N_RANDOM)
+        r1, r2 = geometry.sample(rng, effort.random_pairs), geometry.sample(rng, effort.random_pairs)
         keep = perceptible(config, r1, r2)
         first, second = np.concatenate([first, r1[keep]]), np.concatenate([second, r2[keep]])
-        if first.shape[0] >= _N_RESCORED:
+        if first.shape[0] >= effort.rescored:
             break
     if first.shape[0] == 0:
         raise InvalidConfigError(
@@ -221,7 +214,7 @@ def choose_query(
     weights = posterior.weights
     normalised = posterior.normalised()
     if spec.kind == "quadratic":
-        seeds = normalised[_systematic(weights, _N_TIE_PARTICLES, rng)]
+        seeds = normalised[_systematic(weights, effort.tie_particles, rng)]
         tie1, tie2 = _tie_pairs(config, np.vstack([seeds, weights @ normalised]), rng)
         first, second = np.concatenate([first, tie1]), np.concatenate([second, tie2])
     features = spec.features(first, second)
@@ -243,7 +236,7 @@ def choose_query(
     if lam_turn:
         screen = score(features)
     else:
-        committee = _systematic(weights, _COMMITTEE, rng)
+        committee = _systematic(weights, effort.committee, rng)
         margins = features @ normalised[committee].T
         if posterior.hard:
             votes = (margins > 0.0).astype(np.float64)
@@ -251,17 +244,17 @@ def choose_query(
             votes = 1.0 / (
                 1.0 + np.exp(-np.clip(margins * posterior.betas[posterior.beta_index[committee]], -50, 50))
             )
-        screen = _information_gain(votes, np.full(_COMMITTEE, 1.0 / _COMMITTEE), posterior.hard)
+        screen = _information_gain(votes, np.full(effort.committee, 1.0 / effort.committee), posterior.hard)
     # Ties (e.g. all zero once the posterior is narrow) are broken by the feature size: larger
     # differences are easier to judge and more robust to noise.
     screen = screen + 1e-6 * np.linalg.norm(features, axis=1)
-    top = np.argsort(-screen, kind="stable")[:_N_RESCORED]
+    top = np.argsort(-screen, kind="stable")[: effort.rescored]
     first, second, features = first[top], second[top], features[top]
     scores = score(features)
     for scale in _PERTURB_SCALES:
-        leaders = np.argsort(-scores, kind="stable")[:_N_LEADERS]
-        base1 = np.repeat(first[leaders], _N_PERTURB, axis=0)
-        base2 = np.repeat(second[leaders], _N_PERTURB, axis=0)
+        leaders = np.argsort(-scores, kind="stable")[: effort.leaders]
+        base1 = np.repeat(first[leaders], effort.perturbations, axis=0)
+        base2 = np.repeat(second[leaders], effort.perturbations, axis=0)
         new1, new2 = geometry.perturb(rng, base1, scale), geometry.perturb(rng, base2, scale)
         keep = perceptible(config, new1, new2)
         if not np.any(keep):

@@ -25,6 +25,8 @@ from elicitation import (
     run,
 )
 from elicitation.active import (
+    DEFAULT_SEARCH,
+    SearchEffort,
     active_elicitor,
     active_fair,
     active_linear,
@@ -661,3 +663,31 @@ def test_sensible_applies_to_quadratic_metrics_only(family: str) -> None:
     tau = np.full((2, 2), 0.5) if family == "fair" else None
     with pytest.raises(InvalidConfigError, match="sensible applies to quadratic metrics only"):
         active_elicitor(family, Sphere.around_uniform(2, 0.2), seed=0, tau=tau, sensible=True)
+
+
+@pytest.mark.parametrize(
+    ("count", "value"),
+    [("random_pairs", 0), ("moves", -1), ("committee", 1.5), ("rescored", True), ("ties_per_particle", "8")],
+)
+def test_search_effort_counts_are_integers_of_at_least_one(count: str, value: object) -> None:
+    with pytest.raises(InvalidConfigError, match=count):
+        SearchEffort(**{count: value})  # type: ignore[arg-type]
+
+
+def test_the_active_elicitor_takes_its_search_effort_only_as_one() -> None:
+    with pytest.raises(InvalidConfigError, match="search must be a SearchEffort"):
+        active_quadratic(Sphere.around_uniform(2, 0.2), seed=0, search={"moves": 2})  # type: ignore[typeddict-item]
+
+
+def test_a_lean_search_asks_other_questions_and_still_elicits_the_metric() -> None:
+    # A person off the elicitor's prior (the authors' generator), exact answers; the same seed either way.
+    metric = random_quadratic_metric(np.random.default_rng(4), 2)
+    sphere = Sphere.around_uniform(2, 0.2)
+    lean = SearchEffort(random_pairs=96, committee=8, rescored=24, leaders=2, perturbations=4, moves=1)
+    runs = {
+        name: run(active_quadratic(sphere, seed=3, beta=None, max_queries=26, search=search), metric.prefers)
+        for name, search in (("default", DEFAULT_SEARCH), ("lean", lean))
+    }
+    assert query_log_digest(runs["lean"].log) != query_log_digest(runs["default"].log)
+    for result in runs.values():
+        assert agreement(metric, result.metric, sphere, np.random.default_rng(0), n_pairs=2000) >= 0.95

@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from elicitation import CheckpointError, Done, Pending, Sphere, replay
-from elicitation.active import ActiveElicitor, active_fair, active_linear, active_quadratic
+from elicitation.active import ActiveElicitor, SearchEffort, active_fair, active_linear, active_quadratic
 from elicitation.active import checkpoint as checkpoints
 from elicitation.display import DisplayGrid
 
@@ -22,6 +22,18 @@ PARTICLES = 64
 BUDGET = 9
 PRIORS = np.array([0.65, 0.35])
 TAU = np.array([[0.6, 0.3], [0.4, 0.7]])
+#: Every count of the search and the rejuvenation below its default (one move: a restored posterior must
+#: keep it).
+LEAN_SEARCH = SearchEffort(
+    random_pairs=64,
+    committee=8,
+    rescored=24,
+    leaders=3,
+    perturbations=4,
+    tie_particles=4,
+    ties_per_particle=8,
+    moves=1,
+)
 
 #: One builder per configuration a study can run: families, noise models, exact or displayed queries.
 BUILDERS: dict[str, Callable[[int], ActiveElicitor[Any]]] = {
@@ -47,6 +59,16 @@ BUILDERS: dict[str, Callable[[int], ActiveElicitor[Any]]] = {
         tolerance=1e-6,
         n_particles=PARTICLES,
         fresh_screens=True,
+    ),
+    "quadratic-noisy-lean-search": lambda seed: active_quadratic(
+        Sphere(np.array([0.5, 0.5]), 0.2),
+        priors=PRIORS,
+        display=DisplayGrid.from_priors(PRIORS),
+        seed=seed,
+        max_queries=BUDGET,
+        tolerance=1e-6,
+        n_particles=PARTICLES,
+        search=LEAN_SEARCH,
     ),
     "fair-noisy": lambda seed: active_fair(
         Sphere.around_uniform(2, 0.15),
@@ -190,6 +212,24 @@ def test_a_checkpoint_without_fresh_screens_does_not_continue_with_them() -> Non
     )
     with pytest.raises(CheckpointError, match="another configuration"):
         fresh.restore(saved[2])
+
+
+def test_a_checkpoint_of_another_search_effort_is_refused() -> None:
+    _log, saved, _result = _live(lambda: BUILDERS["quadratic-noisy-lean-search"](11), [True, False])
+    with pytest.raises(CheckpointError, match="another configuration"):
+        BUILDERS["quadratic-noisy-fresh-screens"](11).restore(saved[2])
+
+
+def test_the_default_search_keeps_the_fingerprints_of_earlier_checkpoints() -> None:
+    # Recorded before the search became configurable: sessions' stored checkpoints stay usable.
+    linear = BUILDERS["linear-noisy"](11)
+    quadratic = BUILDERS["quadratic-noisy-fresh-screens"](7)
+    assert checkpoints.config_fingerprint(linear._state.config) == (
+        "8b5fa9c48ad6b53ca206cef72f03512392b206a39e5d007573201c35e96a97cf"
+    )
+    assert checkpoints.config_fingerprint(quadratic._state.config) == (
+        "b4a206fb64b216f89aacc0a70b2bbf39ae8ba0c5f23101c97b4dbcc6bd727b05"
+    )
 
 
 def _checkpoint(at: int = 3) -> tuple[Callable[[], ActiveElicitor[Any]], bytes]:
