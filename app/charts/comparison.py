@@ -118,8 +118,11 @@ def rounded_counts(confusion: npt.ArrayLike, decimals: int = 0) -> np.ndarray:
     """
     if decimals not in DISPLAY_DECIMALS:
         raise ValueError(f"decimals must be one of {DISPLAY_DECIMALS}, got {decimals}")
-    stack = _as_matrix_stack(confusion, "confusion")
-    shape = np.shape(confusion)
+    return _rounded(_as_matrix_stack(confusion, "confusion"), decimals).reshape(np.shape(confusion))
+
+
+def _rounded(stack: np.ndarray, decimals: int) -> np.ndarray:
+    """`rounded_counts` of a checked ``(m, k, k)`` stack (`_as_matrix_stack`)."""
     unit = 10.0**decimals
     result = np.empty_like(stack)
     for index, matrix in enumerate(stack):
@@ -127,7 +130,7 @@ def rounded_counts(confusion: npt.ArrayLike, decimals: int = 0) -> np.ndarray:
         row_units = apportion(scaled.sum(axis=1), round(COUNT_TOTAL * unit))
         for row in range(matrix.shape[0]):
             result[index, row] = apportion(scaled[row], int(row_units[row])) / unit
-    return result.reshape(shape)
+    return result
 
 
 def carried_decimals(confusion: npt.ArrayLike) -> int | None:
@@ -137,7 +140,11 @@ def carried_decimals(confusion: npt.ArrayLike) -> int | None:
     (apportioned). A question asked on a display grid (`elicitation.display.DisplayGrid`) is exact at
     that grid's decimals; a rate off every grid is exact at none.
     """
-    stack = _as_matrix_stack(confusion, "confusion")
+    return _carried(_as_matrix_stack(confusion, "confusion"))
+
+
+def _carried(stack: np.ndarray) -> int | None:
+    """`carried_decimals` of a checked ``(m, k, k)`` stack."""
     for decimals in DISPLAY_DECIMALS[:-1]:
         steps = round(COUNT_TOTAL * 10**decimals)
         exact = True
@@ -160,30 +167,45 @@ def display_decimals(left: npt.ArrayLike, right: npt.ArrayLike, *, keep_grid: bo
     classifiers asked on a grid of tenths of a person (`carried_decimals`) keep their tenths, so the
     person reads exactly the pair the elicitor learns from (``keep_grid=False``: the faithful rule alone).
     """
+    return _shown_together(*_checked_pair(left, right), keep_grid)[0]
+
+
+def displayed_counts(left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, int]:
+    """Both classifiers' confusion matrices exactly as a question shows them (rounded together), and the
+    decimals they are shown with."""
+    decimals, shown_left, shown_right = _shown_together(*_checked_pair(left, right), True)
+    return shown_left.reshape(np.shape(left)), shown_right.reshape(np.shape(right)), decimals
+
+
+def _checked_pair(left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Both confusion arrays checked once (`_as_matrix_stack`), of one shape."""
     exact_left = _as_matrix_stack(left, "left confusion")
     exact_right = _as_matrix_stack(right, "right confusion")
     if exact_left.shape != exact_right.shape:
         raise ValueError(
             f"left and right must have the same shape, got {exact_left.shape} and {exact_right.shape}"
         )
-    left_carries, right_carries = carried_decimals(exact_left), carried_decimals(exact_right)
+    return exact_left, exact_right
+
+
+def _shown_together(
+    exact_left: np.ndarray, exact_right: np.ndarray, keep_grid: bool
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """`display_decimals` of two checked stacks, with both stacks rounded to them."""
+    left_carries, right_carries = _carried(exact_left), _carried(exact_right)
     at_least = 0
     if keep_grid and left_carries is not None and right_carries is not None:
         at_least = max(left_carries, right_carries)
     difference = exact_left - exact_right
     wanted = np.where(np.abs(difference) <= SAME_COUNT_ATOL, 0.0, np.sign(difference))
     for decimals in DISPLAY_DECIMALS:
-        shown = np.sign(rounded_counts(exact_left, decimals) - rounded_counts(exact_right, decimals))
-        if decimals >= at_least and np.array_equal(shown, wanted):
-            return decimals
-    return DISPLAY_DECIMALS[-1]
-
-
-def displayed_counts(left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, int]:
-    """Both classifiers' confusion matrices exactly as a question shows them (rounded together), and the
-    decimals they are shown with."""
-    decimals = display_decimals(left, right)
-    return rounded_counts(left, decimals), rounded_counts(right, decimals), decimals
+        if decimals < at_least:
+            continue
+        shown_left, shown_right = _rounded(exact_left, decimals), _rounded(exact_right, decimals)
+        if np.array_equal(np.sign(shown_left - shown_right), wanted):
+            return decimals, shown_left, shown_right
+    decimals = DISPLAY_DECIMALS[-1]
+    return decimals, _rounded(exact_left, decimals), _rounded(exact_right, decimals)
 
 
 def _population_label(population: str) -> str:
