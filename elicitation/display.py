@@ -31,6 +31,7 @@ paper              code
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -166,6 +167,11 @@ class DisplayGrid:
         assert self.steps is not None  # filled in by __post_init__
         return self.steps
 
+    @functools.cached_property
+    def _step(self) -> float:
+        """Length of one display step in every class at once, at the smallest class sizes (`snap`'s pull)."""
+        return float(np.linalg.norm(1.0 / self.class_steps.min(axis=0)))
+
     @property
     def n_groups(self) -> int:
         return int(self.totals.shape[0])
@@ -206,9 +212,13 @@ class DisplayGrid:
         """
         rows, shape = self._rows(rates)
         spheres = self._spheres(sphere)
-        totals = np.broadcast_to(self.class_steps, rows.shape)
         flat = rows.reshape((-1, self.n_classes)).copy()
-        flat_totals = totals.reshape((-1, self.n_classes))
+        # One group: its class sizes broadcast over the rows; several: one row of sizes per rate row.
+        totals: npt.NDArray[np.int64] = (
+            self.class_steps[0]
+            if self.n_groups == 1
+            else np.broadcast_to(self.class_steps, rows.shape).reshape((-1, self.n_classes))
+        )
         if len(spheres) == 1:
             center: FloatArray = spheres[0].center
             limit: FloatArray | float = spheres[0].radius * _INSIDE
@@ -217,20 +227,25 @@ class DisplayGrid:
             center = np.broadcast_to(centers, rows.shape).reshape(flat.shape)
             radii = np.array([own.radius for own in spheres]) * _INSIDE
             limit = np.broadcast_to(radii, rows.shape[:-1]).reshape(-1)
-        step = float(np.linalg.norm(1.0 / self.class_steps.min(axis=0)))
-        snapped = np.floor(flat * flat_totals + 0.5) / flat_totals
-        outside = np.linalg.norm(snapped - center, axis=1) > limit
+        snapped = np.floor(flat * totals + 0.5) / totals
+        # Only the rows still outside are pulled in and snapped again (by index: the others never change).
+        pending = np.flatnonzero(np.linalg.norm(snapped - center, axis=1) > limit)
         for _ in range(_SNAP_ROUNDS):
-            if not np.any(outside):
+            if pending.size == 0:
                 break
-            own_center = center if len(spheres) == 1 else center[outside]
-            offset = flat[outside] - own_center
+            own_center = center if len(spheres) == 1 else center[pending]
+            own_totals = totals if self.n_groups == 1 else totals[pending]
+            offset = flat[pending] - own_center
             length = np.linalg.norm(offset, axis=1, keepdims=True)
-            shrink = np.clip(1.0 - 0.5 * step / np.maximum(length, 1e-300), 0.0, None)
-            flat[outside] = own_center + offset * shrink
-            snapped[outside] = np.floor(flat[outside] * flat_totals[outside] + 0.5) / flat_totals[outside]
-            outside = np.linalg.norm(snapped - center, axis=1) > limit
-        if np.any(outside):
+            shrink = np.clip(1.0 - 0.5 * self._step / np.maximum(length, 1e-300), 0.0, None)
+            moved = own_center + offset * shrink
+            flat[pending] = moved
+            resnapped = np.floor(moved * own_totals + 0.5) / own_totals
+            snapped[pending] = resnapped
+            own_limit = limit if isinstance(limit, float) else limit[pending]
+            pending = pending[np.linalg.norm(resnapped - own_center, axis=1) > own_limit]
+        outside = pending.size > 0
+        if outside:
             radius = min(own.radius for own in spheres)
             raise InvalidConfigError(
                 f"no rate whole people can show lies within radius {radius:g} of the centre; "
