@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,6 +37,8 @@ from .sessions import SessionCache
 from .settings import Settings
 
 __all__ = ["CONTENT_SECURITY_POLICY", "create_app"]
+
+logger = logging.getLogger("app.main")
 
 #: The OpenAPI pages (assets served from the installed fastapi-offline package, started by a local script):
 #: ReDoc injects its styles as <style> elements and renders in a worker made from a blob.
@@ -137,12 +141,25 @@ def _prepare_requests(app: FastAPI) -> None:
     SQLAlchemy configures its mappers at the first ORM query, and the participant pages' translations
     are compiled from their ``.po`` catalogues when a language is first used (a study's configuration
     asks every language for its default texts): together most of the first request after a restart.
-    Neither touches the database, so a server whose database is down still starts (and `/healthz` says so).
+    Neither touches the database, so a server whose database is down still starts (and `/healthz` says so);
+    the open studies' runtimes and the participant reads' statements are prepared beside the start, in a
+    thread of their own (`_warm_sessions`).
     """
     configure_mappers()
     catalogues: Catalogues = app.state.catalogues
     for language in LANGUAGES:
         catalogues.translations(language)
+    threading.Thread(target=_warm_sessions, args=(app,), name="warm-up", daemon=True).start()
+
+
+def _warm_sessions(app: FastAPI) -> None:
+    """`SessionCache.warm_up` beside the start (a database that is down or slow to connect never holds the
+    start up); any failure only leaves the work to the first requests."""
+    try:
+        with app.state.sessionmaker() as db:
+            app.state.session_cache.warm_up(db)
+    except Exception as exc:  # a warm-up that fails costs time, never a request
+        logger.info("warm-up skipped: %s", exc)
 
 
 def _language(request: Request) -> dict[str, object]:

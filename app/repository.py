@@ -11,7 +11,17 @@ from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from .db import relax_durability
-from .models import Answer, ElicitationSession, ElicitorCheckpoint, LogAction, Result, SessionLink, Study
+from .models import (
+    Answer,
+    ElicitationSession,
+    ElicitorCheckpoint,
+    LogAction,
+    Result,
+    SessionLink,
+    Study,
+    StudyControl,
+    StudyStatus,
+)
 
 __all__ = [
     "LOG_COLUMNS",
@@ -50,6 +60,18 @@ def find_study_by_name(db: Session, name: str) -> Study | None:
 
 def list_studies(db: Session) -> Sequence[Study]:
     return db.scalars(select(Study).order_by(Study.created_at)).all()
+
+
+def open_studies(db: Session, limit: int) -> Sequence[Study]:
+    """The ``limit`` newest studies taking participants (open, or made before the back office's control)."""
+    statement = (
+        select(Study)
+        .outerjoin(StudyControl, StudyControl.study_id == Study.id)
+        .where((StudyControl.status == StudyStatus.OPEN.value) | StudyControl.study_id.is_(None))
+        .order_by(Study.created_at.desc())
+        .limit(limit)
+    )
+    return db.scalars(statement).all()
 
 
 def session_counts(db: Session) -> dict[tuple[uuid.UUID, str], int]:
