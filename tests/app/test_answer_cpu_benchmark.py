@@ -1,0 +1,45 @@
+"""`benchmarks/answer_cpu.py` and `benchmarks/search_effort.py`: their quick runs measure what they say."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio.to_thread
+import pytest
+
+import app.sessions.checkpoints as checkpoints
+from benchmarks import answer_cpu, search_effort
+
+
+def test_the_answer_parts_are_measured_where_they_happen_and_the_app_is_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    run_sync, save_state = anyio.to_thread.run_sync, checkpoints.save_state
+    out = tmp_path / "answer_cpu.json"
+    assert answer_cpu.main(["--quick", "--out", str(out)]) == 0
+    assert (anyio.to_thread.run_sync, checkpoints.save_state) == (run_sync, save_state)
+    studies = json.loads(out.read_text())["studies"]
+    demo = studies["demo (active quadratic k = 2)"]["elicitor_answers"]
+    qpme = studies["QPME k = 2"]["elicitor_answers"]
+    assert demo["answers"]["count"] == 24  # the demo's question budget, every one fed to the elicitor
+    for part in ("load", "answer row", "question search", "checkpoint", "view and JSON"):
+        assert demo[part]["median"] > 0.0, part
+    # QPME has no particle posterior and no checkpoint: nothing of them is counted for it.
+    assert qpme["question search"]["mean"] == qpme["posterior update"]["mean"] == 0.0
+    assert qpme["checkpoint"]["median"] < 0.05
+    assert demo["request"]["median"] > qpme["request"]["median"]
+
+
+@pytest.mark.slow
+def test_the_search_effort_benchmark_compares_every_variant_on_the_same_people(tmp_path: Path) -> None:
+    out = tmp_path / "search_effort.json"
+    assert search_effort.main(["--quick", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    names = [row["name"] for row in report["variants"]]
+    assert names == [variant.name for variant in search_effort.VARIANTS] and names[0] == "default"
+    default = report["variants"][0]
+    assert default["difference_from_default"] == 0.0 and default["search"]["random_pairs"] == 768
+    for row in report["variants"]:
+        assert 0.5 < row["agreement_lowest"] <= row["agreement_mean"] <= 1.0
+        assert row["questions_mean"] > 0 and row["step_cpu_ms"]["median"] > 0.0
