@@ -575,12 +575,10 @@ class ParticlePosterior:
         for block in self.family.blocks:
             if block.kind in ("nsd", "psd"):
                 sign = -1.0 if block.kind == "nsd" else 1.0
-                ok &= (
-                    np.linalg.eigvalsh(sign * sym_from_vec(points[:, block.start : block.stop], block.size))[
-                        :, 0
-                    ]
-                    >= 0.0
-                )
+                # Only the points every earlier cone admits (LAPACK decides each matrix on its own).
+                rows = np.flatnonzero(ok)
+                matrices = sign * sym_from_vec(points[rows, block.start : block.stop], block.size)
+                ok[rows] = np.linalg.eigvalsh(matrices)[:, 0] >= 0.0
         return ok
 
     def _line_move(self, *, isotropic: bool) -> None:
