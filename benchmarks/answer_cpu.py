@@ -1,13 +1,16 @@
-"""Where the CPU time of one answer goes: the JSON answer request of the demo study, part by part, in process.
+"""Where the CPU time of one answer goes: the JSON answer request of a study, part by part, in process.
 
 Run: ``.venv/bin/python benchmarks/answer_cpu.py`` (``--sessions N``, ``--quick`` for a smoke run, which the
 test suite runs). The app (`app.main.create_app`, a fresh SQLite file with ``synchronous=FULL``) serves the
 demo study (the default elicitor, active quadratic k = 2, with its practice pairs, checks and final
-comparisons) and a QPME k = 2 study; simulated participants (diagonal quadratic metrics, not the elicitor's
-prior) answer whole sessions through ``POST /api/v1/sessions/{token}/answers`` over httpx's in-process ASGI
-transport, with the request's thread pool run inline so that every part of a request runs on the measuring
-thread. Each request's CPU time (`time.process_time`, one BLAS thread as in a web worker) is split into
-parts by timing the functions that do them, each part without the parts it calls:
+comparisons) and a QPME k = 2 study (``--studies`` adds an active quadratic k = 5 and an active fair k = 3,
+two groups study: elicitor questions only, on synthetic spaces); simulated participants (the panel
+benchmark's diagonal quadratic metrics at k = 2, the expert benchmark's sensible quadratic and random fair
+people beyond; none the elicitor's prior) answer whole sessions through
+``POST /api/v1/sessions/{token}/answers`` over httpx's in-process ASGI transport, with the request's thread
+pool run inline so that every part of a request runs on the measuring thread. Each request's CPU time
+(`time.process_time`, one BLAS thread as in a web worker) is split into parts by timing the functions
+that do them, each part without the parts it calls:
 
 * load: the session by its token, its log rows, the live elicitor from the cache (`_Context.of_token`);
 * answer row: the log row built and inserted, and its commit;
@@ -39,6 +42,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +65,8 @@ from app.db import make_engine, make_sessionmaker  # noqa: E402
 from app.main import create_app  # noqa: E402
 from app.sessions import checkpoints, create_study, service  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from app.study_config import parse_study_config  # noqa: E402
+from app.study_config import build_space, parse_study_config  # noqa: E402
+from benchmarks.expert_minutes import random_fair_person, sensible_quadratic_person  # noqa: E402
 from benchmarks.http_roundtrip import ACCURACY_STUDY, bare_app, machine  # noqa: E402
 from benchmarks.panel_launch import participant_metric  # noqa: E402
 from elicitation.posterior import ParticlePosterior  # noqa: E402
@@ -81,6 +86,53 @@ PARTS = (
     "finishing",
     "framework",
 )
+
+
+def _synthetic(name: str, algorithm: str, classes: list[str], **extra: Any) -> dict[str, Any]:
+    """A study of elicitor questions only (no practice, checks or final comparisons) on a synthetic space."""
+    return {
+        "name": name,
+        "task": "Decide which classifier to use.",
+        "class_names": classes,
+        "population": "people",
+        "algorithm": algorithm,
+        "algorithm_params": {"max_queries": 24},
+        "query_space": {"kind": "synthetic", "radius": 0.15},
+        "practice_queries": 0,
+        "checks": False,
+        "evaluation_queries": 0,
+        **extra,
+    }
+
+
+#: The studies that can be measured: (configuration, a simulated person's metric from ``(rng, space)``):
+#: the panel benchmark's people at k = 2, the expert benchmark's generators beyond.
+STUDIES: dict[str, tuple[dict[str, Any], Callable[[np.random.Generator, Any], Any]]] = {
+    "demo": (DEMO_STUDY, lambda rng, _space: participant_metric(rng)),
+    "qpme": (ACCURACY_STUDY, lambda rng, _space: participant_metric(rng)),
+    "quadratic5": (
+        _synthetic("active quadratic k = 5", "active_quadratic", ["a", "b", "c", "d", "e"]),
+        sensible_quadratic_person,
+    ),
+    "fair3": (
+        _synthetic(
+            "active fair k = 3, 2 groups",
+            "active_fair",
+            ["a", "b", "c"],
+            group_names=["x", "y"],
+            query_space={"kind": "synthetic", "radius": 0.15, "priors": [[0.5, 0.3, 0.2], [0.4, 0.4, 0.2]]},
+        ),
+        random_fair_person,
+    ),
+}
+DEFAULT_STUDIES = ("demo", "qpme")
+
+
+@dataclass(frozen=True)
+class Study:
+    id: str
+    config: dict[str, Any]
+    person: Callable[[np.random.Generator, Any], Any]
 
 
 class PartClock:
@@ -163,7 +215,7 @@ def summary(rows: list[dict[str, float]]) -> dict[str, dict[str, float]]:
 
 
 async def answer_sessions(
-    client: httpx.AsyncClient, clock: PartClock, study_id: str, sessions: int, seed: int
+    client: httpx.AsyncClient, clock: PartClock, study: Study, sessions: int, seed: int
 ) -> tuple[list[dict[str, float]], list[float], list[float]]:
     """Whole sessions answered over the JSON API: per answer its parts (and whether the elicitor got it), the
     CPU ms of one bare request after each answer, and of each session's joining."""
@@ -171,10 +223,11 @@ async def answer_sessions(
     bare: list[float] = []
     joins: list[float] = []
     rng = np.random.default_rng(seed)
+    space = build_space(parse_study_config(study.config))
     for _ in range(sessions):
-        metric = participant_metric(rng)
+        metric = study.person(rng, space)
         started = time.process_time()
-        created = await client.post(f"/api/v1/studies/{study_id}/sessions", json={"consent": True})
+        created = await client.post(f"/api/v1/studies/{study.id}/sessions", json={"consent": True})
         token = created.json()["token"]
         state = (await client.get(f"/api/v1/sessions/{token}")).json()
         joins.append((time.process_time() - started) * 1000.0)
@@ -210,8 +263,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     engine = make_engine(settings)
     with make_sessionmaker(engine)() as db:
         studies = {
-            "demo (active quadratic k = 2)": str(create_study(db, parse_study_config(DEMO_STUDY)).id),
-            "QPME k = 2": str(create_study(db, parse_study_config(ACCURACY_STUDY)).id),
+            name: Study(str(create_study(db, parse_study_config(config)).id), config, person)
+            for name, (config, person) in STUDIES.items()
+            if name in args.studies
         }
     engine.dispose()
     app = create_app(settings)
@@ -227,8 +281,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         anyio.to_thread.run_sync = _inline  # type: ignore[assignment]
         try:
             studied = {
-                name: await answer_sessions(client, clock, study_id, args.sessions, args.seed)
-                for name, study_id in studies.items()
+                name: await answer_sessions(client, clock, study, args.sessions, args.seed)
+                for name, study in studies.items()
             }
         finally:
             anyio.to_thread.run_sync = run_sync
@@ -267,9 +321,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=12, help="whole sessions per study")
     parser.add_argument("--seed", type=int, default=20261128)
+    parser.add_argument(
+        "--studies",
+        default=",".join(DEFAULT_STUDIES),
+        help=f"comma-separated, of: {', '.join(STUDIES)} (default: {', '.join(DEFAULT_STUDIES)})",
+    )
     parser.add_argument("--quick", action="store_true", help="one session per study (smoke run)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    args.studies = [name.strip() for name in str(args.studies).split(",")]
+    unknown = sorted(set(args.studies) - set(STUDIES))
+    if unknown:
+        parser.error(f"unknown studies {unknown}; choose from {list(STUDIES)}")
     if args.quick:
         args.sessions = 1
     with threadpool_limits(limits=1):

@@ -20,8 +20,8 @@ def test_the_answer_parts_are_measured_where_they_happen_and_the_app_is_left_as_
     assert answer_cpu.main(["--quick", "--out", str(out)]) == 0
     assert (anyio.to_thread.run_sync, checkpoints.save_state) == (run_sync, save_state)
     studies = json.loads(out.read_text())["studies"]
-    demo = studies["demo (active quadratic k = 2)"]["elicitor_answers"]
-    qpme = studies["QPME k = 2"]["elicitor_answers"]
+    demo = studies["demo"]["elicitor_answers"]
+    qpme = studies["qpme"]["elicitor_answers"]
     assert demo["answers"]["count"] == 24  # the demo's question budget, every one fed to the elicitor
     for part in ("load", "answer row", "question search", "checkpoint", "view and JSON"):
         assert demo[part]["median"] > 0.0, part
