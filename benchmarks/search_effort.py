@@ -16,7 +16,8 @@ Per variant it reports the agreement of the elicited metric with the person's tr
 random pairs of the study's query region (mean, 10th percentile, lowest, how many people fall below the
 expert benchmark's bar of 0.95, and the paired mean difference from the default with a normal 95 %
 interval), the questions asked, and the elicitor's CPU time per question (median, mean, p90;
-`time.process_time`, one BLAS thread as in a web worker), the final step (the estimate) apart. Results go
+`time.process_time`, one BLAS thread as in a web worker), the first question (the start: burn-in and first
+search, what a participant's joining costs) and the final step (the estimate) apart. Results go
 to ``benchmarks/results/search_effort.json``.
 """
 
@@ -72,6 +73,18 @@ VARIANTS = (
         SearchEffort(random_pairs=384, tie_particles=16, ties_per_particle=24, perturbations=8, moves=2),
         n_particles=300,
     ),
+    Variant(
+        "lean, 6 burn-in sweeps",
+        SearchEffort(
+            random_pairs=384,
+            tie_particles=16,
+            ties_per_particle=24,
+            perturbations=8,
+            moves=2,
+            burn_in=6,
+        ),
+        n_particles=300,
+    ),
 )
 
 
@@ -98,10 +111,12 @@ def demo_elicitor(space: Any, params: dict[str, Any], seed: int, variant: Varian
 def run_person(
     elicitor: Any, oracle: Callable[[Any, Any], bool]
 ) -> tuple[Any, list[float], float, list[Any]]:
-    """Drive ``elicitor`` to its end: (result, CPU ms of each answered step, CPU ms of the last, queries)."""
-    steps: list[float] = []
+    """Drive ``elicitor`` to its end: (result, CPU ms of the first question (the start) and of each answered
+    step, CPU ms of the last, queries)."""
     queries = []
+    started = time.process_time()
     query = next(elicitor)
+    steps = [(time.process_time() - started) * 1000.0]
     while True:
         queries.append(query)
         answer = bool(oracle(query.first, query.second))
@@ -143,7 +158,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     report: dict[str, Any] = {"machine": machine(), "people": len(crowd), "variants": []}
     # Each person meets every variant in turn, so that a change of the machine's load touches all alike.
     runs: dict[str, dict[str, list[float]]] = {
-        v.name: {"agreement": [], "questions": [], "step_ms": [], "final_ms": []} for v in VARIANTS
+        v.name: {"agreement": [], "questions": [], "first_ms": [], "step_ms": [], "final_ms": []}
+        for v in VARIANTS
     }
     for generator, noise, seed in crowd:
         person = SENSIBLE_PEOPLE[generator](np.random.default_rng(seed), space)
@@ -153,7 +169,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             result, steps, final, _ = run_person(elicitor, oracle)
             pairs = np.random.default_rng([seed, 2])
             own = runs[variant.name]
-            own["step_ms"] += steps
+            own["first_ms"].append(steps[0])
+            own["step_ms"] += steps[1:]
             own["final_ms"].append(final)
             own["questions"].append(int(result.num_queries))
             own["agreement"].append(agreement(person, result.metric, region, pairs, n_pairs=AGREEMENT_PAIRS))
@@ -180,6 +197,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     "p90": round(float(np.percentile(own["step_ms"], 90)), 2),
                 },
                 "final_cpu_ms_mean": round(float(np.mean(own["final_ms"])), 2),
+                "first_question_cpu_ms_mean": round(float(np.mean(own["first_ms"])), 2),
             }
         )
     report["load_average_after"] = machine()["load_average"]
@@ -209,15 +227,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{report['load_average_after'][0]} after, commit {where['commit']}; {report['people']} people"
     )
     print("| variant | agreement mean | p10 | lowest | below 0.95 | vs default (95 %) | questions |", end="")
-    print(" CPU ms per question p50 / mean / p90 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(" CPU ms per question p50 / mean / p90 | first question |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in report["variants"]:
         cpu = row["step_cpu_ms"]
         print(
             f"| {row['name']} | {row['agreement_mean']:.4f} | {row['agreement_p10']:.4f} | "
             f"{row['agreement_lowest']:.4f} | {row['below_bar']} | "
             f"{row['difference_from_default']:+.4f} ± {row['difference_95']:.4f} | {row['questions_mean']} | "
-            f"{cpu['median']} / {cpu['mean']} / {cpu['p90']} |"
+            f"{cpu['median']} / {cpu['mean']} / {cpu['p90']} | {row['first_question_cpu_ms_mean']} |"
         )
     print(f"written to {args.out}")
     return 0

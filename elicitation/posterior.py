@@ -63,6 +63,7 @@ from .types import FloatArray, RandomState, Sphere, as_generator
 
 __all__ = [
     "BLOCK_KINDS",
+    "DEFAULT_BURN_IN",
     "DEFAULT_MOVES",
     "RESAMPLE_THRESHOLD",
     "Block",
@@ -83,7 +84,7 @@ DEFAULT_MOVES = 4
 #: Resample when the effective sample size falls below this share of the particles.
 RESAMPLE_THRESHOLD = 0.5
 #: Prior-only sweeps that turn the initial cone draws into draws from the truncated Gaussian prior.
-_BURN_IN_SWEEPS = 12
+DEFAULT_BURN_IN = 12
 #: Every fourth line move uses an isotropic prior-scale direction rather than the particle covariance.
 _ISOTROPIC_EVERY = 2
 #: Slice-sampling shrink steps before a particle gives up and stays where it is (a valid, lazy move).
@@ -281,6 +282,8 @@ class ParticlePosterior:
         The only source of randomness.
     moves : int
         Line moves per rejuvenation.
+    burn_in : int
+        Prior-only sweeps (a radial and a line move each) from the initial cone draws.
     """
 
     def __init__(
@@ -291,6 +294,7 @@ class ParticlePosterior:
         rng: RandomState,
         *,
         moves: int = DEFAULT_MOVES,
+        burn_in: int = DEFAULT_BURN_IN,
     ) -> None:
         self.family = family
         self.hard = betas is None
@@ -304,7 +308,7 @@ class ParticlePosterior:
         self.particles = self._initial_particles()
         self.log_weights = np.zeros(self.n)
         self.beta_index: IntArray = self.rng.integers(0, self.betas.shape[0], self.n).astype(np.int64)
-        for sweep in range(_BURN_IN_SWEEPS):
+        for sweep in range(burn_in):
             self._radial_move()
             self._line_move(isotropic=sweep % 2 == 0)
 

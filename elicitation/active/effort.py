@@ -4,7 +4,8 @@ Choosing a question scores candidate pairs against the particle posterior (`elic
 random perceptible pairs screened by a small committee of particles, the best of them rescored by the whole
 posterior and refined by perturbing the leaders, plus exact-tie pairs from a few particles' level sets (the
 quadratic family). After an answer that leaves too few effective particles, the posterior is resampled and
-rejuvenated by MCMC moves (`elicitation.posterior.ParticlePosterior`). Every count below multiplies the time a
+rejuvenated by MCMC moves (`elicitation.posterior.ParticlePosterior`), and before the first question the
+prior's particle cloud is burnt in by sweeps of the same moves. Every count below multiplies the time a
 question takes; the defaults are what every recorded algorithm version asks with, so changing one changes the
 questions and belongs in a new version. What cheaper settings cost in agreement and questions is measured in
 docs/scaling.md ("Where the time of an answer goes").
@@ -16,7 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..errors import InvalidConfigError
-from ..posterior import DEFAULT_MOVES
+from ..posterior import DEFAULT_BURN_IN, DEFAULT_MOVES
 
 __all__ = ["DEFAULT_SEARCH", "SearchEffort"]
 
@@ -39,6 +40,9 @@ class SearchEffort:
     ties_per_particle: int = 48
     #: MCMC line moves per rejuvenation (each after a radial move).
     moves: int = DEFAULT_MOVES
+    #: Prior-only sweeps of the particle cloud before the first question (what a participant's joining
+    #: mostly costs).
+    burn_in: int = DEFAULT_BURN_IN
 
     def __post_init__(self) -> None:
         for item in fields(self):

@@ -297,7 +297,12 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
     if state.posterior is None:
         state.rng = np.random.default_rng(config.seed)
         state.posterior = ParticlePosterior(
-            config.spec.family(), config.betas, config.n_particles, state.rng, moves=config.search.moves
+            config.spec.family(),
+            config.betas,
+            config.n_particles,
+            state.rng,
+            moves=config.search.moves,
+            burn_in=config.search.burn_in,
         )
         state.spreads.append(_posterior_estimate(config.spec, state.posterior)[2])
     posterior, rng = state.posterior, state.rng
@@ -564,9 +569,9 @@ def active_elicitor(
         inattention. A pair decided by dominance then carries no information, and with a display grid
         the elicitor asks one (`DisplayGrid.dominated`) only when no other perceptible candidate is left.
     search : SearchEffort
-        How many candidate pairs each question's search scores and how many MCMC moves rejuvenate the
-        posterior (`elicitation.active.effort.SearchEffort`); the time per question grows with them. The
-        default is what every recorded algorithm version asks with.
+        How many candidate pairs each question's search scores, how many MCMC moves rejuvenate the
+        posterior and how many sweeps burn in its prior (`elicitation.active.effort.SearchEffort`); the
+        time per question grows with them. The default is what every recorded algorithm version asks with.
 
     Returns
     -------

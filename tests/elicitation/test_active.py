@@ -667,7 +667,14 @@ def test_sensible_applies_to_quadratic_metrics_only(family: str) -> None:
 
 @pytest.mark.parametrize(
     ("count", "value"),
-    [("random_pairs", 0), ("moves", -1), ("committee", 1.5), ("rescored", True), ("ties_per_particle", "8")],
+    [
+        ("random_pairs", 0),
+        ("moves", -1),
+        ("committee", 1.5),
+        ("rescored", True),
+        ("ties_per_particle", "8"),
+        ("burn_in", 0),
+    ],
 )
 def test_search_effort_counts_are_integers_of_at_least_one(count: str, value: object) -> None:
     with pytest.raises(InvalidConfigError, match=count):
@@ -683,7 +690,9 @@ def test_a_lean_search_asks_other_questions_and_still_elicits_the_metric() -> No
     # A person off the elicitor's prior (the authors' generator), exact answers; the same seed either way.
     metric = random_quadratic_metric(np.random.default_rng(4), 2)
     sphere = Sphere.around_uniform(2, 0.2)
-    lean = SearchEffort(random_pairs=96, committee=8, rescored=24, leaders=2, perturbations=4, moves=1)
+    lean = SearchEffort(
+        random_pairs=96, committee=8, rescored=24, leaders=2, perturbations=4, moves=1, burn_in=4
+    )
     runs = {
         name: run(active_quadratic(sphere, seed=3, beta=None, max_queries=26, search=search), metric.prefers)
         for name, search in (("default", DEFAULT_SEARCH), ("lean", lean))

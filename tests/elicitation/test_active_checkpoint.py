@@ -22,8 +22,8 @@ PARTICLES = 64
 BUDGET = 9
 PRIORS = np.array([0.65, 0.35])
 TAU = np.array([[0.6, 0.3], [0.4, 0.7]])
-#: Every count of the search and the rejuvenation below its default (one move: a restored posterior must
-#: keep it).
+#: Every count of the search, the rejuvenation and the burn-in below its default (one move: a restored
+#: posterior must keep it).
 LEAN_SEARCH = SearchEffort(
     random_pairs=64,
     committee=8,
@@ -33,6 +33,7 @@ LEAN_SEARCH = SearchEffort(
     tie_particles=4,
     ties_per_particle=8,
     moves=1,
+    burn_in=2,
 )
 
 #: One builder per configuration a study can run: families, noise models, exact or displayed queries.
