@@ -32,8 +32,9 @@ from app.settings import Settings
 #: The competing writer's busy timeout: shorter than the app's 10 s so the test stays short, and still
 #: several slices of the import long.
 WRITER_BUSY_TIMEOUT_S = 1.0
-#: Copies of a finished session in the archive: enough that the import takes several busy timeouts.
-SESSIONS = 600
+#: Copies of a finished session in the archive: enough that the import takes several busy timeouts (600
+#: took under two on the development machine once display snapping, part of every replay, got faster).
+SESSIONS = 1200
 
 
 def _large_archive(client: TestClient, token: str) -> dict[str, Any]:
