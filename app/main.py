@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -126,9 +127,10 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
     A worker process computes one request at a time on one core, and the elicitors' matrices are small:
     BLAS threads only fight the other workers and requests for the cores (the active elicitor's question
     took several times longer with them on a busy machine, docs/app.md), and one thread gives the same
-    numbers.
+    numbers. For the same reason requests run on `Settings.request_threads` threads, not anyio's 40.
     """
     threadpool_limits(limits=1)
+    anyio.to_thread.current_default_thread_limiter().total_tokens = _app.state.settings.request_threads
     _prepare_requests(_app)
     gc.collect()
     gc.freeze()

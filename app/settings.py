@@ -26,6 +26,12 @@ class Settings(BaseSettings):
     public_base_url: str = ""
     #: Live elicitor generators kept in memory (sessions); resuming without a cache hit replays the log.
     session_cache_size: int = Field(default=512, ge=0)
+    #: Threads that run a worker's requests at once (`REQUEST_THREADS`). A request is mostly Python and small
+    #: numpy calls under one interpreter lock, so more threads only contend for it: with 30 participants
+    #: answering at once, 40 threads (anyio's default) cost 42 ms of CPU per demo answer, 2 threads 23-26
+    #: (docs/scaling.md). Raise it when long back-office requests (closing or importing a large study) must
+    #: not hold back participants.
+    request_threads: int = Field(default=2, ge=1)
     #: Log full tracebacks of unexpected errors (always on; the participant only ever sees a generic page).
     debug: bool = False
     #: Bearer token Prometheus presents to scrape ``/metrics``; unset, ``/metrics`` does not exist (404).

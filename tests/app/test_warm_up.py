@@ -1,5 +1,6 @@
 """A starting server prepares the open studies' runtimes beside the start, so that the first participant
-request after a restart does not build them; a database it cannot read only leaves that to the requests."""
+request after a restart does not build them (a database it cannot read only leaves that to the requests),
+and runs requests on the configured number of threads."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 from app_support import make_study, new_session
 from fastapi.testclient import TestClient
@@ -58,4 +60,12 @@ def test_a_server_on_a_database_without_tables_still_starts(tmp_path: Path) -> N
     with TestClient(application) as client:
         _warmed()
         assert client.get("/healthz").status_code == 503
+    application.state.engine.dispose()
+
+
+def test_requests_run_on_the_configured_number_of_threads(settings: Settings) -> None:
+    application = create_app(settings.model_copy(update={"request_threads": 3}))
+    with TestClient(application) as client:
+        limiter = client.portal.call(anyio.to_thread.current_default_thread_limiter)
+        assert limiter.total_tokens == 3
     application.state.engine.dispose()
