@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 import pytest
-from admin_support import METRIC, PASSWORD, STUDY_CONFIG, Participant, bearer, hidden, login
+from admin_support import METRIC, PASSWORD, STUDY_CONFIG, Participant, bearer, hidden, login, open_study
 from fastapi.testclient import TestClient
 
 from app.admin.auth import MAX_FAILED_LOGINS, SESSION_COOKIE
@@ -541,9 +541,7 @@ def test_a_class_whose_mistakes_hardly_counted_is_said_in_words_never_as_an_astr
 
     from app.models import ElicitationSession, Result
 
-    token = accounts["alice"]["token"]
-    sid = client.post("/api/v1/studies", json=STUDY_CONFIG, headers=bearer(token)).json()["id"]
-    client.patch(f"/api/v1/studies/{sid}", json={"status": "open"}, headers=bearer(token))
+    sid = open_study(client, accounts["alice"]["token"], STUDY_CONFIG)
     person = client.post(f"/api/v1/studies/{sid}/sessions", json={"consent": True}).json()["token"]
     Participant(METRIC).finish(client, person)
     # A result whose benign mistakes cost next to nothing (as a fairness search that ends at its edge

@@ -21,6 +21,10 @@ from elicitation import FairQuadraticMetric, LinearMetric, QuadraticMetric
 
 #: The issue's example: weights 0.454 / 0.891 on 65 benign and 35 malignant patients in 100.
 SCREENING = Reading(("benign", "malignant"), "patients", np.array([0.65, 0.35]), np.array([0.6, 0.6]), 0.2)
+#: The same classes in two equal groups, women and men, around the uniform rates.
+FAIR_SCREENING = Reading(
+    ("benign", "malignant"), "patients", np.array([0.65, 0.35]), np.array([0.5, 0.5]), 0.2, ("women", "men")
+)
 
 
 def test_per_person_and_per_rate_are_both_given_and_named() -> None:
@@ -103,14 +107,7 @@ def test_equal_costs_per_person_are_said_plainly() -> None:
 def test_fair_words_price_a_group_gap_in_mistakes_and_give_the_trade_off() -> None:
     tau = np.array([[0.5, 0.5], [0.5, 0.5]])
     metric = FairQuadraticMetric(np.array([0.4, 0.9]), {(0, 1): np.array([[1.0, 0.2], [0.2, 0.5]])}, 0.4, tau)
-    reading = Reading(
-        ("benign", "malignant"),
-        "patients",
-        np.array([0.65, 0.35]),
-        np.array([0.5, 0.5]),
-        0.2,
-        ("women", "men"),
-    )
+    reading = FAIR_SCREENING
     words = fair_words(metric, reading)
     assert (
         words.tradeoff is not None
@@ -129,14 +126,7 @@ def test_fair_words_price_a_group_gap_in_mistakes_and_give_the_trade_off() -> No
 
 def test_a_gap_is_not_priced_in_mistakes_that_hardly_counted_nor_as_zero_mistakes() -> None:
     tau = np.array([[0.5, 0.5], [0.5, 0.5]])
-    reading = Reading(
-        ("benign", "malignant"),
-        "patients",
-        np.array([0.65, 0.35]),
-        np.array([0.5, 0.5]),
-        0.2,
-        ("women", "men"),
-    )
+    reading = FAIR_SCREENING
     # The gap hurts benign patients most, and benign mistakes cost next to nothing: a price in them would
     # run to 1e297 mistakes.
     penalty = {(0, 1): np.array([[1.0, 0.0], [0.0, 0.5]])}
