@@ -36,41 +36,29 @@ LEAN_SEARCH = SearchEffort(
     burn_in=2,
 )
 
+
+def _displayed_quadratic(seed: int, **options: Any) -> ActiveElicitor[Any]:
+    """The quadratic elicitor asking on `PRIORS`' display grid, with this file's budget and particles."""
+    return active_quadratic(
+        Sphere(np.array([0.5, 0.5]), 0.2),
+        priors=PRIORS,
+        display=DisplayGrid.from_priors(PRIORS),
+        seed=seed,
+        max_queries=BUDGET,
+        tolerance=1e-6,
+        n_particles=PARTICLES,
+        **options,
+    )
+
+
 #: One builder per configuration a study can run: families, noise models, exact or displayed queries.
 BUILDERS: dict[str, Callable[[int], ActiveElicitor[Any]]] = {
     "linear-noisy": lambda seed: active_linear(
         Sphere.around_uniform(3, 0.2), seed=seed, max_queries=BUDGET, tolerance=1e-6, n_particles=PARTICLES
     ),
-    "quadratic-exact-displayed": lambda seed: active_quadratic(
-        Sphere(np.array([0.5, 0.5]), 0.2),
-        priors=PRIORS,
-        display=DisplayGrid.from_priors(PRIORS),
-        seed=seed,
-        beta=None,
-        max_queries=BUDGET,
-        tolerance=1e-6,
-        n_particles=PARTICLES,
-    ),
-    "quadratic-noisy-fresh-screens": lambda seed: active_quadratic(
-        Sphere(np.array([0.5, 0.5]), 0.2),
-        priors=PRIORS,
-        display=DisplayGrid.from_priors(PRIORS),
-        seed=seed,
-        max_queries=BUDGET,
-        tolerance=1e-6,
-        n_particles=PARTICLES,
-        fresh_screens=True,
-    ),
-    "quadratic-noisy-lean-search": lambda seed: active_quadratic(
-        Sphere(np.array([0.5, 0.5]), 0.2),
-        priors=PRIORS,
-        display=DisplayGrid.from_priors(PRIORS),
-        seed=seed,
-        max_queries=BUDGET,
-        tolerance=1e-6,
-        n_particles=PARTICLES,
-        search=LEAN_SEARCH,
-    ),
+    "quadratic-exact-displayed": lambda seed: _displayed_quadratic(seed, beta=None),
+    "quadratic-noisy-fresh-screens": lambda seed: _displayed_quadratic(seed, fresh_screens=True),
+    "quadratic-noisy-lean-search": lambda seed: _displayed_quadratic(seed, search=LEAN_SEARCH),
     "fair-noisy": lambda seed: active_fair(
         Sphere.around_uniform(2, 0.15),
         tau=TAU,
@@ -200,17 +188,7 @@ def test_a_checkpoint_without_fresh_screens_does_not_continue_with_them() -> Non
     _log, saved, _result = _live(lambda: BUILDERS["quadratic-exact-displayed"](11), [True, False])
     again = BUILDERS["quadratic-exact-displayed"](11).restore(saved[2])
     assert again.n_answered == 2
-    fresh = active_quadratic(
-        Sphere(np.array([0.5, 0.5]), 0.2),
-        priors=PRIORS,
-        display=DisplayGrid.from_priors(PRIORS),
-        seed=11,
-        beta=None,
-        max_queries=BUDGET,
-        tolerance=1e-6,
-        n_particles=PARTICLES,
-        fresh_screens=True,
-    )
+    fresh = _displayed_quadratic(11, beta=None, fresh_screens=True)
     with pytest.raises(CheckpointError, match="another configuration"):
         fresh.restore(saved[2])
 
