@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import secrets
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,9 @@ from elicitation import FairQuadraticMetric
 from elicitation.oracles import random_fair_metric
 
 TRUE_LAM = 0.6
+#: The short session's seed, fixed: with a random one, its 90 % interval missed the truth about one run in
+#: ten (a coverage rate the calibration benchmark measures, not one session's promise).
+SHORT_SESSION_SEED = 20221
 
 
 def _answer_from_the_page(client: TestClient, token: str, metric: FairQuadraticMetric) -> dict[str, Any]:
@@ -182,8 +186,9 @@ def test_panel_and_results_pages_show_each_members_trade_off_interval_as_the_api
 
 
 def test_a_short_session_that_leaves_the_trade_off_open_is_told_the_range_on_every_surface(
-    client: TestClient, accounts: dict[str, Any]
+    client: TestClient, accounts: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(secrets, "randbits", lambda _bits: SHORT_SESSION_SEED)
     headers = bearer(accounts["alice"]["token"])
     created, space = _open_study(client, headers, _synthetic_study("three questions", 3))
     study_id = created["id"]
