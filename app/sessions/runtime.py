@@ -27,7 +27,7 @@ from ..explain import MetricWords
 from ..i18n import ENGLISH, Translator
 from ..metric_views import stored_metric_words
 from ..models import Study
-from ..plan import Screens, SessionPlan
+from ..plan import Screens, SessionPlan, Step
 from ..study_config import StudyConfig, build_space
 from .displayed import build_session_elicitor, session_screens
 
@@ -170,6 +170,8 @@ class SessionCache:
         self._logs: OrderedDict[uuid.UUID, list[Any]] = OrderedDict()
         # Per session: (elicitor answers, seq of the last one) -> (elicitor questions expected, finished).
         self._progress: OrderedDict[uuid.UUID, tuple[int, int, int, bool]] = OrderedDict()
+        # Per session: (runtime, log rows) -> the step the plan shows next (`step_at`).
+        self._steps: OrderedDict[uuid.UUID, tuple[StudyRuntime, int, Step | None]] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -273,6 +275,29 @@ class SessionCache:
             return None
         return entry[2], entry[3]
 
+    def note_step(self, session_id: uuid.UUID, runtime: StudyRuntime, n_rows: int, step: Step | None) -> None:
+        """Remember the step the session's plan shows after its first ``n_rows`` log rows under ``runtime``.
+
+        A step is a function of the study's configuration (its runtime), the session's seed and its log,
+        which only ever grows: a session's answer request shows the step its previous request computed,
+        so remembering it saves computing it twice.
+        """
+        if self.max_sessions <= 0:
+            return
+        with self._lock:
+            self._steps[session_id] = (runtime, n_rows, step)
+            self._steps.move_to_end(session_id)
+            while len(self._steps) > self.max_sessions:
+                self._steps.popitem(last=False)
+
+    def step_at(self, session_id: uuid.UUID, runtime: StudyRuntime, n_rows: int) -> tuple[Step | None] | None:
+        """The step noted for exactly this runtime and number of log rows, as a 1-tuple (None: not noted)."""
+        with self._lock:
+            entry = self._steps.get(session_id)
+        if entry is None or entry[0] is not runtime or entry[1] != n_rows:
+            return None
+        return (entry[2],)
+
     def take_log(self, session_id: uuid.UUID) -> list[Any] | None:
         """Remove and return the log rows last seen for this session (the caller checks for newer ones)."""
         with self._lock:
@@ -297,4 +322,5 @@ class SessionCache:
             self._live.clear()
             self._logs.clear()
             self._progress.clear()
+            self._steps.clear()
             self._studies.clear()

@@ -208,6 +208,9 @@ class _Context:
         self.cache.put(self.session.id, n, last, self.state)
 
     def step(self) -> Step | None:
+        """The plan's next step after this log (the one the request before computed, if it was noted)."""
+        if self._step is None:
+            self._step = self.cache.step_at(self.session.id, self.runtime, len(self.rows))
         if self._step is None and isinstance(self.state, Failed):
             # An elicitor that could not go on ends the session: no checks or final comparisons follow.
             self._step = (None,)
@@ -215,6 +218,7 @@ class _Context:
             query = self.state.query if isinstance(self.state, Pending) else None
             metric = self.state.result.metric if isinstance(self.state, Done) else None
             self._step = (self.plan.next_step(self.effective, query, metric),)
+            self.cache.note_step(self.session.id, self.runtime, len(self.rows), self._step[0])
         return self._step[0]
 
     def view(self) -> SessionView:

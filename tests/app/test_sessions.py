@@ -80,3 +80,48 @@ def test_rows_written_by_another_worker_are_seen_despite_the_cache(
     here = client.get(f"/api/v1/sessions/{token}").json()
     assert here["progress"]["answered"] == 2
     assert here == elsewhere.to_api()
+
+
+def test_an_answer_computes_the_plan_step_once_and_shows_what_a_fresh_process_shows(
+    client: TestClient, app: Any, study: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.plan import SessionPlan
+
+    token = new_session(client, study)
+    state = client.get(f"/api/v1/sessions/{token}").json()
+    original = SessionPlan.next_step
+    calls = 0
+
+    def counted(self: SessionPlan, *args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(SessionPlan, "next_step", counted)
+    answered = 0
+    while state["query"] is not None and answered < 8:
+        calls = 0
+        body = {"seq": state["query"]["seq"], "preferred": "first"}
+        state = client.post(f"/api/v1/sessions/{token}/answers", json=body).json()
+        answered += 1
+        # The step answered was noted by the request that showed it; only the next one is computed.
+        assert calls == 1
+        with app.state.sessionmaker() as fresh:
+            assert sessions.get_view(fresh, sessions.SessionCache(), token).to_api() == state
+
+
+def test_a_noted_step_is_not_shown_under_another_configuration(
+    client: TestClient, app: Any, study: Any
+) -> None:
+    token = new_session(client, study)
+    client.get(f"/api/v1/sessions/{token}")
+    cache = app.state.session_cache
+    with app.state.sessionmaker() as db:
+        session = sessions.tokens.load_session(db, token)
+        runtime = cache.runtime_of(db, session.study_id)
+        assert cache.step_at(session.id, runtime, 0) is not None
+        cache.forget_study(session.study_id)
+        rebuilt = cache.runtime_of(db, session.study_id)
+    assert rebuilt is not runtime
+    assert cache.step_at(session.id, rebuilt, 0) is None
+    assert cache.step_at(session.id, runtime, 1) is None
