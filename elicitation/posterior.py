@@ -33,7 +33,10 @@ its likelihood; when the effective sample size falls below half the particles, t
   truncated 1-D prior as reference measure and interval shrinkage.
 
 All randomness comes from the ``numpy.random.Generator`` passed in, so the particle set after ``n`` answers
-is a function of the configuration, the seed and the answers only.
+is a function of the configuration, the seed and the answers only. The burn-in of the prior may instead
+come from a stream of its own seeded by the configuration alone (`shared_prior`): every session of a
+configuration then starts from the same prior sample, computed once per process, and only the moves after
+it draw from the session's generator.
 
 Symbols
 -------
@@ -50,6 +53,10 @@ paper              code
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -66,11 +73,13 @@ __all__ = [
     "DEFAULT_BURN_IN",
     "DEFAULT_MOVES",
     "RESAMPLE_THRESHOLD",
+    "SHARED_PRIOR_CACHE_SIZE",
     "Block",
     "Family",
     "ParticlePosterior",
     "PosteriorState",
     "check_betas",
+    "shared_prior",
     "sym_from_vec",
     "vec_from_sym",
 ]
@@ -85,6 +94,8 @@ DEFAULT_MOVES = 4
 RESAMPLE_THRESHOLD = 0.5
 #: Prior-only sweeps that turn the initial cone draws into draws from the truncated Gaussian prior.
 DEFAULT_BURN_IN = 12
+#: Burnt-in prior clouds kept per process by `shared_prior` (one per configuration a process serves).
+SHARED_PRIOR_CACHE_SIZE = 16
 #: Every fourth line move uses an isotropic prior-scale direction rather than the particle covariance.
 _ISOTROPIC_EVERY = 2
 #: Slice-sampling shrink steps before a particle gives up and stays where it is (a valid, lazy move).
@@ -684,6 +695,79 @@ class ParticlePosterior:
         loglik = np.stack([np.sum(_logsigmoid(b * margins), axis=0) for b in self.betas])  # (G, n)
         gumbel = -np.log(self.rng.exponential(1.0, loglik.shape))
         self.beta_index = np.argmax(loglik + gumbel, axis=0).astype(np.int64)
+
+
+#: `shared_prior`'s clouds by description (least recently used first); values are read-only arrays.
+_SHARED_PRIORS: OrderedDict[str, tuple[FloatArray, IntArray]] = OrderedDict()
+_SHARED_PRIORS_LOCK = threading.Lock()
+
+
+def _prior_description(
+    family: Family, betas: tuple[float, ...] | None, n_particles: int, burn_in: int
+) -> str:
+    """Everything a burnt-in prior cloud depends on, with exact float bits (JSON): its cache key and seed."""
+
+    def bits(value: float) -> str:
+        return float(value).hex()
+
+    sphere = family.increasing_on
+    described = {
+        "purpose": "prior burn-in",
+        "blocks": [
+            [block.start, block.stop, block.kind, bits(block.scale), block.size, bits(block.norm_weight)]
+            for block in family.blocks
+        ],
+        "norm": family.norm_kind,
+        "increasing_on": None
+        if sphere is None
+        else {"center": [bits(value) for value in np.asarray(sphere.center)], "radius": bits(sphere.radius)},
+        "betas": None if betas is None else [bits(beta) for beta in betas],
+        "n_particles": int(n_particles),
+        "burn_in": int(burn_in),
+    }
+    return json.dumps(described, sort_keys=True, separators=(",", ":"))
+
+
+def shared_prior(
+    family: Family, betas: Sequence[float] | None, n_particles: int, *, burn_in: int = DEFAULT_BURN_IN
+) -> PosteriorState:
+    """The burnt-in prior particle cloud of a configuration, drawn from a random stream of its own.
+
+    The stream is seeded by a SHA-256 of everything the cloud depends on (family and cone, noise grid,
+    particle count, sweeps), never by a session, so the cloud is the same in every process and every
+    session of the configuration; a caller then continues with `ParticlePosterior.restored` and its
+    session's own generator, which decides every later random choice. The burn-in is what a new session
+    mostly costs before its first question; here it runs once per configuration and process (the last
+    `SHARED_PRIOR_CACHE_SIZE` are kept). The returned state holds fresh copies: callers may change them.
+    """
+    grid = None if betas is None else tuple(float(beta) for beta in betas)
+    key = _prior_description(family, grid, n_particles, burn_in)
+    with _SHARED_PRIORS_LOCK:
+        cached = _SHARED_PRIORS.get(key)
+        if cached is not None:
+            _SHARED_PRIORS.move_to_end(key)
+    if cached is None:
+        # Outside the lock: two threads meeting a new configuration at once compute the same cloud.
+        seed = int.from_bytes(hashlib.sha256(key.encode()).digest(), "big")
+        prior = ParticlePosterior(family, grid, n_particles, np.random.default_rng(seed), burn_in=burn_in)
+        particles, beta_index = prior.particles.copy(), prior.beta_index.copy()
+        particles.setflags(write=False)
+        beta_index.setflags(write=False)
+        cached = (particles, beta_index)
+        with _SHARED_PRIORS_LOCK:
+            _SHARED_PRIORS[key] = cached
+            _SHARED_PRIORS.move_to_end(key)
+            while len(_SHARED_PRIORS) > SHARED_PRIOR_CACHE_SIZE:
+                _SHARED_PRIORS.popitem(last=False)
+    particles, beta_index = cached
+    return PosteriorState(
+        particles=particles.copy(),
+        log_weights=np.zeros(particles.shape[0]),
+        beta_index=beta_index.copy(),
+        signed=np.zeros((0, family.dim)),
+        dropped=(),
+        n_answers=0,
+    )
 
 
 def check_betas(beta: float | Sequence[float] | None) -> tuple[float, ...] | None:

@@ -55,7 +55,7 @@ paper                  code
 """
 
 from .decisions import best_probabilities
-from .effort import DEFAULT_SEARCH, SearchEffort
+from .effort import DEFAULT_SEARCH, LEAN_SEARCH, SearchEffort
 from .elicitor import (
     CRITERIA,
     DEFAULT_BETA_GRID,
@@ -86,6 +86,7 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "ESTIMATES",
     "FAMILIES",
+    "LEAN_SEARCH",
     "MAX_DEFAULT_PARTICLES",
     "PARTICLE_BUDGET",
     "ActiveElicitor",

@@ -83,6 +83,9 @@ def config_fingerprint(config: Config) -> str:
         described["fresh_screens"] = True
     if config.tradeoff_rates is not None:
         described["tradeoff_rates"] = [_bits(pool) for pool in config.tradeoff_rates]
+    if config.shared_prior:
+        # Only when set, so that checkpoints of sessions that burn in their own prior keep their fingerprint.
+        described["shared_prior"] = True
     if config.search.changed():
         # Only what differs from the default search, so that earlier checkpoints keep their fingerprint.
         described["search"] = config.search.changed()

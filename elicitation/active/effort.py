@@ -8,7 +8,7 @@ rejuvenated by MCMC moves (`elicitation.posterior.ParticlePosterior`), and befor
 prior's particle cloud is burnt in by sweeps of the same moves. Every count below multiplies the time a
 question takes; the defaults are what every recorded algorithm version asks with, so changing one changes the
 questions and belongs in a new version. What cheaper settings cost in agreement and questions is measured in
-docs/scaling.md ("Where the time of an answer goes").
+docs/scaling.md ("Cheaper searches"); `LEAN_SEARCH` is the cheaper search the current versions ask with.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import InvalidConfigError
 from ..posterior import DEFAULT_BURN_IN, DEFAULT_MOVES
 
-__all__ = ["DEFAULT_SEARCH", "SearchEffort"]
+__all__ = ["DEFAULT_SEARCH", "LEAN_SEARCH", "SearchEffort"]
 
 
 @dataclass(frozen=True)
@@ -58,3 +58,9 @@ class SearchEffort:
 
 #: The search every recorded algorithm version asks with.
 DEFAULT_SEARCH = SearchEffort()
+
+
+#: Half the random and tie candidates, half the perturbations and half the moves of `DEFAULT_SEARCH` (the
+#: burn-in unchanged): the search of active_quadratic-5, with half the particles (docs/scaling.md, "Cheaper
+#: searches", measures what it costs).
+LEAN_SEARCH = SearchEffort(random_pairs=384, perturbations=8, tie_particles=16, ties_per_particle=24, moves=2)

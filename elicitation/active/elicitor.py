@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from ..display import DisplayGrid
 from ..errors import InvalidConfigError
-from ..posterior import ParticlePosterior, check_betas, sym_from_vec
+from ..posterior import ParticlePosterior, check_betas, shared_prior, sym_from_vec
 from ..types import (
     Elicitation,
     Elicitor,
@@ -296,14 +296,21 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
     config = state.config
     if state.posterior is None:
         state.rng = np.random.default_rng(config.seed)
-        state.posterior = ParticlePosterior(
-            config.spec.family(),
-            config.betas,
-            config.n_particles,
-            state.rng,
-            moves=config.search.moves,
-            burn_in=config.search.burn_in,
-        )
+        family = config.spec.family()
+        if config.shared_prior:
+            prior = shared_prior(family, config.betas, config.n_particles, burn_in=config.search.burn_in)
+            state.posterior = ParticlePosterior.restored(
+                family, config.betas, state.rng, prior, moves=config.search.moves
+            )
+        else:
+            state.posterior = ParticlePosterior(
+                family,
+                config.betas,
+                config.n_particles,
+                state.rng,
+                moves=config.search.moves,
+                burn_in=config.search.burn_in,
+            )
         state.spreads.append(_posterior_estimate(config.spec, state.posterior)[2])
     posterior, rng = state.posterior, state.rng
     assert rng is not None, "a started elicitor state has its rng"
@@ -428,6 +435,12 @@ def _check_search(search: object) -> SearchEffort:
     return search
 
 
+def _check_flag(value: object, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidConfigError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def _check_estimate(estimate: object) -> str:
     if estimate not in ESTIMATES:
         raise InvalidConfigError(f"estimate must be one of {list(ESTIMATES)}, got {estimate!r}")
@@ -459,6 +472,7 @@ class ActiveOptions(TypedDict, total=False):
     tradeoff_rates: Sequence[npt.ArrayLike] | None
     sensible: bool
     search: SearchEffort
+    shared_prior: bool
 
 
 def active_elicitor(
@@ -484,6 +498,7 @@ def active_elicitor(
     tradeoff_rates: Sequence[npt.ArrayLike] | None = None,
     sensible: bool = False,
     search: SearchEffort = DEFAULT_SEARCH,
+    shared_prior: bool = False,
 ) -> ActiveElicitor[Any]:
     """Elicit a metric of ``family`` with active, noise-robust Bayesian queries (the one implementation).
 
@@ -572,6 +587,12 @@ def active_elicitor(
         How many candidate pairs each question's search scores, how many MCMC moves rejuvenate the
         posterior and how many sweeps burn in its prior (`elicitation.active.effort.SearchEffort`); the
         time per question grows with them. The default is what every recorded algorithm version asks with.
+    shared_prior : bool
+        Burn in the prior's particle cloud from a random stream seeded by the configuration alone
+        (`elicitation.posterior.shared_prior`, computed once per process and configuration) instead of
+        from ``seed``: every session of a configuration then starts from the same prior sample, and
+        ``seed`` decides every later random choice (searches, rejuvenations), so sessions still differ.
+        A new session's start then costs its first question's search only, not the burn-in.
 
     Returns
     -------
@@ -652,6 +673,7 @@ def active_elicitor(
         and bool(getattr(space, "fresh_screens", False) if fresh_screens is None else fresh_screens),
         tradeoff_rates=None if tradeoff_rates is None else _check_pools(tradeoff_rates, geometry.shape),
         search=_check_search(search),
+        shared_prior=_check_flag(shared_prior, "shared_prior"),
     )
     radii = (
         np.full(geometry.priors.shape[0], geometry.sphere.radius)

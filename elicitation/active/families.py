@@ -342,3 +342,6 @@ class Config:
     tradeoff_rates: tuple[FloatArray, ...] | None = None
     #: How much work each question's search and the posterior's rejuvenation take (`effort.SearchEffort`).
     search: SearchEffort = DEFAULT_SEARCH
+    #: The burnt-in prior cloud comes from a stream seeded by the configuration, shared by every session
+    #: (`elicitation.posterior.shared_prior`), rather than from the session's seed.
+    shared_prior: bool = False

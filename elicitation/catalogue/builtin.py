@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
-from ..active import DEFAULT_BETA_GRID, active_fair, active_linear, active_quadratic
+from ..active import DEFAULT_BETA_GRID, LEAN_SEARCH, active_fair, active_linear, active_quadratic
 from ..errors import InvalidConfigError, NumericalError
 from ..fair import fair_qpme, tradeoff_search
 from ..fair.designs import DISPLAYED_INNER_RATIO as FAIR_DISPLAYED_INNER_RATIO
@@ -423,8 +423,27 @@ def _active_linear(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicit
     return active_linear(setting.query_space("active_linear"), **_active_options(p, seed))
 
 
+#: Posterior particles of the lean elicitors (half the noisy default; docs/scaling.md, "Cheaper searches").
+_LEAN_PARTICLES: Final = 300
+
+
 def _active_quadratic(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
-    """A metric increasing in every rate across the query sphere: no question decided by dominance."""
+    """A metric increasing in every rate across the query sphere (no question decided by dominance), asked
+    with the lean search from the configuration's shared burnt-in prior: a participant's joining costs the
+    first question's search only."""
+    return active_quadratic(
+        setting.query_space("active_quadratic"),
+        **_active_options(p, seed),
+        estimate="consensus",
+        sensible=True,
+        search=LEAN_SEARCH,
+        n_particles=_LEAN_PARTICLES,
+        shared_prior=True,
+    )
+
+
+def _active_quadratic_own_burn_in(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+    """active_quadratic-4: sensible metrics, the default search, each session burning in its own prior."""
     return active_quadratic(
         setting.query_space("active_quadratic"),
         **_active_options(p, seed),
@@ -524,7 +543,7 @@ register(
 register(
     Algorithm(
         name="active_quadratic",
-        version="active_quadratic-4",
+        version="active_quadratic-5",
         description="Active quadratic (recommended): few questions, tolerates slips",
         elicits="quadratic metric <a, r> + r^T B r / 2, Bayesian queries on a study's space",
         family=get_family("quadratic"),
@@ -534,6 +553,7 @@ register(
         earlier={
             "active_quadratic-2": _active_quadratic_mean,
             "active_quadratic-3": _active_quadratic_any_slope,
+            "active_quadratic-4": _active_quadratic_own_burn_in,
         },
         seeded=True,
         needs_space=True,

@@ -40,6 +40,19 @@ def test_the_search_effort_benchmark_compares_every_variant_on_the_same_people(t
     assert names == [variant.name for variant in search_effort.VARIANTS] and names[0] == "default"
     default = report["variants"][0]
     assert default["difference_from_default"] == 0.0 and default["search"]["random_pairs"] == 768
+    # Both recorded versions of the demo's algorithm are measured (each checked against the app's).
+    versions = {row["version"]: row for row in report["variants"] if row["version"]}
+    assert set(versions) == {"active_quadratic-4", "active_quadratic-5"}
+    assert versions["active_quadratic-5"]["shared_prior"] and not default["shared_prior"]
     for row in report["variants"]:
         assert 0.5 < row["agreement_lowest"] <= row["agreement_mean"] <= 1.0
         assert row["questions_mean"] > 0 and row["step_cpu_ms"]["median"] > 0.0
+
+
+def test_the_search_effort_benchmark_runs_only_the_variants_asked_for_beside_the_default(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "search_effort.json"
+    assert search_effort.main(["--quick", "--variant", "lean", "--out", str(out)]) == 0
+    assert [row["name"] for row in json.loads(out.read_text())["variants"]] == ["default", "lean"]
+    assert search_effort.main(["--quick", "--variant", "leaner", "--out", str(out)]) == 1

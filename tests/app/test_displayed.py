@@ -13,8 +13,10 @@ from strategies import query_log_digest
 
 from app.algorithms import REGISTRY, group_tau
 from app.charts.comparison import displayed_counts, rounded_counts
+from app.cli.web import DEMO_STUDY
 from app.sessions.displayed import DISPLAY_MARK, build_session_elicitor, session_version
-from elicitation import ReplayMismatchError, Sphere, run
+from app.study_config import build_space, parse_study_config
+from elicitation import QuadraticMetric, ReplayMismatchError, Sphere, run
 from elicitation.display import DisplayGrid
 from elicitation.families import Draw
 from elicitation.oracles import (
@@ -197,17 +199,41 @@ def test_displayed_sessions_of_an_earlier_version_replay_that_version() -> None:
         elicitor = build_session_elicitor(spec, space, params, seed=2, version=version)
         return run(elicitor, LogisticOracle(metric, 200.0, rng=np.random.default_rng(1)))
 
-    assert session_version(spec) == "active_quadratic-4" + DISPLAY_MARK
+    assert session_version(spec) == "active_quadratic-5" + DISPLAY_MARK
     third = session("active_quadratic-3" + DISPLAY_MARK)
     assert query_log_digest(third.log) == ACTIVE_QUADRATIC_3_STREAM
     # active_quadratic-2 asked the same questions but reported the posterior mean, not its consensus.
     second = session("active_quadratic-2" + DISPLAY_MARK)
     assert query_log_digest(second.log) == ACTIVE_QUADRATIC_3_STREAM
     assert second.details["estimate"] == "mean" and third.details["estimate"] == "consensus"
-    # active_quadratic-4 elicits a metric increasing across the sphere: other questions, another prior.
+    # Since active_quadratic-4 the elicitor elicits a metric increasing across the sphere: other
+    # questions, another prior.
     current = session(None)
     assert query_log_digest(current.log) != ACTIVE_QUADRATIC_3_STREAM
     assert current.details["family"]["increasing_on"]["radius"] == space.sphere.radius
     assert "increasing_on" not in third.details["family"]
     with pytest.raises(ReplayMismatchError, match="active_quadratic-1"):
         build_session_elicitor(spec, space, params, seed=2, version="active_quadratic-1" + DISPLAY_MARK)
+
+
+#: Query streams (answers, `query_log_digest`) of displayed demo sessions (seeds 3 and 4, the person below):
+#: active_quadratic-4's recorded on the code before active_quadratic-5, which its sessions must keep
+#: replaying; active_quadratic-5's (the lean search from the shared prior) recorded when it was added.
+DEMO_STREAMS = {
+    ("active_quadratic-4", 3): (24, "a3b8c285e132077b"),
+    ("active_quadratic-4", 4): (24, "cdd3a034dc6f4d2c"),
+    ("active_quadratic-5", 3): (24, "1b13e01a29cd0f57"),
+    ("active_quadratic-5", 4): (24, "9d9e259ca61ec849"),
+}
+
+
+@pytest.mark.parametrize(("version", "seed"), sorted(DEMO_STREAMS))
+def test_demo_sessions_of_each_recorded_version_ask_their_recorded_questions(version: str, seed: int) -> None:
+    config = parse_study_config(DEMO_STUDY)
+    space = build_space(config)
+    spec = REGISTRY[config.algorithm]
+    params = spec.parse_params(config.algorithm_params)
+    metric = QuadraticMetric(np.array([0.35, 0.8]), np.array([[-0.35, 0.05], [0.05, -0.3]]))
+    elicitor = build_session_elicitor(spec, space, params, seed=seed, version=version + DISPLAY_MARK)
+    result = run(elicitor, LogisticOracle(metric, 200.0, rng=np.random.default_rng(1)))
+    assert (result.num_queries, query_log_digest(result.log)) == DEMO_STREAMS[(version, seed)]

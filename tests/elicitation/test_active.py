@@ -24,8 +24,11 @@ from elicitation import (
     replay,
     run,
 )
+from elicitation import posterior as posterior_module
 from elicitation.active import (
+    DEFAULT_BETA_GRID,
     DEFAULT_SEARCH,
+    LEAN_SEARCH,
     SearchEffort,
     active_elicitor,
     active_fair,
@@ -45,7 +48,7 @@ from elicitation.oracles import (
     random_linear_metric,
     random_quadratic_metric,
 )
-from elicitation.posterior import ParticlePosterior, vec_from_sym
+from elicitation.posterior import SHARED_PRIOR_CACHE_SIZE, ParticlePosterior, shared_prior, vec_from_sym
 from elicitation.rates import SyntheticSpace
 
 #: Particles used where a test does not measure accuracy (keeps the suite fast).
@@ -598,9 +601,17 @@ DEMO_SPHERE = Sphere(np.array([0.77, 0.78]), 0.155)
 DEMO_PRIORS = np.array([0.65, 0.35])
 
 
-def test_sensible_prior_is_the_gaussian_prior_truncated_to_metrics_increasing_on_the_sphere() -> None:
+@pytest.mark.parametrize("burnt_in", ["by the session", "shared"])
+def test_sensible_prior_is_the_gaussian_prior_truncated_to_metrics_increasing_on_the_sphere(
+    burnt_in: str,
+) -> None:
     sensible = FamilySpec("quadratic", 2, increasing_on=DEMO_SPHERE).family()
-    prior = ParticlePosterior(sensible, (200.0,), 2000, np.random.default_rng(0))
+    if burnt_in == "shared":
+        prior = ParticlePosterior.restored(
+            sensible, (200.0,), np.random.default_rng(0), shared_prior(sensible, (200.0,), 2000)
+        )
+    else:
+        prior = ParticlePosterior(sensible, (200.0,), 2000, np.random.default_rng(0))
     assert np.all(sensible.in_cone(prior.particles))
     # Reference: draws of the unconstrained quadratic prior kept only when increasing on the sphere.
     plain = ParticlePosterior(FamilySpec("quadratic", 2).family(), (200.0,), 40_000, np.random.default_rng(1))
@@ -700,3 +711,73 @@ def test_a_lean_search_asks_other_questions_and_still_elicits_the_metric() -> No
     assert query_log_digest(runs["lean"].log) != query_log_digest(runs["default"].log)
     for result in runs.values():
         assert agreement(metric, result.metric, sphere, np.random.default_rng(0), n_pairs=2000) >= 0.95
+
+
+def test_a_shared_prior_depends_on_the_configuration_alone_and_is_handed_out_as_copies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sensible = FamilySpec("quadratic", 2, increasing_on=DEMO_SPHERE).family()
+    first = shared_prior(sensible, DEFAULT_BETA_GRID, 300)
+    assert first.n_answers == 0 and first.signed.shape == (0, sensible.dim)
+    assert np.all(sensible.in_cone(first.particles)) and np.all(first.log_weights == 0.0)
+    # Another process (an empty cache) draws the same cloud: its stream is seeded by the configuration.
+    monkeypatch.setattr(posterior_module, "_SHARED_PRIORS", type(posterior_module._SHARED_PRIORS)())
+    again = shared_prior(sensible, DEFAULT_BETA_GRID, 300)
+    assert np.array_equal(first.particles, again.particles)
+    assert np.array_equal(first.beta_index, again.beta_index)
+    # A caller changing its copy changes nobody else's.
+    first.particles[:] = 0.0
+    first.beta_index[:] = 0
+    cached = shared_prior(sensible, DEFAULT_BETA_GRID, 300)
+    assert np.array_equal(cached.particles, again.particles)
+    assert np.array_equal(cached.beta_index, again.beta_index)
+    # Any other configuration has its own cloud.
+    wider = FamilySpec("quadratic", 2, increasing_on=Sphere(DEMO_SPHERE.center, 0.15)).family()
+    others = [
+        shared_prior(wider, DEFAULT_BETA_GRID, 300),
+        shared_prior(sensible, (200.0,), 300),
+        shared_prior(sensible, DEFAULT_BETA_GRID, 300, burn_in=6),
+        shared_prior(FamilySpec("quadratic", 2).family(), DEFAULT_BETA_GRID, 300),
+    ]
+    for other in others:
+        assert not np.array_equal(other.particles, again.particles)
+    assert shared_prior(sensible, DEFAULT_BETA_GRID, 301).particles.shape == (301, sensible.dim)
+
+
+def test_the_shared_priors_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(posterior_module, "_SHARED_PRIORS", type(posterior_module._SHARED_PRIORS)())
+    family = FamilySpec("linear", 2).family()
+    for extra in range(SHARED_PRIOR_CACHE_SIZE + 3):
+        shared_prior(family, None, 64 + extra, burn_in=1)
+    assert len(posterior_module._SHARED_PRIORS) == SHARED_PRIOR_CACHE_SIZE
+
+
+def test_sessions_sharing_a_prior_start_from_one_sample_and_then_follow_their_own_seeds() -> None:
+    grid = DisplayGrid.from_priors(DEMO_PRIORS)
+    metric = QuadraticMetric(np.array([0.35, 0.8]), np.array([[-0.35, 0.05], [0.05, -0.3]]))
+
+    def session(seed: int, shared: bool):
+        elicitor = _sensible_demo_elicitor(
+            display=grid, seed=seed, max_queries=8, n_particles=300, search=LEAN_SEARCH, shared_prior=shared
+        )
+        first = next(elicitor)
+        particles = elicitor._state.posterior.particles.copy()
+        queries = [first]
+        try:
+            while True:
+                queries.append(elicitor.send(metric.prefers(queries[-1].first, queries[-1].second)))
+        except StopIteration:
+            pass
+        return particles, query_log_digest([(query, True) for query in queries])
+
+    one, two, again = session(1, True), session(2, True), session(1, True)
+    assert np.array_equal(one[0], two[0])  # the same prior sample...
+    assert one[1] != two[1]  # ...then each session's own searches and moves
+    assert again[1] == one[1]
+    # Burning in their own priors, sessions start from different samples.
+    assert not np.array_equal(session(1, False)[0], session(2, False)[0])
+
+
+def test_the_active_elicitor_takes_shared_prior_as_a_flag_only() -> None:
+    with pytest.raises(InvalidConfigError, match="shared_prior must be True or False"):
+        active_quadratic(Sphere.around_uniform(2, 0.2), seed=0, shared_prior="yes")  # type: ignore[typeddict-item]

@@ -59,6 +59,10 @@ BUILDERS: dict[str, Callable[[int], ActiveElicitor[Any]]] = {
     "quadratic-exact-displayed": lambda seed: _displayed_quadratic(seed, beta=None),
     "quadratic-noisy-fresh-screens": lambda seed: _displayed_quadratic(seed, fresh_screens=True),
     "quadratic-noisy-lean-search": lambda seed: _displayed_quadratic(seed, search=LEAN_SEARCH),
+    # The current demo elicitor's kind: a sensible metric, fresh screens, the burnt-in prior shared.
+    "quadratic-sensible-shared-prior": lambda seed: _displayed_quadratic(
+        seed, search=LEAN_SEARCH, sensible=True, fresh_screens=True, shared_prior=True
+    ),
     "fair-noisy": lambda seed: active_fair(
         Sphere.around_uniform(2, 0.15),
         tau=TAU,
@@ -104,6 +108,8 @@ def _same_result(mine: Any, theirs: Any) -> None:
 )
 @example(name="quadratic-exact-displayed", seed=7, answers=[True, False, False, True], at=5)
 @example(name="quadratic-noisy-fresh-screens", seed=7, answers=[True, False, False, True], at=5)
+@example(name="quadratic-sensible-shared-prior", seed=7, answers=[True, False, False, True], at=0)
+@example(name="quadratic-sensible-shared-prior", seed=8, answers=[False, True, True], at=4)
 def test_a_restored_elicitor_continues_exactly_like_the_live_one(
     name: str, seed: int, answers: list[bool], at: int
 ) -> None:
@@ -197,6 +203,13 @@ def test_a_checkpoint_of_another_search_effort_is_refused() -> None:
     _log, saved, _result = _live(lambda: BUILDERS["quadratic-noisy-lean-search"](11), [True, False])
     with pytest.raises(CheckpointError, match="another configuration"):
         BUILDERS["quadratic-noisy-fresh-screens"](11).restore(saved[2])
+
+
+def test_a_checkpoint_of_a_shared_prior_session_does_not_continue_with_its_own_burn_in() -> None:
+    _log, saved, _result = _live(lambda: BUILDERS["quadratic-sensible-shared-prior"](11), [True, False])
+    own = _displayed_quadratic(11, search=LEAN_SEARCH, sensible=True, fresh_screens=True)
+    with pytest.raises(CheckpointError, match="another configuration"):
+        own.restore(saved[2])
 
 
 def test_the_default_search_keeps_the_fingerprints_of_earlier_checkpoints() -> None:
