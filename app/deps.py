@@ -1,20 +1,20 @@
-"""Annotated dependency aliases shared by the routes: settings, DB session and the session cache."""
+"""Annotated dependency aliases shared by the routes: settings, DB session and the session cache; and the
+middleware that closes a request's DB session."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 import anyio.to_thread
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import QueuePool
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .sessions import SessionCache
 from .settings import Settings
 
-__all__ = ["CacheDep", "DbSessionDep", "SettingsDep", "connection_slots"]
+__all__ = ["CacheDep", "DbSessionDep", "DbSessionScope", "SettingsDep", "connection_slots"]
 
 
 #: Threads of their own for closing DB sessions (closing returns the connection to the pool).
@@ -38,6 +38,45 @@ def connection_slots(app: Any) -> anyio.Semaphore | None:
     return slots
 
 
+#: Where a request keeps the DB session it opened, for `DbSessionScope` to close (an ASGI scope key).
+_DB_SESSION_KEY = "elicit.db_session"
+
+
+class DbSessionScope:
+    """ASGI middleware that closes the DB session a request opened (`get_db`) once its response is sent.
+
+    A plain dependency opens the session and this closes it, instead of a dependency with ``yield``: FastAPI
+    runs such a dependency's exit through an exit stack per request, which cost about as much as the whole
+    of the session's own opening and closing. Anything not committed is rolled back when it closes, after
+    an error too (the error page is rendered inside this middleware). Closing a session that holds a
+    transaction (rollback, connection back to the pool) does I/O, so that runs in a worker thread, on
+    threads of its own (`_CLOSE_LIMITER`); a session whose last use was its commit holds no connection and
+    closes in the event loop (most answers end so). The request's connection slot is given back after.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        opened: list[tuple[Session, anyio.Semaphore | None]] = []
+        scope[_DB_SESSION_KEY] = opened
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            for db, slots in opened:
+                try:
+                    if db.in_transaction():
+                        await anyio.to_thread.run_sync(db.close, limiter=_CLOSE_LIMITER)
+                    else:
+                        db.close()  # committed and not used since: no connection to return
+                finally:
+                    if slots is not None:
+                        slots.release()
+
+
 # The trivial dependencies are ``async`` so that FastAPI does not send each through the thread pool.
 
 
@@ -46,23 +85,26 @@ async def get_settings(request: Request) -> Settings:
     return settings
 
 
-async def get_db(request: Request) -> AsyncIterator[Session]:
-    """One SQLAlchemy session per request; anything not committed is rolled back when it closes.
+async def get_db(request: Request) -> Session:
+    """The request's SQLAlchemy session (one per request), opened once a connection slot is free
+    (`connection_slots`); `DbSessionScope` closes it, rolling back anything not committed.
 
-    Creating a session does no I/O; closing one that holds a transaction (rollback, connection back to the
-    pool) does, so that runs in a worker thread, on threads of its own (`_CLOSE_LIMITER`). A session whose
-    last use was its commit holds no connection and closes in the event loop (most answers end so).
+    Creating a session does no I/O: the slot is taken in the event loop, before the handler's thread runs.
     """
+    opened: list[tuple[Session, anyio.Semaphore | None]] = request.scope[_DB_SESSION_KEY]
+    if opened:
+        return opened[0][0]
     slots = connection_slots(request.app)
-    async with slots if slots is not None else contextlib.nullcontext():
+    if slots is not None:
+        await slots.acquire()
+    try:
         db: Session = request.app.state.sessionmaker()
-        try:
-            yield db
-        finally:
-            if db.in_transaction():
-                await anyio.to_thread.run_sync(db.close, limiter=_CLOSE_LIMITER)
-            else:
-                db.close()  # committed and not used since: no connection to return, nothing to block on
+    except BaseException:
+        if slots is not None:
+            slots.release()
+        raise
+    opened.append((db, slots))
+    return db
 
 
 async def get_cache(request: Request) -> SessionCache:

@@ -26,6 +26,7 @@ from .admin.monitor import STATUS_WORDS, STOPPED_AFTER_MIN
 from .algorithms import algorithm_label
 from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
+from .deps import DbSessionScope
 from .embedding import CONTENT_SECURITY_POLICY
 from .errors import NotFoundError, install_error_handlers
 from .explain import SETTLED_LAM_WIDTH
@@ -107,10 +108,13 @@ class _StudioApp(FastAPI):
     """FastAPI with the security headers outermost: the 500 page (rendered by Starlette's outer
     ``ServerErrorMiddleware``) and 413 answers are built outside ``add_middleware``'s stack. Request
     metrics sit just inside them, so they time and count those answers too; inside those, every
-    request's body gets its deadline (`app.server.BodyDeadlineMiddleware`)."""
+    request's body gets its deadline (`app.server.BodyDeadlineMiddleware`), and innermost of them the
+    DB session a request opened is closed after its response, error pages included
+    (`app.deps.DbSessionScope`)."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        timed = BodyDeadlineMiddleware(super().build_middleware_stack(), self.state.settings.body_timeout_s)
+        scoped = DbSessionScope(super().build_middleware_stack())
+        timed = BodyDeadlineMiddleware(scoped, self.state.settings.body_timeout_s)
         metrics = RequestMetrics(timed, self.state.metrics_registry)
         return SecurityHeadersMiddleware(metrics)
 
