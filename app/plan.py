@@ -187,6 +187,16 @@ class Section:
     total: int
     current: bool
 
+    def to_api(self) -> dict[str, Any]:
+        """The JSON API's shape (``dataclasses.asdict`` without its recursive copying, on every answer)."""
+        return {
+            "key": self.key,
+            "label": self.label,
+            "done": self.done,
+            "total": self.total,
+            "current": self.current,
+        }
+
 
 @dataclass(frozen=True)
 class Step:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -98,7 +98,7 @@ class SessionView:
             "progress": {
                 "answered": self.answered,
                 "estimated_total": self.estimated_total,
-                "sections": [asdict(section) for section in self.sections],
+                "sections": [section.to_api() for section in self.sections],
             },
             "query": query,
             "result": result,

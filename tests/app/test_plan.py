@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -14,7 +14,14 @@ from app.codec import decode_metric, decode_query, encode_metric, encode_query, 
 from app.explain import Reading
 from app.models import Phase
 from app.outcome import agreement, check_summary, evaluation_summary, plain_summary
-from app.plan import EVALUATION_MIN_PAIRS, Screens, SessionPlan, elicitor_choice, wilson_interval
+from app.plan import (
+    EVALUATION_MIN_PAIRS,
+    Screens,
+    Section,
+    SessionPlan,
+    elicitor_choice,
+    wilson_interval,
+)
 from elicitation import FairQuadraticMetric, LinearMetric, QuadraticMetric, Query, Sphere
 from elicitation.rates import SyntheticSpace
 
@@ -377,3 +384,8 @@ def test_pairs_come_from_each_groups_own_sphere_when_the_questions_do() -> None:
         .practice_query(0)
         .first,
     )
+
+
+def test_a_section_shows_every_field_in_the_api() -> None:
+    section = Section("questions", "Questions", 3, 20, True)
+    assert section.to_api() == asdict(section)
