@@ -101,12 +101,18 @@ def _as_matrix_stack(confusion: npt.ArrayLike, name: str) -> np.ndarray:
         array = array[np.newaxis]
     if array.ndim != 3 or array.shape[1] != array.shape[2] or array.shape[1] < 2:
         raise ValueError(f"{name} must have shape (k, k) or (m, k, k) with k >= 2, got {array.shape}")
-    if not np.all(np.isfinite(array)) or np.any(array < -TOTAL_ATOL):
+    if not np.isfinite(array).all() or (array < -TOTAL_ATOL).any():
         raise ValueError(f"{name} must contain finite, non-negative counts")
     totals = array.sum(axis=(1, 2))
-    if not np.allclose(totals, COUNT_TOTAL, rtol=0.0, atol=TOTAL_ATOL * COUNT_TOTAL):
+    if not _within(totals, COUNT_TOTAL, TOTAL_ATOL * COUNT_TOTAL):
         raise ValueError(f"{name} must sum to {COUNT_TOTAL:g} per matrix (counts out of 100), got {totals}")
     return np.clip(array, 0.0, None)
+
+
+def _within(values: np.ndarray, target: npt.ArrayLike, atol: float) -> bool:
+    """``np.allclose(values, target, rtol=0.0, atol=atol)`` for finite arrays, the same decision without its
+    argument handling (the displayed counts of every question check this several times)."""
+    return bool((np.abs(values - target) <= atol).all())
 
 
 def rounded_counts(confusion: npt.ArrayLike, decimals: int = 0) -> np.ndarray:
@@ -153,7 +159,9 @@ def _carried(stack: np.ndarray) -> int | None:
             shown_sizes = apportion(sizes * (steps / matrix.sum()), steps)
             rates = np.divide(np.diagonal(matrix), sizes, out=np.zeros_like(sizes), where=sizes > 0.0)
             values = rates * shown_sizes
-            exact = exact and bool(np.allclose(values, np.round(values), rtol=0.0, atol=ON_GRID_ATOL))
+            exact = _within(values, np.round(values), ON_GRID_ATOL)
+            if not exact:
+                break
         if exact:
             return decimals
     return None
@@ -202,7 +210,7 @@ def _shown_together(
         if decimals < at_least:
             continue
         shown_left, shown_right = _rounded(exact_left, decimals), _rounded(exact_right, decimals)
-        if np.array_equal(np.sign(shown_left - shown_right), wanted):
+        if (np.sign(shown_left - shown_right) == wanted).all():  # one shape: np.array_equal's test
             return decimals, shown_left, shown_right
     decimals = DISPLAY_DECIMALS[-1]
     return decimals, _rounded(exact_left, decimals), _rounded(exact_right, decimals)
