@@ -34,8 +34,9 @@ from .i18n import LANGUAGES, Catalogues, configure_templates, shipped_catalogues
 from .metrics import RequestMetrics, StudyCollector, resume_counter
 from .resources import resource_dir
 from .routes import api, docs, operations, pages
-from .server import BodyDeadlineMiddleware
+from .server import BodyDeadlineMiddleware, RequestCounter, RequestsInFlight
 from .sessions import SessionCache
+from .sessions.speculation import Speculator
 from .settings import Settings
 
 __all__ = ["CONTENT_SECURITY_POLICY", "create_app"]
@@ -105,7 +106,8 @@ class SecurityHeadersMiddleware:
 
 
 class _StudioApp(FastAPI):
-    """FastAPI with the security headers outermost: the 500 page (rendered by Starlette's outer
+    """FastAPI with the security headers outermost but for the count of requests in flight (the background's
+    speculation waits for none, `app.server.RequestsInFlight`): the 500 page (rendered by Starlette's outer
     ``ServerErrorMiddleware``) and 413 answers are built outside ``add_middleware``'s stack. Request
     metrics sit just inside them, so they time and count those answers too; inside those, every
     request's body gets its deadline (`app.server.BodyDeadlineMiddleware`), and innermost of them the
@@ -116,7 +118,7 @@ class _StudioApp(FastAPI):
         scoped = DbSessionScope(super().build_middleware_stack())
         timed = BodyDeadlineMiddleware(scoped, self.state.settings.body_timeout_s)
         metrics = RequestMetrics(timed, self.state.metrics_registry)
-        return SecurityHeadersMiddleware(metrics)
+        return RequestsInFlight(SecurityHeadersMiddleware(metrics), self.state.requests_in_flight)
 
 
 @asynccontextmanager
@@ -139,6 +141,9 @@ async def _lifespan(_app: FastAPI) -> AsyncIterator[None]:
     gc.collect()
     gc.freeze()
     yield
+    speculator: Speculator | None = _app.state.session_cache.speculator
+    if speculator is not None:
+        speculator.stop()
 
 
 def _prepare_requests(app: FastAPI) -> None:
@@ -196,6 +201,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.engine = engine
     app.state.sessionmaker = make_sessionmaker(engine)
     app.state.session_cache = SessionCache(settings.session_cache_size)
+    app.state.requests_in_flight = RequestCounter()
+    if settings.speculative_questions and settings.session_cache_size > 0:
+        app.state.session_cache.speculator = Speculator(
+            app.state.session_cache, app.state.sessionmaker, app.state.requests_in_flight.busy
+        )
     app.state.metrics_registry = CollectorRegistry(auto_describe=True)
     app.state.session_cache.on_resume = resume_counter(app.state.metrics_registry)
     app.state.study_collector = StudyCollector(app.state.sessionmaker)

@@ -14,6 +14,7 @@ should still set its own (nginx ``client_header_timeout``, ``client_body_timeout
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import anyio
 import h11
@@ -22,7 +23,14 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HEADER_TIMEOUT_S", "BodyDeadlineMiddleware", "BodyTooSlowError", "HeaderDeadlineProtocol"]
+__all__ = [
+    "HEADER_TIMEOUT_S",
+    "BodyDeadlineMiddleware",
+    "BodyTooSlowError",
+    "HeaderDeadlineProtocol",
+    "RequestCounter",
+    "RequestsInFlight",
+]
 
 #: Seconds a client has to send a request's headers (nginx's ``client_header_timeout`` default is 60 s;
 #: a request's headers are a few hundred bytes, one packet on any network a participant uses).
@@ -120,3 +128,42 @@ class BodyDeadlineMiddleware:
             await send(message)
 
         await self.app(scope, receive_in_time, send_closing_when_late)
+
+
+class RequestCounter:
+    """How many HTTP requests this process is serving (`RequestsInFlight` counts them), so that background
+    work (`app.sessions.speculation`) starts only when there are none."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def busy(self) -> bool:
+        """Whether a request is being served now."""
+        return self._count > 0
+
+    def enter(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._count -= 1
+
+
+class RequestsInFlight:
+    """ASGI middleware that keeps ``counter`` at the number of HTTP requests in flight."""
+
+    def __init__(self, app: ASGIApp, counter: RequestCounter) -> None:
+        self.app = app
+        self.counter = counter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.counter.enter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.counter.leave()

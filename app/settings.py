@@ -26,6 +26,12 @@ class Settings(BaseSettings):
     public_base_url: str = ""
     #: Live elicitor generators kept in memory (sessions); resuming without a cache hit replays the log.
     session_cache_size: int = Field(default=512, ge=0)
+    #: Compute an active elicitor's two possible next states in the background while its participant thinks
+    #: (`SPECULATIVE_QUESTIONS`; `app.sessions.speculation`), and save its checkpoints there too: an answer
+    #: then only takes the state its answer chose. The questions and results are the same either way; off,
+    #: every answer computes its next question (and saves its checkpoint) itself, and no CPU goes to the
+    #: branch not taken.
+    speculative_questions: bool = True
     #: Threads that run a worker's requests at once (`REQUEST_THREADS`). A request is mostly Python and small
     #: numpy calls under one interpreter lock, so more threads only contend for it: with 30 participants
     #: answering at once, 40 threads (anyio's default) cost 42 ms of CPU per demo answer, 2 threads 23-26

@@ -22,7 +22,7 @@ import json
 import logging
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -36,7 +36,15 @@ from ..models import ElicitationSession, utcnow
 from .replay import replay_verified
 from .runtime import ElicitorState, StudyRuntime
 
-__all__ = ["DIGEST_LABEL", "log_digest", "restore_state", "save_state"]
+__all__ = [
+    "DIGEST_LABEL",
+    "RecordedSession",
+    "encoded",
+    "log_digest",
+    "restore_state",
+    "save_blob",
+    "save_state",
+]
 
 logger = logging.getLogger("app.sessions.checkpoints")
 
@@ -45,7 +53,20 @@ DIGEST_LABEL = "elicitor-checkpoint/1"
 _ROW = struct.Struct("<q?")
 
 
-def log_digest(runtime: StudyRuntime, session: ElicitationSession, rows: Sequence[Any]) -> str | None:
+class RecordedSession(Protocol):
+    """What a checkpoint is bound to: a session row, or its copy outside the request's transaction."""
+
+    @property
+    def id(self) -> Any: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def algorithm(self) -> str: ...
+    @property
+    def algorithm_version(self) -> str | None: ...
+
+
+def log_digest(runtime: StudyRuntime, session: RecordedSession, rows: Sequence[Any]) -> str | None:
     """SHA-256 (hex) binding a checkpoint to the session's elicitor and to ``rows``, its elicitation prefix.
 
     None when a stored query has no regular rate arrays (such a log is left to the replay to report).
@@ -119,14 +140,28 @@ def save_state(
     uncommitted. A failure to save (a concurrent save, a busy database) is logged and costs nothing but a
     later replay.
     """
+    blob = encoded(state)
+    return blob is not None and save_blob(db, runtime, session, elicitation, blob)
+
+
+def encoded(state: ElicitorState) -> bytes | None:
+    """The checkpoint of ``state``: only an active elicitor waiting for an answer has one (else None)."""
     if not isinstance(state, Pending) or not isinstance(state.elicitor, ActiveElicitor):
-        return False
+        return None
+    try:
+        blob: bytes = state.elicitor.checkpoint()
+    except CheckpointError:
+        return None
+    return blob
+
+
+def save_blob(
+    db: Session, runtime: StudyRuntime, session: RecordedSession, elicitation: Sequence[Any], blob: bytes
+) -> bool:
+    """Save ``blob``, an active elicitor's checkpoint after ``elicitation``, as the session's checkpoint and
+    commit (`save_state`, or the background's `app.sessions.speculation`); True if it was saved."""
     digest = log_digest(runtime, session, elicitation)
     if digest is None:
-        return False
-    try:
-        blob = state.elicitor.checkpoint()
-    except CheckpointError:
         return False
     values = {
         "session_id": session.id,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel
@@ -35,9 +35,11 @@ __all__ = [
     "CONFUSION_MEMO_SIZE",
     "RESUME_SOURCES",
     "WARM_STUDIES",
+    "Branch",
     "ElicitorState",
     "Failed",
     "SessionCache",
+    "Speculation",
     "StudyRuntime",
     "study_runtime",
 ]
@@ -65,6 +67,34 @@ class Failed:
 
 
 ElicitorState = Pending[Any] | Done[Any] | Failed
+
+
+@dataclass(frozen=True)
+class Branch:
+    """An elicitor state after one more answer, computed ahead (`app.sessions.speculation`), and its
+    checkpoint when it is an active elicitor waiting for the next (taken with it, so that nobody touches the
+    state once a request owns it)."""
+
+    state: ElicitorState
+    checkpoint: bytes | None
+    #: For a state that finished the elicitation: the stored query (JSON) its answer must have answered (the
+    #: result was checked against it, as the replay checks a log).
+    answered_query: dict[str, Any] | None = None
+
+
+class Speculation(Protocol):
+    """What a request hands a state it computed to (`app.sessions.speculation.Speculator`)."""
+
+    def schedule(
+        self,
+        session: Any,
+        runtime: StudyRuntime,
+        rows: Sequence[Any],
+        state: ElicitorState,
+        *,
+        checkpoint: bytes | None = None,
+        save: bool = True,
+    ) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -161,7 +191,11 @@ def study_runtime(study: Study) -> StudyRuntime:
 
 
 class SessionCache:
-    """In-process caches: study runtimes, and the live elicitor state of recently active sessions."""
+    """In-process caches: study runtimes, the live elicitor state of recently active sessions, and the
+    speculative next states of those waiting for an answer (`app.sessions.speculation`).
+
+    Every per-session map is a least-recently-used one of at most ``max_sessions`` sessions.
+    """
 
     def __init__(self, max_sessions: int = 512) -> None:
         self.max_sessions = max_sessions
@@ -172,7 +206,14 @@ class SessionCache:
         self._progress: OrderedDict[uuid.UUID, tuple[int, int, int, bool]] = OrderedDict()
         # Per session: (runtime, log rows) -> the step the plan shows next (`step_at`).
         self._steps: OrderedDict[uuid.UUID, tuple[StudyRuntime, int, Step | None]] = OrderedDict()
+        # Per session: (elicitor answers, seq of the last one, configuration version) -> answer -> branch.
+        self._branches: OrderedDict[uuid.UUID, tuple[int, int, int, dict[bool, Branch]]] = OrderedDict()
         self._lock = threading.Lock()
+        #: Computes the branches in the background (None: every answer computes its own next state).
+        self.speculator: Speculation | None = None
+        #: Answers whose next state was a branch computed ahead, and answers that found none to take.
+        self.branches_taken = 0
+        self.branches_missed = 0
         self.hits = 0
         self.misses = 0
         #: How request states were obtained: from this cache, from a checkpoint, or by a full replay.
@@ -227,6 +268,56 @@ class SessionCache:
             return None
         self.hits += 1
         return entry[2]
+
+    def live_at(self, session_id: uuid.UUID, n_answers: int, last_seq: int) -> bool:
+        """Whether the session's live state stands at exactly this point of its log (no request has it)."""
+        with self._lock:
+            entry = self._live.get(session_id)
+        return entry is not None and entry[0] == n_answers and entry[1] == last_seq
+
+    def put_branch(
+        self,
+        session_id: uuid.UUID,
+        n_answers: int,
+        last_seq: int,
+        config_version: int,
+        answer: bool,
+        branch: Branch,
+    ) -> bool:
+        """Keep ``branch``, the state after ``answer`` to the question the live state waits on at this point
+        of the log, if the live state still stands there; True if kept."""
+        if self.max_sessions <= 0:
+            return False
+        with self._lock:
+            live = self._live.get(session_id)
+            if live is None or live[0] != n_answers or live[1] != last_seq:
+                return False
+            entry = self._branches.get(session_id)
+            if entry is None or entry[:3] != (n_answers, last_seq, config_version):
+                entry = (n_answers, last_seq, config_version, {})
+            entry[3][answer] = branch
+            self._branches[session_id] = entry
+            self._branches.move_to_end(session_id)
+            while len(self._branches) > self.max_sessions:
+                self._branches.popitem(last=False)
+        return True
+
+    def take_branch(
+        self, session_id: uuid.UUID, n_answers: int, last_seq: int, config_version: int, answer: bool
+    ) -> Branch | None:
+        """Remove the session's branches and return the one for ``answer`` if they were computed from the
+        state at exactly this point of the log, under this configuration version."""
+        with self._lock:
+            entry = self._branches.pop(session_id, None)
+        branch = None
+        if entry is not None and entry[:3] == (n_answers, last_seq, config_version):
+            branch = entry[3].get(answer)
+        with self._lock:
+            if branch is None:
+                self.branches_missed += 1
+            else:
+                self.branches_taken += 1
+        return branch
 
     def count_resume(self, source: str) -> None:
         """Note how a request's elicitor state was obtained (one of `RESUME_SOURCES`)."""
@@ -323,4 +414,5 @@ class SessionCache:
             self._logs.clear()
             self._progress.clear()
             self._steps.clear()
+            self._branches.clear()
             self._studies.clear()

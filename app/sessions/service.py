@@ -94,20 +94,23 @@ def _resolve_state(
     runtime: StudyRuntime,
     session: ElicitationSession,
     elicitation: list[Any],
-) -> ElicitorState:
+) -> tuple[ElicitorState, bool]:
     """The live elicitor if the cache holds it at exactly this point of the log, else the session's
-    checkpoint continued to this point, else a replay of the whole log.
+    checkpoint continued to this point, else a replay of the whole log; and whether the cache held it.
 
-    A state computed here is saved as the session's checkpoint unless the checkpoint already stands here.
+    A state computed here is saved as the session's checkpoint (before the response) unless the checkpoint
+    already stands here.
     """
     n, last = _cache_key(elicitation)
     state = cache.take(session.id, n, last)
     if state is not None:
         cache.count_resume("cache")
-    else:
-        state = _rebuild_state(db, cache, runtime, session, elicitation)
+        cache.put(session.id, n, last, state)
+        return state, True
+    state, save = _rebuild_state(db, cache, runtime, session, elicitation)
     cache.put(session.id, n, last, state)
-    return state
+    _hand_on(db, cache, runtime, session, elicitation, state, save=save, now=True)
+    return state, False
 
 
 def _rebuild_state(
@@ -116,9 +119,9 @@ def _rebuild_state(
     runtime: StudyRuntime,
     session: ElicitationSession,
     elicitation: list[Any],
-) -> ElicitorState:
-    """The elicitor state after ``elicitation`` from the session's checkpoint, else by a full replay; saved
-    as the new checkpoint unless the one used already stands at this point."""
+) -> tuple[ElicitorState, bool]:
+    """The elicitor state after ``elicitation`` from the session's checkpoint, else by a full replay, and
+    whether it is to be saved as the new checkpoint (not when the one used already stands at this point)."""
     restored = checkpoints.restore_state(db, runtime, session, elicitation)
     if restored is not None:
         state, at = restored
@@ -126,9 +129,39 @@ def _rebuild_state(
     else:
         state, at = _replay_state(runtime, session, elicitation), -1
         cache.count_resume("replay")
-    if at != len(elicitation):
-        checkpoints.save_state(db, runtime, session, elicitation, state)
-    return state
+    return state, at != len(elicitation)
+
+
+def _hand_on(
+    db: Session,
+    cache: SessionCache,
+    runtime: StudyRuntime,
+    session: ElicitationSession,
+    elicitation: list[Any],
+    state: ElicitorState,
+    *,
+    save: bool,
+    now: bool = False,
+    checkpoint: bytes | None = None,
+) -> None:
+    """What follows a state this request computed: its checkpoint's save (if ``save``) and, with a
+    speculator, its two possible next states, both in the background; without one, the save now.
+
+    ``now`` saves the checkpoint before the response even with a speculator: the request did not find the
+    session's state in this process, so the session may be moving between workers, and the next worker reads
+    the checkpoint at once. ``checkpoint`` is the state's checkpoint when it came with it (a branch's).
+    """
+    speculator = cache.speculator
+    if speculator is None:
+        if save:
+            checkpoints.save_state(db, runtime, session, elicitation, state)
+        return
+    if save and now:
+        checkpoint = checkpoint if checkpoint is not None else checkpoints.encoded(state)
+        if checkpoint is not None:
+            checkpoints.save_blob(db, runtime, session, elicitation, checkpoint)
+        save = False
+    speculator.schedule(session, runtime, elicitation, state, checkpoint=checkpoint, save=save)
 
 
 def _elicitor_progress(runtime: StudyRuntime, state: ElicitorState, n_elicited: int) -> tuple[int, bool]:
@@ -154,6 +187,8 @@ class _Context:
     effective: list[Any]
     elicitation: list[Any]
     state: ElicitorState
+    #: Whether this process held the session's state (else another worker served it last, or none lately).
+    cached: bool = True
     _step: tuple[Step | None] | None = field(default=None, init=False)
 
     @classmethod
@@ -164,8 +199,8 @@ class _Context:
         rows = _load_log(db, cache, session.id)
         effective = effective_rows(rows)
         elicitation = elicitor_rows(effective)
-        state = _resolve_state(db, cache, runtime, session, elicitation)
-        return cls(db, cache, session, runtime, rows, effective, elicitation, state)
+        state, cached = _resolve_state(db, cache, runtime, session, elicitation)
+        return cls(db, cache, session, runtime, rows, effective, elicitation, state, cached)
 
     @property
     def plan(self) -> SessionPlan:
@@ -189,11 +224,35 @@ class _Context:
         self.effective.append(row)
         self.elicitation.append(row)
         n, last = _cache_key(self.elicitation)
-        previous = self.cache.take(self.session.id, n - 1, self.elicitation[-2].seq if n > 1 else -1)
+        before = (n - 1, self.elicitation[-2].seq if n > 1 else -1)
+        answer = bool(row.elicitor_answer)
+        if self.cache.speculator is not None:
+            version = self.runtime.config_version
+            branch = self.cache.take_branch(self.session.id, *before, version, answer)
+            if branch is not None and branch.answered_query not in (None, row.query):
+                branch = None  # a result checked against another query than the one answered
+            if branch is not None:
+                # The state after this answer, computed ahead from the live state it replaces.
+                self.state = branch.state
+                self.cache.put(self.session.id, n, last, self.state)
+                _hand_on(
+                    self.db,
+                    self.cache,
+                    self.runtime,
+                    self.session,
+                    self.elicitation,
+                    self.state,
+                    save=True,
+                    now=not self.cached,
+                    checkpoint=branch.checkpoint,
+                )
+                return
+        previous = self.cache.take(self.session.id, *before)
         state: ElicitorState | None = None
+        save = True
         if isinstance(previous, Pending):
             try:
-                query = previous.elicitor.send(bool(row.elicitor_answer))
+                query = previous.elicitor.send(answer)
                 state = Pending(elicitor=previous.elicitor, query=query, n_answered=n, log=())
             except StopIteration:
                 state = None  # finished: rebuild once to get the driver's checked result with its log
@@ -201,11 +260,11 @@ class _Context:
                 # The answer is committed; the session ends early with the answers it has.
                 state = Failed.of(exc)
         if state is None:
-            state = _rebuild_state(self.db, self.cache, self.runtime, self.session, self.elicitation)
-        else:
-            checkpoints.save_state(self.db, self.runtime, self.session, self.elicitation, state)
+            state, save = _rebuild_state(self.db, self.cache, self.runtime, self.session, self.elicitation)
         self.state = state
         self.cache.put(self.session.id, n, last, self.state)
+        now = not self.cached
+        _hand_on(self.db, self.cache, self.runtime, self.session, self.elicitation, state, save=save, now=now)
 
     def step(self) -> Step | None:
         """The plan's next step after this log (the one the request before computed, if it was noted)."""

@@ -50,8 +50,17 @@ def new_session(client: httpx.Client, study: Any, *, consent: bool = True) -> st
     return token
 
 
+def settle(app: Any) -> None:
+    """Let ``app``'s background finish what its requests left (checkpoints' saves, speculative next
+    states), as it does while a participant thinks."""
+    speculator = app.state.session_cache.speculator
+    if speculator is not None:
+        assert speculator.wait_until_idle(), "the background did not finish within its timeout"
+
+
 class Participant:
-    """An automated participant with a known metric answering over the JSON API."""
+    """An automated participant with a known metric answering over the JSON API; it thinks after each
+    answer (`settle`) when its client is an in-process app's."""
 
     def __init__(self, metric: Any) -> None:
         self.metric = metric
@@ -74,6 +83,9 @@ class Participant:
         )
         assert response.status_code == 200, response.text
         result: dict[str, Any] = response.json()
+        app = getattr(client, "app", None)
+        if app is not None and hasattr(app, "state"):
+            settle(app)
         return result
 
     def finish(self, client: httpx.Client, token: str) -> dict[str, Any]:

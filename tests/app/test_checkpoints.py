@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from app_support import METRIC, Participant, make_study, new_session
+from app_support import METRIC, Participant, make_study, new_session, settle
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
@@ -161,6 +161,7 @@ def test_a_checkpoint_ahead_of_the_log_after_an_undo_is_not_used(
     before = _checkpoint(app, session.id)
     undone = client.post(f"/api/v1/sessions/{token}/undo", json={"seq": current["query"]["seq"]})
     assert undone.status_code == 200, undone.text
+    settle(app)
     after = _checkpoint(app, session.id)
     assert before is not None and after is not None
     rows = _elicitor_rows(app, session.id)
