@@ -1,16 +1,17 @@
-"""Where the CPU time of one answer goes: the JSON answer request of a study, part by part, in process.
+"""Where the CPU time of one answer goes: the JSON answer request of a study, part by part, in process, served
+with and without speculative next questions (`app.sessions.speculation`).
 
 Run: ``.venv/bin/python benchmarks/answer_cpu.py`` (``--sessions N``, ``--quick`` for a smoke run, which the
-test suite runs). The app (`app.main.create_app`, a fresh SQLite file with ``synchronous=FULL``) serves the
-demo study (the default elicitor, active quadratic k = 2, with its practice pairs, checks and final
-comparisons) and a QPME k = 2 study (``--studies`` adds an active quadratic k = 5 and an active fair k = 3,
-two groups study: elicitor questions only, on synthetic spaces); simulated participants (the panel
-benchmark's diagonal quadratic metrics at k = 2, the expert benchmark's sensible quadratic and random fair
-people beyond; none the elicitor's prior) answer whole sessions through
+test suite runs, ``--speculation off|on|both``). The app (`app.main.create_app`, a fresh SQLite file with
+``synchronous=FULL``) serves the demo study (the default elicitor, active quadratic k = 2, with its practice
+pairs, checks and final comparisons) and a QPME k = 2 study (``--studies`` adds an active quadratic k = 5 and
+an active fair k = 3, two groups study: elicitor questions only, on synthetic spaces); simulated participants
+(the panel benchmark's diagonal quadratic metrics at k = 2, the expert benchmark's sensible quadratic and
+random fair people beyond; none the elicitor's prior) answer whole sessions through
 ``POST /api/v1/sessions/{token}/answers`` over httpx's in-process ASGI transport, with the request's thread
 pool run inline so that every part of a request runs on the measuring thread. Each request's CPU time
-(`time.process_time`, one BLAS thread as in a web worker) is split into parts by timing the functions
-that do them, each part without the parts it calls:
+(`time.thread_time` of that thread, one BLAS thread as in a web worker; the background's is counted apart) is
+split into parts by timing the functions that do them, each part without the parts it calls:
 
 * load: the session by its token, its log rows, the live elicitor from the cache (`_Context.of_token`);
 * answer row: the log row built and inserted, and its commit;
@@ -22,11 +23,19 @@ that do them, each part without the parts it calls:
 * finishing: the result of a session's last answer (`_Context.finalize_if_complete`);
 * framework: the rest, FastAPI's routing, validation and middleware and the in-process transport.
 
+With ``--speculation both`` (the default) every session is answered twice by the same simulated person with
+the same session seed, once by an app without speculation and once by one with it (two apps on one database),
+answer by answer in turn, so that the two runs ask the same questions and the machine's load falls on both
+alike. After each answer of the speculating app its background finishes its work (the participant's think
+time; it is held back while the measured request is in flight): its CPU time per answer (the checkpoint's save
+and both branches) is reported beside the request's own, and so are the request's wall time in process, the
+branches taken and the checkpoint's size (a state's memory).
+
 The same client also posts to the bare FastAPI endpoint of ``benchmarks/http_roundtrip.py`` (no database)
-between answers: its CPU time is the floor of a request in this setup. Reported: per study, the median and
-mean CPU ms of each part over the answers that feed the elicitor (the demo's costly ones) and over all
-answers, and a participant's joining (creating the session and reading its first question, which starts the
-elicitor). Results go to ``benchmarks/results/answer_cpu.json``. A wrapped function that no longer exists
+between answers: its CPU time is the floor of a request in this setup. Reported: per study and mode, the
+median and mean CPU ms of each part over the answers that feed the elicitor (the demo's costly ones) and over
+all answers, and a participant's joining (creating the session and reading its first question, which starts
+the elicitor). Results go to ``benchmarks/results/answer_cpu.json``. A wrapped function that no longer exists
 fails the run (the parts would silently go missing otherwise).
 """
 
@@ -34,11 +43,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
+import secrets
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -55,6 +68,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import sqlalchemy.orm  # noqa: E402
+from sqlalchemy import func, select  # noqa: E402
 
 import app.repository as repository  # noqa: E402
 import app.routes.api as api_routes  # noqa: E402
@@ -63,6 +77,7 @@ import elicitation.types as elicitation_types  # noqa: E402
 from app.cli.web import DEMO_STUDY, upgrade_database  # noqa: E402
 from app.db import make_engine, make_sessionmaker  # noqa: E402
 from app.main import create_app  # noqa: E402
+from app.models import ElicitationSession, ElicitorCheckpoint  # noqa: E402
 from app.sessions import checkpoints, create_study, service  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.study_config import build_space, parse_study_config  # noqa: E402
@@ -136,21 +151,25 @@ class Study:
 
 
 class PartClock:
-    """CPU time per part of the current request, each part without the timed parts it calls."""
+    """CPU time per part of the current request, each part without the timed parts it calls (on the
+    measuring thread only: the speculation's background thread calls the same functions)."""
 
     def __init__(self) -> None:
         self.parts: dict[str, float] = defaultdict(float)
         self._stack: list[list[float]] = []
         self._wrapped: list[tuple[Any, str, Any]] = []
+        self.thread = threading.get_ident()
+        #: Set while a measured request is in flight: the speculation's background waits for it to end.
+        self.measuring = False
 
     @contextmanager
     def part(self, name: str) -> Iterator[None]:
         self._stack.append([0.0])
-        started = time.process_time()
+        started = time.thread_time()
         try:
             yield
         finally:
-            spent = time.process_time() - started
+            spent = time.thread_time() - started
             nested = self._stack.pop()[0]
             self.parts[name] += spent - nested
             if self._stack:
@@ -168,7 +187,7 @@ class PartClock:
 
         @functools.wraps(original)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            if top_level_only and self.nested:
+            if (top_level_only and self.nested) or threading.get_ident() != self.thread:
                 return original(*args, **kwargs)
             with self.part(name):
                 return original(*args, **kwargs)
@@ -214,46 +233,166 @@ def summary(rows: list[dict[str, float]]) -> dict[str, dict[str, float]]:
     return out
 
 
+#: The modes a run can measure, by the value of ``--speculation``.
+MODES = {"off": ("off",), "on": ("on",), "both": ("off", "on")}
+
+
+@dataclass
+class Served:
+    """One mode's app and what its answers cost."""
+
+    mode: str
+    app: Any
+    rows: list[dict[str, float]]
+    joins: list[float]
+
+    @property
+    def speculator(self) -> Any:
+        return self.app.state.session_cache.speculator
+
+
 async def answer_sessions(
-    client: httpx.AsyncClient, clock: PartClock, study: Study, sessions: int, seed: int
-) -> tuple[list[dict[str, float]], list[float], list[float]]:
-    """Whole sessions answered over the JSON API: per answer its parts (and whether the elicitor got it), the
-    CPU ms of one bare request after each answer, and of each session's joining."""
-    rows: list[dict[str, float]] = []
+    client: httpx.AsyncClient,
+    clock: PartClock,
+    study: Study,
+    served: list[Served],
+    sessions: int,
+    seed: int,
+) -> list[float]:
+    """Whole sessions answered over the JSON API, each by every mode's app in turn, answer by answer, with
+    the same person and session seed: per answer its parts (whether the elicitor got it, the wall time, the
+    background's CPU after it), and each session's joining; returns the CPU ms of one bare request after
+    each answer."""
     bare: list[float] = []
-    joins: list[float] = []
     rng = np.random.default_rng(seed)
     space = build_space(parse_study_config(study.config))
     for _ in range(sessions):
         metric = study.person(rng, space)
-        started = time.process_time()
-        created = await client.post(f"/api/v1/studies/{study.id}/sessions", json={"consent": True})
-        token = created.json()["token"]
-        state = (await client.get(f"/api/v1/sessions/{token}")).json()
-        joins.append((time.process_time() - started) * 1000.0)
-        while state["query"] is not None:
-            query = state["query"]
-            first, second = np.asarray(query["first"]["rates"]), np.asarray(query["second"]["rates"])
-            body = {"seq": query["seq"], "preferred": "first" if metric.prefers(first, second) else "second"}
-            clock.parts.clear()
-            started = time.process_time()
-            response = await client.post(f"/api/v1/sessions/{token}/answers", json=body)
-            spent = time.process_time() - started
-            response.raise_for_status()
-            state = response.json()
-            row = dict(clock.parts)
-            row["framework"] = spent - sum(row.values())
-            row["request"] = spent
-            row["elicitor"] = float(
-                any(row.get(name, 0.0) for name in ("posterior update", "elicitor, other"))
+        session_seed = int(rng.integers(2**62))
+        tokens: dict[str, str] = {}
+        states: dict[str, dict[str, Any]] = {}
+        for one in served:
+            started = time.thread_time()
+            with _session_seed(session_seed):
+                created = await client.post(
+                    f"http://{one.mode}/api/v1/studies/{study.id}/sessions", json={"consent": True}
+                )
+            tokens[one.mode] = created.json()["token"]
+            states[one.mode] = (
+                await client.get(f"http://{one.mode}/api/v1/sessions/{tokens[one.mode]}")
+            ).json()
+            one.joins.append((time.thread_time() - started) * 1000.0)
+            _think(one)
+        while any(states[one.mode]["query"] is not None for one in served):
+            for one in served:
+                query = states[one.mode]["query"]
+                if query is None:
+                    continue
+                first, second = np.asarray(query["first"]["rates"]), np.asarray(query["second"]["rates"])
+                body = {
+                    "seq": query["seq"],
+                    "preferred": "first" if metric.prefers(first, second) else "second",
+                }
+                clock.parts.clear()
+                clock.measuring = True
+                wall = time.perf_counter()
+                started = time.thread_time()
+                response = await client.post(
+                    f"http://{one.mode}/api/v1/sessions/{tokens[one.mode]}/answers", json=body
+                )
+                spent = time.thread_time() - started
+                wall = time.perf_counter() - wall
+                clock.measuring = False
+                response.raise_for_status()
+                states[one.mode] = response.json()
+                row = dict(clock.parts)
+                row["framework"] = spent - sum(row.values())
+                row["request"] = spent
+                row["wall"] = wall
+                row["background"] = _think(one)
+                row["elicitor"] = float(
+                    any(row.get(name, 0.0) for name in ("posterior update", "elicitor, other"))
+                    or row["background"] > 0.0
+                )
+                one.rows.append(row)
+                started = time.thread_time()
+                (
+                    await client.post("http://bare/answers", json={"seq": 1, "preferred": "first"})
+                ).raise_for_status()
+                bare.append((time.thread_time() - started) * 1000.0)
+        if len(served) > 1:
+            compared = [json.dumps(_without_code(states[one.mode]), sort_keys=True) for one in served]
+            if len(set(compared)) != 1:
+                raise AssertionError("a session ended differently with and without speculation")
+    if len(served) > 1:
+        # The same questions in the same order: an answer the elicitor got without speculation is one it
+        # got with it (where the request may have only taken the state computed ahead).
+        for one in served[1:]:
+            for row, reference in zip(one.rows, served[0].rows, strict=True):
+                row["elicitor"] = reference["elicitor"]
+    return bare
+
+
+def _think(one: Served) -> float:
+    """The participant's think time: the speculating app's background finishes; its CPU seconds."""
+    speculator = one.speculator
+    if speculator is None:
+        return 0.0
+    before = speculator.cpu_seconds
+    if not speculator.wait_until_idle():
+        raise AssertionError("the speculation's background did not finish")
+    return float(speculator.cpu_seconds - before)
+
+
+def _without_code(state: dict[str, Any]) -> dict[str, Any]:
+    """A finished session's state less its random completion code."""
+    result = state.get("result")
+    if isinstance(result, dict):
+        return {**state, "result": {k: v for k, v in result.items() if k != "completion_code"}}
+    return state
+
+
+@contextmanager
+def _session_seed(seed: int) -> Iterator[None]:
+    """New sessions get ``seed`` (`secrets.randbits`, which the session's creation draws it from)."""
+    original = secrets.randbits
+    secrets.randbits = lambda _bits: seed
+    try:
+        yield
+    finally:
+        secrets.randbits = original
+
+
+def _milliseconds(values: list[float]) -> dict[str, float]:
+    array = np.asarray(values, dtype=float) * 1000.0
+    if array.size == 0:
+        return {"median": 0.0, "mean": 0.0}
+    return {"median": round(float(np.median(array)), 3), "mean": round(float(np.mean(array)), 3)}
+
+
+def mode_report(one: Served) -> dict[str, Any]:
+    """What ``one`` mode's answers cost: parts, wall time, background CPU, branches, a state's size."""
+    elicitor_rows = [row for row in one.rows if row["elicitor"]]
+    cache = one.app.state.session_cache
+    report: dict[str, Any] = {
+        "elicitor_answers": summary(elicitor_rows) if elicitor_rows else None,
+        "all_answers": summary(one.rows),
+        "join_ms": {
+            "median": round(float(np.median(one.joins)), 3),
+            "mean": round(float(np.mean(one.joins)), 3),
+        },
+    }
+    for kind, rows in (("elicitor_answers", elicitor_rows), ("all_answers", one.rows)):
+        if report[kind] is not None:
+            report[kind]["wall"] = _milliseconds([row["wall"] for row in rows])
+            report[kind]["background"] = _milliseconds([row["background"] for row in rows])
+            report[kind]["request and background"] = _milliseconds(
+                [row["request"] + row["background"] for row in rows]
             )
-            rows.append(row)
-            started = time.process_time()
-            (
-                await client.post("http://bare/answers", json={"seq": 1, "preferred": "first"})
-            ).raise_for_status()
-            bare.append((time.process_time() - started) * 1000.0)
-    return rows, bare, joins
+    if one.speculator is not None:
+        report["branches"] = {"taken": cache.branches_taken, "missed": cache.branches_missed}
+        cache.branches_taken = cache.branches_missed = 0
+    return report
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -268,41 +407,59 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             if name in args.studies
         }
     engine.dispose()
-    app = create_app(settings)
     clock = PartClock()
-    transport = _Router({"bare": httpx.ASGITransport(app=bare_app())}, httpx.ASGITransport(app=app))
-    report: dict[str, Any] = {"machine": machine(), "sessions": args.sessions, "studies": {}}
+    apps = {
+        mode: create_app(settings.model_copy(update={"speculative_questions": mode == "on"}))
+        for mode in MODES[args.speculation]
+    }
+    hosts: dict[str, httpx.AsyncBaseTransport] = {"bare": httpx.ASGITransport(app=bare_app())}
+    hosts.update({mode: httpx.ASGITransport(app=one) for mode, one in apps.items()})
+    transport = _Router(hosts, hosts[MODES[args.speculation][0]])
+    report: dict[str, Any] = {
+        "machine": machine(),
+        "sessions": args.sessions,
+        "speculation": args.speculation,
+        "studies": {},
+    }
     run_sync = anyio.to_thread.run_sync
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://app") as client,
-    ):
+    async with contextlib.AsyncExitStack() as stack:
+        for one in apps.values():
+            await stack.enter_async_context(one.router.lifespan_context(one))
+        client = await stack.enter_async_context(httpx.AsyncClient(transport=transport))
+        for one in apps.values():
+            speculator = one.state.session_cache.speculator
+            if speculator is not None:
+                idle = speculator.busy
+                speculator.busy = lambda idle=idle: clock.measuring or idle()
         instrument(clock)
         anyio.to_thread.run_sync = _inline  # type: ignore[assignment]
         try:
-            studied = {
-                name: await answer_sessions(client, clock, study, args.sessions, args.seed)
-                for name, study in studies.items()
-            }
+            for name, study in studies.items():
+                served = [Served(mode, one, [], []) for mode, one in apps.items()]
+                bare = await answer_sessions(client, clock, study, served, args.sessions, args.seed)
+                measured: dict[str, Any] = {one.mode: mode_report(one) for one in served}
+                measured["bare_request_ms"] = {
+                    "median": round(float(np.median(bare)), 3),
+                    "mean": round(float(np.mean(bare)), 3),
+                }
+                measured["checkpoint_bytes"] = _checkpoint_bytes(next(iter(apps.values())), study.id)
+                report["studies"][name] = measured
         finally:
             anyio.to_thread.run_sync = run_sync
             clock.unwrap()
-        for name, (rows, bare, joins) in studied.items():
-            elicitor_rows = [row for row in rows if row["elicitor"]]
-            report["studies"][name] = {
-                "elicitor_answers": summary(elicitor_rows) if elicitor_rows else None,
-                "all_answers": summary(rows),
-                "join_ms": {
-                    "median": round(float(np.median(joins)), 3),
-                    "mean": round(float(np.mean(joins)), 3),
-                },
-                "bare_request_ms": {
-                    "median": round(float(np.median(bare)), 3),
-                    "mean": round(float(np.mean(bare)), 3),
-                },
-            }
     report["load_average_after"] = machine()["load_average"]
     return report
+
+
+def _checkpoint_bytes(app: Any, study_id: str) -> int:
+    """The largest checkpoint of the study's sessions: about the memory of one elicitor state."""
+    with app.state.sessionmaker() as db:
+        sizes = db.execute(
+            select(func.max(func.length(ElicitorCheckpoint.state)))
+            .join(ElicitationSession, ElicitationSession.id == ElicitorCheckpoint.session_id)
+            .where(ElicitationSession.study_id == uuid.UUID(study_id))
+        ).scalar()
+    return int(sizes or 0)
 
 
 class _Router(httpx.AsyncBaseTransport):
@@ -326,6 +483,12 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(DEFAULT_STUDIES),
         help=f"comma-separated, of: {', '.join(STUDIES)} (default: {', '.join(DEFAULT_STUDIES)})",
     )
+    parser.add_argument(
+        "--speculation",
+        choices=list(MODES),
+        default="both",
+        help="serve without speculative next questions, with them, or both, answer by answer in turn",
+    )
     parser.add_argument("--quick", action="store_true", help="one session per study (smoke run)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -343,20 +506,31 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{where['date']}, {where['cpu_count']} CPUs, load {where['load_average'][0]} before / "
         f"{report['load_average_after'][0]} after, commit {where['commit']}; "
-        f"{args.sessions} sessions per study"
+        f"{args.sessions} sessions per study, speculation {args.speculation}"
     )
     for name, measured in report["studies"].items():
-        for kind in ("elicitor_answers", "all_answers"):
-            parts = measured[kind]
-            if parts is None:
-                continue
-            print(f"\n{name}, {kind.replace('_', ' ')} ({parts['answers']['count']}): CPU ms median (mean)")
-            for part in (*PARTS, "request"):
-                print(f"  {part:20s} {parts[part]['median']:8.2f} ({parts[part]['mean']:.2f})")
-        join = measured["join_ms"]
-        print(f"  joining (create + first question) {join['median']:.2f} ({join['mean']:.2f})")
+        for mode in MODES[args.speculation]:
+            for kind in ("elicitor_answers", "all_answers"):
+                parts = measured[mode][kind]
+                if parts is None:
+                    continue
+                count = parts["answers"]["count"]
+                print(f"\n{name}, speculation {mode}, {kind.replace('_', ' ')} ({count}): ms median (mean)")
+                for part in (*PARTS, "request"):
+                    print(f"  {part:24s} {parts[part]['median']:8.2f} ({parts[part]['mean']:.2f})")
+                for extra in ("wall", "background", "request and background"):
+                    label = {"wall": "request wall time", "background": "background CPU"}.get(extra, extra)
+                    print(f"  {label:24s} {parts[extra]['median']:8.2f} ({parts[extra]['mean']:.2f})")
+            join = measured[mode]["join_ms"]
+            print(f"  joining (create + first question) {join['median']:.2f} ({join['mean']:.2f})")
+            if "branches" in measured[mode]:
+                print(
+                    f"  branches taken {measured[mode]['branches']['taken']}, missed "
+                    f"{measured[mode]['branches']['missed']}"
+                )
         bare = measured["bare_request_ms"]
-        print(f"  bare endpoint        {bare['median']:8.2f} ({bare['mean']:.2f})")
+        print(f"  bare endpoint            {bare['median']:8.2f} ({bare['mean']:.2f})")
+        print(f"  largest checkpoint       {measured['checkpoint_bytes']} bytes")
     print(f"written to {args.out}")
     return 0
 
