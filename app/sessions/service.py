@@ -43,7 +43,7 @@ from .displayed import session_version
 from .enrolment import check_enrolment, find_study, open_study
 from .log import effective_rows, elicitor_rows
 from .replay import replay_verified
-from .runtime import ElicitorState, Failed, SessionCache, StudyRuntime
+from .runtime import Branch, ElicitorState, Failed, SessionCache, StudyRuntime
 from .tokens import completion_code, hash_token, load_session, new_token
 from .views import SessionView, comparison_model, shown_side, worked_example
 
@@ -220,51 +220,55 @@ class _Context:
         return len(self.rows)
 
     def advance(self, row: repo.LogEntry) -> None:
-        """Feed a just-committed elicitation answer to the live elicitor (or rebuild by replay)."""
+        """Feed a just-committed elicitation answer to the live elicitor (or take the state computed ahead
+        for it, or rebuild by replay)."""
         self.effective.append(row)
         self.elicitation.append(row)
         n, last = _cache_key(self.elicitation)
         before = (n - 1, self.elicitation[-2].seq if n > 1 else -1)
         answer = bool(row.elicitor_answer)
-        if self.cache.speculator is not None:
-            version = self.runtime.config_version
-            branch = self.cache.take_branch(self.session.id, *before, version, answer)
-            if branch is not None and branch.answered_query not in (None, row.query):
-                branch = None  # a result checked against another query than the one answered
-            if branch is not None:
-                # The state after this answer, computed ahead from the live state it replaces.
-                self.state = branch.state
-                self.cache.put(self.session.id, n, last, self.state)
-                _hand_on(
-                    self.db,
-                    self.cache,
-                    self.runtime,
-                    self.session,
-                    self.elicitation,
-                    self.state,
-                    save=True,
-                    now=not self.cached,
-                    checkpoint=branch.checkpoint,
-                )
-                return
-        previous = self.cache.take(self.session.id, *before)
+        branch = self._branch(before, row)
         state: ElicitorState | None = None
         save = True
-        if isinstance(previous, Pending):
-            try:
-                query = previous.elicitor.send(answer)
-                state = Pending(elicitor=previous.elicitor, query=query, n_answered=n, log=())
-            except StopIteration:
-                state = None  # finished: rebuild once to get the driver's checked result with its log
-            except ElicitationError as exc:
-                # The answer is committed; the session ends early with the answers it has.
-                state = Failed.of(exc)
+        if branch is not None:
+            state = branch.state
+        else:
+            previous = self.cache.take(self.session.id, *before)
+            if isinstance(previous, Pending):
+                try:
+                    query = previous.elicitor.send(answer)
+                    state = Pending(elicitor=previous.elicitor, query=query, n_answered=n, log=())
+                except StopIteration:
+                    state = None  # finished: rebuild once to get the driver's checked result with its log
+                except ElicitationError as exc:
+                    # The answer is committed; the session ends early with the answers it has.
+                    state = Failed.of(exc)
         if state is None:
             state, save = _rebuild_state(self.db, self.cache, self.runtime, self.session, self.elicitation)
         self.state = state
         self.cache.put(self.session.id, n, last, self.state)
-        now = not self.cached
-        _hand_on(self.db, self.cache, self.runtime, self.session, self.elicitation, state, save=save, now=now)
+        _hand_on(
+            self.db,
+            self.cache,
+            self.runtime,
+            self.session,
+            self.elicitation,
+            state,
+            save=save,
+            now=not self.cached,
+            checkpoint=None if branch is None else branch.checkpoint,
+        )
+
+    def _branch(self, before: tuple[int, int], row: repo.LogEntry) -> Branch | None:
+        """The state after ``row``'s answer computed ahead from the live state at ``before`` (elicitor
+        answers, seq of the last one), if the background has it (`app.sessions.speculation`)."""
+        if self.cache.speculator is None:
+            return None
+        version = self.runtime.config_version
+        branch = self.cache.take_branch(self.session.id, *before, version, bool(row.elicitor_answer))
+        if branch is not None and branch.answered_query not in (None, row.query):
+            return None  # a result checked against another query than the one answered
+        return branch
 
     def step(self) -> Step | None:
         """The plan's next step after this log (the one the request before computed, if it was noted)."""
