@@ -423,7 +423,7 @@ def _active_linear(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicit
     return active_linear(setting.query_space("active_linear"), **_active_options(p, seed))
 
 
-#: Posterior particles of the lean elicitors (half the noisy default; docs/scaling.md, "Cheaper searches").
+#: Posterior particles of active_quadratic-5 (half the noisy default; docs/scaling.md, "Cheaper searches").
 _LEAN_PARTICLES: Final = 300
 
 
@@ -507,23 +507,30 @@ def _active_fair_own_spheres(setting: Setting, p: Mapping[str, Any], seed: int) 
 _TRADEOFF_EVERY: Final = 2
 
 
-def _active_fair(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
-    space = setting.query_space("active_fair")
-    # A dataset space knows its classifiers: trade-off questions may show sensible ones beyond the region.
-    plug_ins = getattr(space, "plug_in_rates", None)
-    pools = (
-        None
-        if plug_ins is None
-        else [sensible_frontier(plug_ins(g), space.priors[g]) for g in range(space.n_groups)]
-    )
-    return active_fair(
-        space,
-        tau=setting.group_weights(p["group_shares"]),
-        group_spheres=space.group_spheres,
-        tradeoff_every=_TRADEOFF_EVERY,
-        tradeoff_rates=None if pools is None or any(len(pool) == 0 for pool in pools) else pools,
-        **_active_options(p, seed),
-    )
+def _active_fair_asking(**options: Any) -> Callable[[Setting, Mapping[str, Any], int], _Elicitor]:
+    """The trade-off-asking fair builder with ``options`` on top (one per version that asks this way)."""
+
+    def build(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+        space = setting.query_space("active_fair")
+        # A dataset space knows its classifiers: trade-off questions may show sensible ones beyond the
+        # region.
+        plug_ins = getattr(space, "plug_in_rates", None)
+        pools = (
+            None
+            if plug_ins is None
+            else [sensible_frontier(plug_ins(g), space.priors[g]) for g in range(space.n_groups)]
+        )
+        return active_fair(
+            space,
+            tau=setting.group_weights(p["group_shares"]),
+            group_spheres=space.group_spheres,
+            tradeoff_every=_TRADEOFF_EVERY,
+            tradeoff_rates=None if pools is None or any(len(pool) == 0 for pool in pools) else pools,
+            **_active_options(p, seed),
+            **options,
+        )
+
+    return build
 
 
 register(
@@ -563,17 +570,24 @@ register(
 register(
     Algorithm(
         name="active_fair",
-        version="active_fair-3",
+        version="active_fair-4",
         description="Active fairness (recommended with groups): few questions, tolerates slips",
         elicits="fair quadratic metric (a, B^{uv}, lam), Bayesian queries on a study's space",
         family=get_family("fair_quadratic"),
         params=(*_ACTIVE_PARAMS, _GROUP_SHARES),
-        builder=_active_fair,
+        # The lean search from the configuration's shared burnt-in prior, as active_quadratic-5, but on the
+        # default particles: with half of them the lowest people's agreement fell (docs/scaling.md).
+        builder=_active_fair_asking(search=LEAN_SEARCH, shared_prior=True),
         needs_groups=True,
         seeded=True,
         needs_space=True,
         displayed=True,
         group_spheres=True,
-        earlier={"active_fair-1": _active_fair_common_sphere, "active_fair-2": _active_fair_own_spheres},
+        earlier={
+            "active_fair-1": _active_fair_common_sphere,
+            "active_fair-2": _active_fair_own_spheres,
+            # the default search, each session burning in its own prior
+            "active_fair-3": _active_fair_asking(),
+        },
     )
 )

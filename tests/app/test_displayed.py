@@ -16,6 +16,7 @@ from app.charts.comparison import displayed_counts, rounded_counts
 from app.cli.web import DEMO_STUDY
 from app.sessions.displayed import DISPLAY_MARK, build_session_elicitor, session_version
 from app.study_config import build_space, parse_study_config
+from benchmarks.expert_minutes import FAIR_STUDY
 from elicitation import QuadraticMetric, ReplayMismatchError, Sphere, run
 from elicitation.display import DisplayGrid
 from elicitation.families import Draw
@@ -162,7 +163,7 @@ def test_fair_sessions_ask_each_group_in_its_own_sphere_and_earlier_ones_replay_
     spec = REGISTRY["active_fair"]
     space = _RegionsPerGroup(2, radius=0.2, priors=[[0.85, 0.15], [0.7, 0.3]], n_groups=2)
     params = spec.parse_params({"max_queries": 6})
-    assert session_version(spec) == "active_fair-3" + DISPLAY_MARK
+    assert session_version(spec) == "active_fair-4" + DISPLAY_MARK
     assert spec.algorithm.query_region(space) == space.group_spheres
     oracle = LogisticOracle(random_fair_metric(np.random.default_rng(1), 2, 2), 200.0, rng=0)
     current = run(build_session_elicitor(spec, space, params, seed=5), oracle)
@@ -174,8 +175,11 @@ def test_fair_sessions_ask_each_group_in_its_own_sphere_and_earlier_ones_replay_
     before = run(
         build_session_elicitor(spec, space, params, seed=5, version="active_fair-2" + DISPLAY_MARK), oracle
     )
-    assert [q.first.tolist() for q, _ in before.log] != [q.first.tolist() for q, _ in current.log]
-    assert before.details["n_particles"] == current.details["n_particles"]
+    third = run(
+        build_session_elicitor(spec, space, params, seed=5, version="active_fair-3" + DISPLAY_MARK), oracle
+    )
+    assert [q.first.tolist() for q, _ in before.log] != [q.first.tolist() for q, _ in third.log]
+    assert before.details["n_particles"] == third.details["n_particles"] == current.details["n_particles"]
     # Sessions recorded before (displayed or not) keep asking every group in the common sphere.
     for version in ("active_fair-1" + DISPLAY_MARK, "active_fair-1"):
         earlier = run(build_session_elicitor(spec, space, params, seed=5, version=version), oracle)
@@ -216,24 +220,32 @@ def test_displayed_sessions_of_an_earlier_version_replay_that_version() -> None:
         build_session_elicitor(spec, space, params, seed=2, version="active_quadratic-1" + DISPLAY_MARK)
 
 
-#: Query streams (answers, `query_log_digest`) of displayed demo sessions (seeds 3 and 4, the person below):
-#: active_quadratic-4's recorded on the code before active_quadratic-5, which its sessions must keep
-#: replaying; active_quadratic-5's (the lean search from the shared prior) recorded when it was added.
-DEMO_STREAMS = {
+#: Query streams (answers, `query_log_digest`) of displayed sessions of the demo and of the fairness study
+#: on Adult (seeds 3 and 4, the people below): active_quadratic-4's and active_fair-3's recorded on the code
+#: before the lean versions, which their sessions must keep replaying; active_quadratic-5's and
+#: active_fair-4's (the lean search from the shared prior) recorded when they were added.
+RECORDED_STREAMS = {
     ("active_quadratic-4", 3): (24, "a3b8c285e132077b"),
     ("active_quadratic-4", 4): (24, "cdd3a034dc6f4d2c"),
     ("active_quadratic-5", 3): (24, "1b13e01a29cd0f57"),
     ("active_quadratic-5", 4): (24, "9d9e259ca61ec849"),
+    ("active_fair-3", 3): (24, "14c3f1f0e534a09f"),
+    ("active_fair-3", 4): (24, "9ed5dea1b253d110"),
+    ("active_fair-4", 3): (24, "6b8443fdc895dcbb"),
+    ("active_fair-4", 4): (24, "8c3d66aa5c7f7c13"),
 }
 
 
-@pytest.mark.parametrize(("version", "seed"), sorted(DEMO_STREAMS))
-def test_demo_sessions_of_each_recorded_version_ask_their_recorded_questions(version: str, seed: int) -> None:
-    config = parse_study_config(DEMO_STUDY)
+@pytest.mark.parametrize(("version", "seed"), sorted(RECORDED_STREAMS))
+def test_sessions_of_each_recorded_version_ask_their_recorded_questions(version: str, seed: int) -> None:
+    config = parse_study_config(FAIR_STUDY if version.startswith("active_fair") else DEMO_STUDY)
     space = build_space(config)
     spec = REGISTRY[config.algorithm]
     params = spec.parse_params(config.algorithm_params)
-    metric = QuadraticMetric(np.array([0.35, 0.8]), np.array([[-0.35, 0.05], [0.05, -0.3]]))
+    if config.algorithm == "active_fair":
+        metric = random_fair_metric(np.random.default_rng(1), 2, 2, tau=group_tau(space.priors, None))
+    else:
+        metric = QuadraticMetric(np.array([0.35, 0.8]), np.array([[-0.35, 0.05], [0.05, -0.3]]))
     elicitor = build_session_elicitor(spec, space, params, seed=seed, version=version + DISPLAY_MARK)
     result = run(elicitor, LogisticOracle(metric, 200.0, rng=np.random.default_rng(1)))
-    assert (result.num_queries, query_log_digest(result.log)) == DEMO_STREAMS[(version, seed)]
+    assert (result.num_queries, query_log_digest(result.log)) == RECORDED_STREAMS[(version, seed)]
