@@ -18,7 +18,8 @@ machine's load touches all alike.
 Per variant it reports the agreement of the elicited metric with the person's true preference on 4,000
 random pairs of the study's query region (mean, 10th percentile, lowest, how many people fall below the
 expert benchmark's bar of 0.95, and the paired mean difference from the default with a normal 95 %
-interval), the questions asked, and the elicitor's CPU time per question (median, mean, p90;
+interval; every person's agreement is kept, in the same order for every variant, so that any two variants
+can be compared pairwise), the questions asked, and the elicitor's CPU time per question (median, mean, p90;
 `time.process_time`, one BLAS thread as in a web worker), the first question (the start: burn-in and first
 search, what a participant's joining costs; mean and median, since with a shared prior only a process's
 first session of the study burns it in) and the final step (the estimate) apart. Results go to
@@ -214,6 +215,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "final_cpu_ms_mean": round(float(np.mean(own["final_ms"])), 2),
                 "first_question_cpu_ms_mean": round(float(np.mean(own["first_ms"])), 2),
                 "first_question_cpu_ms_median": round(statistics.median(own["first_ms"]), 2),
+                # Person by person (the same order in every variant), for other paired comparisons.
+                "agreements": [round(value, 4) for value in own["agreement"]],
             }
         )
     report["load_average_after"] = machine()["load_average"]

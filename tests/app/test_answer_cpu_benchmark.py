@@ -57,6 +57,9 @@ def test_the_search_effort_benchmark_compares_every_variant_on_the_same_people(t
     assert versions["active_quadratic-5"]["shared_prior"] and not default["shared_prior"]
     for row in report["variants"]:
         assert 0.5 < row["agreement_lowest"] <= row["agreement_mean"] <= 1.0
+        assert (
+            len(row["agreements"]) == report["people"] and min(row["agreements"]) == row["agreement_lowest"]
+        )
         assert row["questions_mean"] > 0 and row["step_cpu_ms"]["median"] > 0.0
 
 
