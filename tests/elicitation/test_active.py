@@ -171,12 +171,16 @@ def test_active_stops_on_tolerance_and_reports_progress() -> None:
     assert remaining[0] > remaining[-1]
 
 
-def test_active_replay_is_deterministic_under_noisy_answers() -> None:
+@pytest.mark.parametrize("shared_prior", [False, True])
+def test_active_replay_is_deterministic_under_noisy_answers(
+    shared_prior: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     k = 3
     space = SyntheticSpace(k, radius=0.2)
     metric = random_quadratic_metric(np.random.default_rng(5), k)
     oracle = LogisticOracle(metric, 100.0, rng=np.random.default_rng(6))
-    live = active_quadratic(space, seed=42, max_queries=30, n_particles=FAST_PARTICLES)
+    options = {"max_queries": 30, "n_particles": FAST_PARTICLES, "shared_prior": shared_prior}
+    live = active_quadratic(space, seed=42, **options)
     next_query, log = (None, [])
     query = next(live)
     for _ in range(10):
@@ -185,13 +189,15 @@ def test_active_replay_is_deterministic_under_noisy_answers() -> None:
         query = live.send(answer)
     next_query = query
     answers = [answer for _, answer in log]
-    fresh = active_quadratic(space, seed=42, max_queries=30, n_particles=FAST_PARTICLES)
+    # Replayed as another process would: a shared prior is burnt in again there.
+    monkeypatch.setattr(posterior_module, "_SHARED_PRIORS", type(posterior_module._SHARED_PRIORS)())
+    fresh = active_quadratic(space, seed=42, **options)
     step = replay(fresh, answers, expected_queries=[q for q, _ in log])
     assert isinstance(step, Pending)
     assert step.n_answered == 10
     assert step.query.matches(next_query, 0.0)
     # A different seed asks different questions, which replay reports as a mismatch.
-    other = active_quadratic(space, seed=43, max_queries=30, n_particles=FAST_PARTICLES)
+    other = active_quadratic(space, seed=43, **options)
     with pytest.raises(ReplayMismatchError):
         replay(other, answers, expected_queries=[q for q, _ in log])
 
