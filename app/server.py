@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import anyio
 import h11
@@ -136,11 +137,12 @@ class RequestCounter:
 
     def __init__(self) -> None:
         self._count = 0
+        self._last_ended = 0.0
         self._lock = threading.Lock()
 
-    def busy(self) -> bool:
-        """Whether a request is being served now."""
-        return self._count > 0
+    def busy(self, within: float = 0.0) -> bool:
+        """Whether a request is being served now, or one ended less than ``within`` seconds ago."""
+        return self._count > 0 or time.monotonic() - self._last_ended < within
 
     def enter(self) -> None:
         with self._lock:
@@ -149,6 +151,7 @@ class RequestCounter:
     def leave(self) -> None:
         with self._lock:
             self._count -= 1
+            self._last_ended = time.monotonic()
 
 
 class RequestsInFlight:

@@ -17,7 +17,8 @@ split into parts by timing the functions that do them, each part without the par
 * answer row: the log row built and inserted, and its commit;
 * elicitor: the posterior update, the question search (`choose_query`), the posterior estimate and the
   rest of the elicitor's step (display snapping, bookkeeping);
-* checkpoint: the elicitor's checkpoint encoded, written and committed (`checkpoints.save_state`);
+* checkpoint: the elicitor's checkpoint encoded, written and committed (`checkpoints.save_state`,
+  `encoded`, `save_blob`; with speculation, the request only takes a branch's, written in the background);
 * plan: the session script's next step (`_Context.step`);
 * view and JSON: the state, the next comparison's confusion matrices and displayed counts, encoded;
 * finishing: the result of a session's last answer (`_Context.finalize_if_complete`);
@@ -212,6 +213,8 @@ def instrument(clock: PartClock) -> None:
     clock.wrap(active_elicitor, "_posterior_estimate", "posterior estimate")
     clock.wrap(elicitation_types.Elicitor, "send", "elicitor, other")
     clock.wrap(checkpoints, "save_state", "checkpoint")
+    clock.wrap(checkpoints, "save_blob", "checkpoint")
+    clock.wrap(checkpoints, "encoded", "checkpoint")
     clock.wrap(service._Context, "step", "plan")
     clock.wrap(service._Context, "view", "view and JSON")
     clock.wrap(api_routes, "_state", "view and JSON")
@@ -430,7 +433,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             speculator = one.state.session_cache.speculator
             if speculator is not None:
                 idle = speculator.busy
-                speculator.busy = lambda idle=idle: clock.measuring or idle()
+                speculator.busy = lambda within, idle=idle: clock.measuring or idle(within)
         instrument(clock)
         anyio.to_thread.run_sync = _inline  # type: ignore[assignment]
         try:

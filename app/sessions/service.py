@@ -94,9 +94,9 @@ def _resolve_state(
     runtime: StudyRuntime,
     session: ElicitationSession,
     elicitation: list[Any],
-) -> tuple[ElicitorState, bool]:
+) -> tuple[ElicitorState, str]:
     """The live elicitor if the cache holds it at exactly this point of the log, else the session's
-    checkpoint continued to this point, else a replay of the whole log; and whether the cache held it.
+    checkpoint continued to this point, else a replay of the whole log; and which (`RESUME_SOURCES`).
 
     A state computed here is saved as the session's checkpoint (before the response) unless the checkpoint
     already stands here.
@@ -106,11 +106,11 @@ def _resolve_state(
     if state is not None:
         cache.count_resume("cache")
         cache.put(session.id, n, last, state)
-        return state, True
-    state, save = _rebuild_state(db, cache, runtime, session, elicitation)
+        return state, "cache"
+    state, save, source = _rebuild_state(db, cache, runtime, session, elicitation)
     cache.put(session.id, n, last, state)
-    _hand_on(db, cache, runtime, session, elicitation, state, save=save, now=True)
-    return state, False
+    _hand_on(db, cache, runtime, session, elicitation, state, save=save, source=source)
+    return state, source
 
 
 def _rebuild_state(
@@ -119,17 +119,19 @@ def _rebuild_state(
     runtime: StudyRuntime,
     session: ElicitationSession,
     elicitation: list[Any],
-) -> tuple[ElicitorState, bool]:
-    """The elicitor state after ``elicitation`` from the session's checkpoint, else by a full replay, and
-    whether it is to be saved as the new checkpoint (not when the one used already stands at this point)."""
+) -> tuple[ElicitorState, bool, str]:
+    """The elicitor state after ``elicitation`` from the session's checkpoint, else by a full replay;
+    whether it is to be saved as the new checkpoint (not when the one used already stands at this point);
+    and which of the two it came from."""
     restored = checkpoints.restore_state(db, runtime, session, elicitation)
     if restored is not None:
         state, at = restored
-        cache.count_resume("checkpoint")
+        source = "checkpoint"
     else:
         state, at = _replay_state(runtime, session, elicitation), -1
-        cache.count_resume("replay")
-    return state, at != len(elicitation)
+        source = "replay"
+    cache.count_resume(source)
+    return state, at != len(elicitation), source
 
 
 def _hand_on(
@@ -141,27 +143,26 @@ def _hand_on(
     state: ElicitorState,
     *,
     save: bool,
-    now: bool = False,
+    source: str = "cache",
     checkpoint: bytes | None = None,
 ) -> None:
     """What follows a state this request computed: its checkpoint's save (if ``save``) and, with a
     speculator, its two possible next states, both in the background; without one, the save now.
 
-    ``now`` saves the checkpoint before the response even with a speculator: the request did not find the
-    session's state in this process, so the session may be moving between workers, and the next worker reads
-    the checkpoint at once. ``checkpoint`` is the state's checkpoint when it came with it (a branch's).
+    ``source`` is where the request found the session's state before (`RESUME_SOURCES`). Not in this
+    process's cache: the checkpoint is saved before the response even with a speculator, since the session
+    may be moving between workers and the next one reads it at once. From another worker's checkpoint: no
+    branches either, since the next answer may well go to another worker again (a replay, a new session's
+    first state, does get them). ``checkpoint`` is the state's checkpoint when it came with it (a branch's).
     """
-    speculator = cache.speculator
-    if speculator is None:
-        if save:
-            checkpoints.save_state(db, runtime, session, elicitation, state)
-        return
-    if save and now:
+    speculator = cache.speculator if source != "checkpoint" else None
+    if save and (speculator is None or source != "cache"):
         checkpoint = checkpoint if checkpoint is not None else checkpoints.encoded(state)
         if checkpoint is not None:
             checkpoints.save_blob(db, runtime, session, elicitation, checkpoint)
         save = False
-    speculator.schedule(session, runtime, elicitation, state, checkpoint=checkpoint, save=save)
+    if speculator is not None:
+        speculator.schedule(session, runtime, elicitation, state, checkpoint=checkpoint, save=save)
 
 
 def _elicitor_progress(runtime: StudyRuntime, state: ElicitorState, n_elicited: int) -> tuple[int, bool]:
@@ -187,8 +188,9 @@ class _Context:
     effective: list[Any]
     elicitation: list[Any]
     state: ElicitorState
-    #: Whether this process held the session's state (else another worker served it last, or none lately).
-    cached: bool = True
+    #: Where the request found the session's state (`RESUME_SOURCES`: this process's cache, a checkpoint
+    #: another worker or an earlier process saved, or a replay).
+    source: str = "cache"
     _step: tuple[Step | None] | None = field(default=None, init=False)
 
     @classmethod
@@ -199,8 +201,8 @@ class _Context:
         rows = _load_log(db, cache, session.id)
         effective = effective_rows(rows)
         elicitation = elicitor_rows(effective)
-        state, cached = _resolve_state(db, cache, runtime, session, elicitation)
-        return cls(db, cache, session, runtime, rows, effective, elicitation, state, cached)
+        state, source = _resolve_state(db, cache, runtime, session, elicitation)
+        return cls(db, cache, session, runtime, rows, effective, elicitation, state, source)
 
     @property
     def plan(self) -> SessionPlan:
@@ -244,7 +246,7 @@ class _Context:
                     # The answer is committed; the session ends early with the answers it has.
                     state = Failed.of(exc)
         if state is None:
-            state, save = _rebuild_state(self.db, self.cache, self.runtime, self.session, self.elicitation)
+            state, save, _ = _rebuild_state(self.db, self.cache, self.runtime, self.session, self.elicitation)
         self.state = state
         self.cache.put(self.session.id, n, last, self.state)
         _hand_on(
@@ -255,7 +257,7 @@ class _Context:
             self.elicitation,
             state,
             save=save,
-            now=not self.cached,
+            source=self.source,
             checkpoint=None if branch is None else branch.checkpoint,
         )
 

@@ -14,10 +14,12 @@ not match exactly (another worker, an undo, a configuration change, an evicted e
 yet) takes the ordinary path. A branch is the very state the ordinary path would compute from the same
 checkpointed state, so a session asks the same questions and ends with the same result either way.
 
-The background never slows the requests it serves: it starts a branch only when no request is in flight in
-this process (`app.server.RequestsInFlight`; a checkpoint's save waits at most `SAVE_PATIENCE_S` for that),
-and a request never waits for it. At most one job per session is queued (a newer one replaces it), so the
-queue never holds more work than sessions waiting for their participant.
+The background stays out of the way of the requests it serves: it starts a branch only when this process has
+served no request for `QUIET_S` (`app.server.RequestsInFlight`; a checkpoint's save waits at most
+`SAVE_PATIENCE_S` for none in flight), and a request never waits for a branch to finish (one that arrives
+while a branch runs shares the interpreter with it until the branch ends). At most one job per session is
+queued (a newer one replaces it), so the queue never holds more work than sessions waiting for their
+participant.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from . import checkpoints
 from .replay import replay_verified
 from .runtime import Branch, ElicitorState, Failed, SessionCache, StudyRuntime
 
-__all__ = ["ANSWERS", "IDLE_POLL_S", "SessionCopy", "Speculator"]
+__all__ = ["ANSWERS", "IDLE_POLL_S", "QUIET_S", "SAVE_PATIENCE_S", "SessionCopy", "Speculator"]
 
 logger = logging.getLogger("app.sessions.speculation")
 
@@ -49,6 +51,11 @@ logger = logging.getLogger("app.sessions.speculation")
 ANSWERS = (True, False)
 #: How often the background looks again whether the requests in flight have finished.
 IDLE_POLL_S = 0.002
+#: How long the server must have served no request before a branch starts: a branch cannot be interrupted,
+#: and requests that follow each other closely (a client answering at once, a page and its next request)
+#: would wait for the interpreter while it runs; a person thinks for seconds, so starting later costs
+#: nothing.
+QUIET_S = 0.02
 #: Longest a checkpoint's save waits for the requests in flight to end: a server that is never idle still
 #: saves them (they spare a session's last answer, a restart or another worker the replay of its log), at
 #: the cost they had in the requests before (the checkpoint is already encoded, only its write is left).
@@ -94,7 +101,7 @@ class Speculator:
         self,
         cache: SessionCache,
         sessionmaker: Callable[[], Session],
-        busy: Callable[[], bool],
+        busy: Callable[[float], bool],
     ) -> None:
         self.cache = cache
         self.sessionmaker = sessionmaker
@@ -193,10 +200,11 @@ class Speculator:
                 self._working = False
                 self._condition.notify_all()
 
-    def _wait_for_no_request(self, patience: float | None = None) -> None:
-        """Return once no request is in flight (or, with ``patience``, after that many seconds anyway)."""
+    def _wait_for_no_request(self, quiet: float = 0.0, patience: float | None = None) -> None:
+        """Return once no request has been in flight for ``quiet`` seconds (or, with ``patience``, after that
+        many seconds anyway)."""
         deadline = None if patience is None else time.monotonic() + patience
-        while self.busy() and not self._stopped:
+        while self.busy(quiet) and not self._stopped:
             if deadline is not None and time.monotonic() >= deadline:
                 return
             time.sleep(IDLE_POLL_S)
@@ -210,11 +218,11 @@ class Speculator:
 
     def _work(self, job: _Job) -> None:
         if job.save:
-            self._wait_for_no_request(SAVE_PATIENCE_S)
+            self._wait_for_no_request(patience=SAVE_PATIENCE_S)
             with self.sessionmaker() as db:
                 checkpoints.save_blob(db, job.runtime, job.session, list(job.rows), job.checkpoint)
         for answer in ANSWERS:
-            self._wait_for_no_request()
+            self._wait_for_no_request(QUIET_S)
             if not self._current(job):
                 return
             branch = self._branch(job, answer)

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from app.cli.web import DEMO_STUDY
 from app.main import create_app
 from app.models import ElicitorCheckpoint
+from app.server import RequestCounter
 from app.sessions import create_study
 from app.settings import Settings
 from app.study_config import parse_study_config
@@ -228,7 +229,7 @@ def test_a_busy_server_computes_no_branch_and_its_requests_never_wait(
     with served(template()) as (app, client):
         speculator = app.state.session_cache.speculator
         busy = [True]
-        speculator.busy = lambda: busy[0]
+        speculator.busy = lambda _within: busy[0]
         token = _join(client, _study(app, "fair3"))
         seen = _session([client], token, Person(1), think=False)
         time.sleep(0.05)
@@ -257,3 +258,15 @@ def test_the_taken_branch_is_saved_as_the_checkpoint_after_the_response(
     with served(settings) as (other, fresh):
         assert fresh.get(f"/api/v1/sessions/{token}").json() == state
         assert other.state.session_cache.resumes == {"cache": 0, "checkpoint": 1, "replay": 0}
+
+
+def test_the_request_counter_is_busy_while_serving_and_for_a_quiet_time_after() -> None:
+    counter = RequestCounter()
+    assert not counter.busy(0.0)
+    counter.enter()
+    counter.enter()
+    counter.leave()
+    assert counter.busy(0.0)
+    counter.leave()
+    assert not counter.busy(0.0)
+    assert counter.busy(60.0)  # the last request ended less than a minute ago
