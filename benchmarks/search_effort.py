@@ -7,13 +7,13 @@ with plainly new screens, as a new session of `elicit serve` runs it) is built w
 `elicitation.active.SearchEffort`, particle count and prior (burnt in by each session from its seed, or
 the configuration's shared burnt-in prior, `elicitation.posterior.shared_prior`); a variant that is a
 recorded version of the demo's algorithm (the default search is active_quadratic-4, the lean search from
-the shared prior active_quadratic-5) must ask exactly the questions of the app's elicitor of that version
-for the same seed (checked). Every variant meets the same simulated people: the expert benchmark's sensible
-people (`benchmarks.expert_minutes`: Appendix H's random quadratic metrics kept when sensible on the
-sphere, cost-ratio clinicians and squared-miss regret, none of them the elicitor's prior) answering
-through its three noise models (logistic, probit and lapses), each person with the same seed in every
-variant, so the comparison is paired; each person meets every variant in turn, so a change of the
-machine's load touches all alike.
+the shared prior on 300 particles active_quadratic-6, as -5 with two classes) must ask exactly the
+questions of the app's elicitor of that version for the same seed (checked). Every variant meets the
+same simulated people: the expert benchmark's sensible people (`benchmarks.expert_minutes`: Appendix H's
+random quadratic metrics kept when sensible on the sphere, cost-ratio clinicians and squared-miss regret,
+none of them the elicitor's prior) answering through its three noise models (logistic, probit and
+lapses), each person with the same seed in every variant, so the comparison is paired; each person meets
+every variant in turn, so a change of the machine's load touches all alike.
 
 Per variant it reports the agreement of the elicited metric with the person's true preference on 4,000
 random pairs of the study's query region (mean, 10th percentile, lowest, how many people fall below the
@@ -87,7 +87,7 @@ VARIANTS = (
     Variant("lean", LEAN_SEARCH, n_particles=300),
     Variant("lean, 6 burn-in sweeps", replace(LEAN_SEARCH, burn_in=6), n_particles=300),
     Variant(
-        "lean, shared prior", LEAN_SEARCH, n_particles=300, shared_prior=True, version="active_quadratic-5"
+        "lean, shared prior", LEAN_SEARCH, n_particles=300, shared_prior=True, version="active_quadratic-6"
     ),
 )
 

@@ -6,9 +6,10 @@ posterior and refined by perturbing the leaders, plus exact-tie pairs from a few
 quadratic family). After an answer that leaves too few effective particles, the posterior is resampled and
 rejuvenated by MCMC moves (`elicitation.posterior.ParticlePosterior`), and before the first question the
 prior's particle cloud is burnt in by sweeps of the same moves. Every count below multiplies the time a
-question takes; the defaults are what every recorded algorithm version asks with, so changing one changes the
-questions and belongs in a new version. What cheaper settings cost in agreement and questions is measured in
-docs/scaling.md ("Cheaper searches"); `LEAN_SEARCH` is the cheaper search the current versions ask with.
+question takes; the defaults are what every algorithm version asked with until `LEAN_SEARCH` (below), and
+changing one changes the questions, so it belongs in a new version. What cheaper settings cost in agreement
+and questions is measured in docs/scaling.md ("Cheaper searches"); `LEAN_SEARCH` is the cheaper search the
+current versions ask with.
 """
 
 from __future__ import annotations
@@ -56,11 +57,12 @@ class SearchEffort:
         return {name: value for name, value in asdict(self).items() if value != default[name]}
 
 
-#: The search every recorded algorithm version asks with.
+#: The search of every recorded algorithm version before active_quadratic-5 and active_fair-4.
 DEFAULT_SEARCH = SearchEffort()
 
 
 #: Half the random and tie candidates, half the perturbations and half the moves of `DEFAULT_SEARCH` (the
-#: burn-in unchanged): the search of active_quadratic-5, with half the particles (docs/scaling.md, "Cheaper
-#: searches", measures what it costs).
+#: burn-in unchanged): the search of active_quadratic-5 and -6 (with half the particles for two classes)
+#: and active_fair-4
+#: (docs/scaling.md, "Cheaper searches", and docs/fairness-tradeoff.md measure what it costs).
 LEAN_SEARCH = SearchEffort(random_pairs=384, perturbations=8, tie_particles=16, ties_per_particle=24, moves=2)

@@ -423,23 +423,34 @@ def _active_linear(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicit
     return active_linear(setting.query_space("active_linear"), **_active_options(p, seed))
 
 
-#: Posterior particles of active_quadratic-5 (half the noisy default; docs/scaling.md, "Cheaper searches").
+#: Posterior particles of the lean active quadratic elicitor with two classes (5 unknowns): half the noisy
+#: default, which cost the demo no agreement; with more classes half of them did (k = 5), so the default
+#: stays there (docs/scaling.md, "Cheaper searches").
 _LEAN_PARTICLES: Final = 300
+#: The most classes `_LEAN_PARTICLES` is used for.
+_LEAN_PARTICLES_UP_TO_CLASSES: Final = 2
 
 
-def _active_quadratic(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
-    """A metric increasing in every rate across the query sphere (no question decided by dominance), asked
-    with the lean search from the configuration's shared burnt-in prior: a participant's joining costs the
-    first question's search only."""
-    return active_quadratic(
-        setting.query_space("active_quadratic"),
-        **_active_options(p, seed),
-        estimate="consensus",
-        sensible=True,
-        search=LEAN_SEARCH,
-        n_particles=_LEAN_PARTICLES,
-        shared_prior=True,
-    )
+def _active_quadratic_lean(
+    *, particles_everywhere: bool
+) -> Callable[[Setting, Mapping[str, Any], int], _Elicitor]:
+    """Sensible metrics (no question decided by dominance) asked with the lean search from the
+    configuration's shared burnt-in prior, so that a participant's joining costs the first question's search
+    only: on `_LEAN_PARTICLES` for two classes, or (``particles_everywhere``, active_quadratic-5) for any."""
+
+    def build(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
+        few = particles_everywhere or setting.sphere.n_classes <= _LEAN_PARTICLES_UP_TO_CLASSES
+        return active_quadratic(
+            setting.query_space("active_quadratic"),
+            **_active_options(p, seed),
+            estimate="consensus",
+            sensible=True,
+            search=LEAN_SEARCH,
+            n_particles=_LEAN_PARTICLES if few else None,
+            shared_prior=True,
+        )
+
+    return build
 
 
 def _active_quadratic_own_burn_in(setting: Setting, p: Mapping[str, Any], seed: int) -> _Elicitor:
@@ -550,17 +561,19 @@ register(
 register(
     Algorithm(
         name="active_quadratic",
-        version="active_quadratic-5",
+        version="active_quadratic-6",
         description="Active quadratic (recommended): few questions, tolerates slips",
         elicits="quadratic metric <a, r> + r^T B r / 2, Bayesian queries on a study's space",
         family=get_family("quadratic"),
         params=_ACTIVE_PARAMS,
-        builder=_active_quadratic,
+        builder=_active_quadratic_lean(particles_everywhere=False),
         draw_metric=_draw_sensible_quadratic,
         earlier={
             "active_quadratic-2": _active_quadratic_mean,
             "active_quadratic-3": _active_quadratic_any_slope,
             "active_quadratic-4": _active_quadratic_own_burn_in,
+            # the lean search on 300 particles for any number of classes
+            "active_quadratic-5": _active_quadratic_lean(particles_everywhere=True),
         },
         seeded=True,
         needs_space=True,
@@ -575,8 +588,8 @@ register(
         elicits="fair quadratic metric (a, B^{uv}, lam), Bayesian queries on a study's space",
         family=get_family("fair_quadratic"),
         params=(*_ACTIVE_PARAMS, _GROUP_SHARES),
-        # The lean search from the configuration's shared burnt-in prior, as active_quadratic-5, but on the
-        # default particles: with half of them the lowest people's agreement fell (docs/scaling.md).
+        # The lean search from the configuration's shared burnt-in prior, as active_quadratic-6, and on the
+        # default particles: with half of them the lowest people's agreement fell (docs/fairness-tradeoff.md).
         builder=_active_fair_asking(search=LEAN_SEARCH, shared_prior=True),
         needs_groups=True,
         seeded=True,

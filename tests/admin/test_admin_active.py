@@ -28,7 +28,7 @@ ACTIVE_STUDY: dict[str, Any] = {
 
 
 def test_active_algorithms_are_registered_seeded_with_versions() -> None:
-    versions = {"active_linear": 1, "active_quadratic": 5, "active_fair": 4}
+    versions = {"active_linear": 1, "active_quadratic": 6, "active_fair": 4}
     for name, version in versions.items():
         assert REGISTRY[name].version == f"{name}-{version}"
         assert REGISTRY[name].seeded
@@ -96,7 +96,7 @@ def test_progress_counts_the_active_elicitors_budget_until_it_stops(
         f"/api/v1/studies/{study_id}/sessions/{archive['sessions'][0]['id']}/replay-log", headers=headers
     ).json()
     assert (
-        replay_log["seed"] == seed and replay_log["algorithm_version"] == "active_quadratic-5" + DISPLAY_MARK
+        replay_log["seed"] == seed and replay_log["algorithm_version"] == "active_quadratic-6" + DISPLAY_MARK
     )
     # the back office replays the session with its own seed, so the check passes
     login(client, "alice@example.org")

@@ -53,8 +53,8 @@ def test_the_search_effort_benchmark_compares_every_variant_on_the_same_people(t
     assert default["difference_from_default"] == 0.0 and default["search"]["random_pairs"] == 768
     # Both recorded versions of the demo's algorithm are measured (each checked against the app's).
     versions = {row["version"]: row for row in report["variants"] if row["version"]}
-    assert set(versions) == {"active_quadratic-4", "active_quadratic-5"}
-    assert versions["active_quadratic-5"]["shared_prior"] and not default["shared_prior"]
+    assert set(versions) == {"active_quadratic-4", "active_quadratic-6"}
+    assert versions["active_quadratic-6"]["shared_prior"] and not default["shared_prior"]
     for row in report["variants"]:
         assert 0.5 < row["agreement_lowest"] <= row["agreement_mean"] <= 1.0
         assert (

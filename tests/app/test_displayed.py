@@ -18,6 +18,7 @@ from app.sessions.displayed import DISPLAY_MARK, build_session_elicitor, session
 from app.study_config import build_space, parse_study_config
 from benchmarks.expert_minutes import FAIR_STUDY
 from elicitation import QuadraticMetric, ReplayMismatchError, Sphere, run
+from elicitation.active import LEAN_SEARCH
 from elicitation.display import DisplayGrid
 from elicitation.families import Draw
 from elicitation.oracles import (
@@ -203,7 +204,7 @@ def test_displayed_sessions_of_an_earlier_version_replay_that_version() -> None:
         elicitor = build_session_elicitor(spec, space, params, seed=2, version=version)
         return run(elicitor, LogisticOracle(metric, 200.0, rng=np.random.default_rng(1)))
 
-    assert session_version(spec) == "active_quadratic-5" + DISPLAY_MARK
+    assert session_version(spec) == "active_quadratic-6" + DISPLAY_MARK
     third = session("active_quadratic-3" + DISPLAY_MARK)
     assert query_log_digest(third.log) == ACTIVE_QUADRATIC_3_STREAM
     # active_quadratic-2 asked the same questions but reported the posterior mean, not its consensus.
@@ -223,12 +224,15 @@ def test_displayed_sessions_of_an_earlier_version_replay_that_version() -> None:
 #: Query streams (answers, `query_log_digest`) of displayed sessions of the demo and of the fairness study
 #: on Adult (seeds 3 and 4, the people below): active_quadratic-4's and active_fair-3's recorded on the code
 #: before the lean versions, which their sessions must keep replaying; active_quadratic-5's and
-#: active_fair-4's (the lean search from the shared prior) recorded when they were added.
+#: active_fair-4's (the lean search from the shared prior) recorded when they were added, and
+#: active_quadratic-6's (-5's questions with two classes) the same as -5's.
 RECORDED_STREAMS = {
     ("active_quadratic-4", 3): (24, "a3b8c285e132077b"),
     ("active_quadratic-4", 4): (24, "cdd3a034dc6f4d2c"),
     ("active_quadratic-5", 3): (24, "1b13e01a29cd0f57"),
     ("active_quadratic-5", 4): (24, "9d9e259ca61ec849"),
+    ("active_quadratic-6", 3): (24, "1b13e01a29cd0f57"),
+    ("active_quadratic-6", 4): (24, "9d9e259ca61ec849"),
     ("active_fair-3", 3): (24, "14c3f1f0e534a09f"),
     ("active_fair-3", 4): (24, "9ed5dea1b253d110"),
     ("active_fair-4", 3): (24, "6b8443fdc895dcbb"),
@@ -249,3 +253,16 @@ def test_sessions_of_each_recorded_version_ask_their_recorded_questions(version:
     elicitor = build_session_elicitor(spec, space, params, seed=seed, version=version + DISPLAY_MARK)
     result = run(elicitor, LogisticOracle(metric, 200.0, rng=np.random.default_rng(1)))
     assert (result.num_queries, query_log_digest(result.log)) == RECORDED_STREAMS[(version, seed)]
+
+
+@pytest.mark.parametrize(("n_classes", "particles"), [(2, {5: 300, 6: 300}), (5, {5: 300, 6: 600})])
+def test_active_quadratic_6_keeps_the_default_particles_beyond_two_classes(
+    n_classes: int, particles: dict[int, int]
+) -> None:
+    spec = REGISTRY["active_quadratic"]
+    space = SyntheticSpace(n_classes, radius=0.15)
+    params = spec.parse_params({"max_queries": 24})
+    for version, expected in particles.items():
+        elicitor = spec.build(space, params, seed=1, version=f"active_quadratic-{version}")
+        assert elicitor._state.config.n_particles == expected
+        assert elicitor._state.config.shared_prior and elicitor._state.config.search == LEAN_SEARCH

@@ -55,7 +55,7 @@ def test_screen_measures_count_look_alike_switches_dominance_and_distinct_classi
 
 def test_a_quick_demo_run_shows_plainly_new_screens() -> None:
     summary = run_study(DEMO_STUDY, 3, SENSIBLE_PEOPLE, seed=0, noises=tuple(NOISE))
-    assert summary["algorithm_version"] == "active_quadratic-5" + DISPLAY_MARK
+    assert summary["algorithm_version"] == "active_quadratic-6" + DISPLAY_MARK
     assert summary["screens_max"] <= 40
     assert summary["consecutive_repeats"] == 0 and summary["identical_pairs"] == 0
     assert summary["side_switches"] == 0 and summary["look_alike"] == 0
