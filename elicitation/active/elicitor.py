@@ -586,7 +586,8 @@ def active_elicitor(
     search : SearchEffort
         How many candidate pairs each question's search scores, how many MCMC moves rejuvenate the
         posterior and how many sweeps burn in its prior (`elicitation.active.effort.SearchEffort`); the
-        time per question grows with them. The default is what every recorded algorithm version asks with.
+        time per question grows with them. The default is what the versions before the lean search
+        (`elicitation.active.LEAN_SEARCH`) ask with.
     shared_prior : bool
         Burn in the prior's particle cloud from a random stream seeded by the configuration alone
         (`elicitation.posterior.shared_prior`, computed once per process and configuration) instead of
