@@ -9,7 +9,11 @@ runs). It starts real uvicorn processes on a temporary SQLite file and reports:
 2. **Round trip.** One answer (POST answer -> next query with both confusion matrices) over HTTP, median
    and p99, for QPME k = 2 and for the default elicitor (active quadratic k = 2, the demo's settings),
    against a bare FastAPI JSON endpoint (pydantic body in, a query-sized JSON out) served the same way,
-   each app answer followed by a bare request so that both see the same load. Targets: app / bare at most
+   each app answer followed by a bare request so that both see the same load. Each is timed twice: with
+   answers sent at once, and with a pause of ``--think-ms`` before every app answer and every bare request,
+   as a person looks at a question (the app computes an active elicitor's possible next questions
+   meanwhile, `app.sessions.speculation`; a machine idle for that long also answers its next request
+   slower, which the bare endpoint's paused requests measure). Targets: app / bare at most
    `ROUND_TRIP_TARGET` for QPME.
 3. **Resume.** Active-elicitor sessions with exactly ``--resume-answers`` logged answers (each still
    waiting for its next answer), then the server is killed (SIGKILL) and restarted: the first request for
@@ -288,24 +292,32 @@ def measure_accuracy(client: httpx.Client, settings: Settings, study_id: Any) ->
 
 
 def measure_round_trips(
-    client: httpx.Client, bare: httpx.Client, study_id: Any, count: int
+    client: httpx.Client, bare: httpx.Client, study_id: Any, count: int, think_s: float
 ) -> dict[str, Any]:
-    """``count`` answer round trips over whole sessions, each followed by one bare request."""
+    """``count`` answer round trips over whole sessions, each followed by one bare request, with a pause of
+    ``think_s`` seconds before every answer and every bare request."""
     app_times: list[float] = []
     bare_times: list[float] = []
     while len(app_times) < count:
         token = new_session(client, study_id)
         state = state_of(client, token)
         while state["query"] is not None and len(app_times) < count:
+            time.sleep(think_s)
             state, elapsed = answer(client, token, TRUE_METRIC, state)
             if state["query"] is None:
                 continue  # the last answer also finishes the session: not a plain round trip
             app_times.append(elapsed)
+            time.sleep(think_s)
             started = time.perf_counter()
             bare.post("/answers", json={"seq": len(bare_times), "preferred": "first"}).raise_for_status()
             bare_times.append((time.perf_counter() - started) * 1000.0)
     app, floor = summary(app_times), summary(bare_times)
-    return {"app": app, "bare": floor, "ratio_median": app["median"] / floor["median"]}
+    return {
+        "app": app,
+        "bare": floor,
+        "ratio_median": app["median"] / floor["median"],
+        "think_ms": think_s * 1000.0,
+    }
 
 
 def fill(client: httpx.Client, study_id: Any, answers: int) -> tuple[str, dict[str, Any]]:
@@ -381,9 +393,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         httpx.Client(base_url=bare_server.url, timeout=120.0) as bare,
     ):
         report["accuracy"] = measure_accuracy(client, settings, accuracy_study.id)
+        think_s = args.think_ms / 1000.0
         report["round_trip_ms"] = {
-            "qpme": measure_round_trips(client, bare, accuracy_study.id, args.round_trips),
-            "active": measure_round_trips(client, bare, default_study.id, args.round_trips),
+            f"{name}{suffix}": measure_round_trips(client, bare, study.id, args.round_trips, pause)
+            for suffix, pause in (("", 0.0), ("_paused", think_s))
+            for name, study in (("qpme", accuracy_study), ("active", default_study))
         }
         filled = {n: fill(client, long_studies[n].id, n) for n in args.resume_answers}
     report["resume"] = {
@@ -391,6 +405,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
     report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     return report
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if not value >= 0.0:  # also refuses NaN
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value
 
 
 def verdict(met: bool) -> str:
@@ -409,6 +430,12 @@ def main(argv: list[str] | None = None) -> int:
         "--resume-answers", default="300,1000", help="logged answers of the long sessions (comma-separated)"
     )
     parser.add_argument("--restarts", type=int, default=3)
+    parser.add_argument(
+        "--think-ms",
+        type=_non_negative,
+        default=100.0,
+        help="the pause before each answer and bare request of the paused round trips, in ms",
+    )
     parser.add_argument("--synchronous", choices=["FULL", "NORMAL"], default="FULL")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -440,7 +467,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"round trip, {name}: app median {rt['app']['median']:.2f} ms, p99 {rt['app']['p99']:.2f} ms "
             f"(n={rt['app']['n']}); bare median {rt['bare']['median']:.2f} ms; "
-            f"ratio {rt['ratio_median']:.2f}x" + (target if name == "qpme" else "")
+            f"ratio {rt['ratio_median']:.2f}x, pause before each request {rt['think_ms']:g} ms"
+            + (target if name == "qpme" else "")
         )
     for n, res in report["resume"].items():
         warm = res["first_request_after_health_check_ms"]["median"]

@@ -52,10 +52,10 @@ def _where(machine: dict[str, Any], load_after: list[float], *, side_by_side: bo
     return f"{machine['date']} on {machine['cpu']}{commit}; {state}"
 
 
-def _round_trip(name: str, rt: dict[str, Any]) -> str:
+def _round_trip(rt: dict[str, Any]) -> str:
     app, bare = rt["app"], rt["bare"]
     return (
-        f"{name}: median {_ms(app['median'])}, p99 {_ms(app['p99'])} over {app['n']} answers, "
+        f"median {_ms(app['median'])}, p99 {_ms(app['p99'])} over {app['n']} answers, "
         f"**{rt['ratio_median']:.2f}× a bare FastAPI JSON endpoint** ({_ms(bare['median'])}, same run)"
     )
 
@@ -90,9 +90,14 @@ def section(roundtrip: dict[str, Any], panel: dict[str, Any] | None) -> str:
         f"session's own elicitor (`{acc['algorithm_version']}`) run in-process "
         f"({acc['http']['elicitor_queries']} elicitor questions, ‖a − â‖₂ = {acc['http']['a']:.4f}, "
         f"‖B − B̂‖_F = {acc['http']['B']:.3f}).",
-        "Answer round trip (POST → the next question with both confusion matrices), "
-        f"{_round_trip('QPME k = 2', rts['qpme'])} (the bar: at most 2×); "
-        f"{_round_trip('the default elicitor (active quadratic, k = 2)', rts['active'])}.",
+        "Answer round trip (POST → the next question with both confusion matrices), answers sent at once: "
+        f"QPME k = 2: {_round_trip(rts['qpme'])} (the bar: at most 2×); the default elicitor (active "
+        f"quadratic, k = 2): {_round_trip(rts['active'])}.",
+        f"The same with a pause of {rts['active_paused']['think_ms']:g} ms before every answer and every "
+        "bare request, as a person looks at a question (an idle machine answers its next request slower, "
+        "the bare endpoint too; the app computes the active elicitor's possible next questions during the "
+        f"pause): QPME k = 2: {_round_trip(rts['qpme_paused'])}; the default elicitor: "
+        f"{_round_trip(rts['active_paused'])}.",
     ]
     resume = roundtrip["resume"]
     parts = [

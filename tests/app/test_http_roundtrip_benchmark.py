@@ -26,7 +26,11 @@ def test_the_quick_benchmark_passes_its_checks(tmp_path: Path) -> None:
     assert {name: rt["app"]["n"] for name, rt in report["round_trip_ms"].items()} == {
         "qpme": 30,
         "active": 30,
+        "qpme_paused": 30,
+        "active_paused": 30,
     }
+    pauses = {name: rt["think_ms"] for name, rt in report["round_trip_ms"].items()}
+    assert pauses == {"qpme": 0.0, "active": 0.0, "qpme_paused": 100.0, "active_paused": 100.0}
     assert {n: resume["logged_answers"] for n, resume in report["resume"].items()} == {"12": 12}
     assert report["machine"]["date"] and report["machine"]["cpu_count"]
 
