@@ -12,7 +12,9 @@ from typing import Any
 import httpx
 import numpy as np
 import uvicorn
+from fastapi.testclient import TestClient
 
+from app.main import create_app
 from app.sessions import create_study
 from elicitation import QuadraticMetric
 
@@ -95,6 +97,17 @@ class Participant:
                 return state
             state = self.answer(client, token, state)
         raise AssertionError("session did not finish within 500 answers")
+
+
+@contextlib.contextmanager
+def worker(settings: Any) -> Iterator[tuple[Any, TestClient]]:
+    """An app of its own on ``settings``' database and its test client: a worker with its own cache."""
+    app = create_app(settings)
+    try:
+        with TestClient(app) as client:
+            yield app, client
+    finally:
+        app.state.engine.dispose()
 
 
 @contextlib.contextmanager

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from app_support import METRIC, Participant, make_study, new_session, settle
+from app_support import METRIC, Participant, make_study, new_session, settle, worker
 from fastapi.testclient import TestClient
 from sqlalchemy import select, update
 
@@ -27,17 +25,6 @@ ACTIVE = {"algorithm": "active_quadratic", "algorithm_params": {"max_queries": 7
 @pytest.fixture
 def active_study(app: Any) -> Any:
     return make_study(app, **ACTIVE)
-
-
-@contextmanager
-def worker(settings: Any) -> Iterator[tuple[Any, TestClient]]:
-    """Another app on the same database: a second worker process with its own (empty) cache."""
-    other = create_app(settings)
-    try:
-        with TestClient(other) as client:
-            yield other, client
-    finally:
-        other.state.engine.dispose()
 
 
 def _state(client: TestClient, token: str) -> dict[str, Any]:

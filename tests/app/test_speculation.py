@@ -6,55 +6,37 @@ from __future__ import annotations
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from app_support import METRIC, Participant, settle
+from app_support import METRIC, Participant, settle, worker
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.cli.web import DEMO_STUDY
-from app.main import create_app
 from app.models import ElicitorCheckpoint
 from app.server import RequestCounter
 from app.sessions import create_study
 from app.settings import Settings
 from app.study_config import parse_study_config
+from benchmarks import answer_cpu
 
 #: Every session of these tests starts from this seed, so that runs with and without speculation compare.
 SESSION_SEED = 8_172_635_401
 
 
-def _synthetic(algorithm: str, classes: list[str], **extra: Any) -> dict[str, Any]:
-    """A short study of elicitor questions only on a synthetic space."""
-    return {
-        "name": f"{algorithm} k = {len(classes)}",
-        "task": "Decide which classifier to use.",
-        "class_names": classes,
-        "population": "people",
-        "algorithm": algorithm,
-        "algorithm_params": {"max_queries": 10},
-        "query_space": {"kind": "synthetic", "radius": 0.15},
-        "practice_queries": 0,
-        "checks": False,
-        "evaluation_queries": 0,
-        **extra,
-    }
+def _shorter(config: dict[str, Any]) -> dict[str, Any]:
+    """One of answer_cpu's larger studies with ten elicitor questions."""
+    return {**config, "algorithm_params": {"max_queries": 10}}
 
 
 STUDIES = {
     "demo": DEMO_STUDY,
-    "quadratic5": _synthetic("active_quadratic", ["a", "b", "c", "d", "e"]),
-    "fair3": _synthetic(
-        "active_fair",
-        ["a", "b", "c"],
-        group_names=["x", "y"],
-        query_space={"kind": "synthetic", "radius": 0.15, "priors": [[0.5, 0.3, 0.2], [0.4, 0.4, 0.2]]},
-    ),
+    "quadratic5": _shorter(answer_cpu.STUDIES["quadratic5"][0]),
+    "fair3": _shorter(answer_cpu.STUDIES["fair3"][0]),
 }
 
 
@@ -90,16 +72,6 @@ def template(
         return Settings(database_url=f"sqlite:///{path}", **values)
 
     return settings
-
-
-@contextmanager
-def served(settings: Settings) -> Iterator[tuple[Any, TestClient]]:
-    app = create_app(settings)
-    try:
-        with TestClient(app) as client:
-            yield app, client
-    finally:
-        app.state.engine.dispose()
 
 
 def _study(app: Any, name: str) -> str:
@@ -159,7 +131,7 @@ def _session(
 
 def _reference(template: Callable[..., Settings], name: str, **options: Any) -> list[dict[str, Any]]:
     """The session served without speculation (every answer computes its own next state)."""
-    with served(template(speculative_questions=False)) as (app, client):
+    with worker(template(speculative_questions=False)) as (app, client):
         assert app.state.session_cache.speculator is None
         token = _join(client, _study(app, name))
         return _session([client], token, Person(1), **options)
@@ -168,7 +140,7 @@ def _reference(template: Callable[..., Settings], name: str, **options: Any) -> 
 @pytest.mark.parametrize("name", list(STUDIES))
 def test_a_session_asks_and_ends_as_without_speculation(template: Callable[..., Settings], name: str) -> None:
     expected = _reference(template, name, undo_at=(3, 7))
-    with served(template()) as (app, client):
+    with worker(template()) as (app, client):
         token = _join(client, _study(app, name))
         seen = _session([client], token, Person(1), undo_at=(3, 7))
         cache = app.state.session_cache
@@ -182,7 +154,7 @@ def test_answers_alternating_between_two_workers_end_as_without_speculation(
 ) -> None:
     expected = _reference(template, "quadratic5")
     settings = template()
-    with served(settings) as (app, client), served(settings) as (other, second):
+    with worker(settings) as (app, client), worker(settings) as (other, second):
         token = _join(client, _study(app, "quadratic5"))
         seen = _session([client, second], token, Person(1))
         # After the first answer, each worker's branches were computed for a state the other then moved past.
@@ -195,7 +167,7 @@ def test_sessions_evicting_each_other_from_a_one_session_cache_end_as_without_sp
     template: Callable[..., Settings],
 ) -> None:
     expected = _reference(template, "demo")
-    with served(template(session_cache_size=1)) as (app, client):
+    with worker(template(session_cache_size=1)) as (app, client):
         study_id = _study(app, "demo")
         tokens = [_join(client, study_id), _join(client, study_id)]
         states = {token: [client.get(f"/api/v1/sessions/{token}").json()] for token in tokens}
@@ -214,7 +186,7 @@ def test_answers_faster_than_the_background_end_as_without_speculation(
     template: Callable[..., Settings],
 ) -> None:
     expected = _reference(template, "demo", think=False)
-    with served(template()) as (app, client):
+    with worker(template()) as (app, client):
         token = _join(client, _study(app, "demo"))
         seen = _session([client], token, Person(1), think=False)
     assert seen == expected
@@ -226,7 +198,7 @@ def test_a_busy_server_computes_no_branch_and_its_requests_never_wait(
     """While a request is in flight the background starts nothing; requests go on (they take the ordinary
     path) and the background catches up once the server is idle."""
     expected = _reference(template, "fair3")
-    with served(template()) as (app, client):
+    with worker(template()) as (app, client):
         speculator = app.state.session_cache.speculator
         busy = [True]
         speculator.busy = lambda _within: busy[0]
@@ -244,7 +216,7 @@ def test_the_taken_branch_is_saved_as_the_checkpoint_after_the_response(
     template: Callable[..., Settings],
 ) -> None:
     settings = template()
-    with served(settings) as (app, client):
+    with worker(settings) as (app, client):
         token = _join(client, _study(app, "quadratic5"))
         person = Person(1)
         state = client.get(f"/api/v1/sessions/{token}").json()
@@ -255,7 +227,7 @@ def test_the_taken_branch_is_saved_as_the_checkpoint_after_the_response(
         with app.state.sessionmaker() as db:
             saved = db.scalars(select(ElicitorCheckpoint)).one()
         assert saved.n_answers == 3
-    with served(settings) as (other, fresh):
+    with worker(settings) as (other, fresh):
         assert fresh.get(f"/api/v1/sessions/{token}").json() == state
         assert other.state.session_cache.resumes == {"cache": 0, "checkpoint": 1, "replay": 0}
 
