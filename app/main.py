@@ -31,7 +31,7 @@ from .embedding import CONTENT_SECURITY_POLICY
 from .errors import NotFoundError, install_error_handlers
 from .explain import SETTLED_LAM_WIDTH
 from .i18n import LANGUAGES, Catalogues, configure_templates, shipped_catalogues
-from .metrics import RequestMetrics, StudyCollector, resume_counter
+from .metrics import RequestMetrics, StudyCollector, active_answer_counter, resume_counter
 from .resources import resource_dir
 from .routes import api, docs, operations, pages
 from .server import BodyDeadlineMiddleware, RequestCounter, RequestsInFlight
@@ -208,6 +208,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
     app.state.metrics_registry = CollectorRegistry(auto_describe=True)
     app.state.session_cache.on_resume = resume_counter(app.state.metrics_registry)
+    app.state.session_cache.on_active_answer = active_answer_counter(app.state.metrics_registry)
     app.state.study_collector = StudyCollector(app.state.sessionmaker)
     app.state.catalogues = shipped_catalogues()
     templates = Jinja2Templates(directory=str(resource_dir("templates")), context_processors=[_language])

@@ -100,6 +100,20 @@ def resume_counter(registry: CollectorRegistry) -> Callable[[str], None]:
     return lambda source: counter.labels(source).inc()
 
 
+def active_answer_counter(registry: CollectorRegistry) -> Callable[[str], None]:
+    """A callback counting how active elicitors' answers got their next state: ``ahead`` (computed while
+    the participant thought) or ``in_request`` (no state computed ahead was ready: the answer came too soon,
+    or the server was never idle long enough). A growing ``in_request`` share means the participants wait
+    for the elicitor's step."""
+    counter = Counter(
+        "elicit_active_answers",
+        "Active elicitors' answers by where their next state was computed (ahead, in_request)",
+        ["computed"],
+        registry=registry,
+    )
+    return lambda computed: counter.labels(computed).inc()
+
+
 class StudyCollector(Collector):
     """Answers stored and sessions by status, counted in the database when Prometheus scrapes."""
 

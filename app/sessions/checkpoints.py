@@ -40,6 +40,7 @@ __all__ = [
     "DIGEST_LABEL",
     "RecordedSession",
     "encoded",
+    "is_active",
     "log_digest",
     "restore_state",
     "save_blob",
@@ -144,10 +145,16 @@ def save_state(
     return blob is not None and save_blob(db, runtime, session, elicitation, blob)
 
 
+def is_active(state: ElicitorState | None) -> bool:
+    """Whether ``state`` is an active elicitor waiting for an answer (the states that have checkpoints)."""
+    return isinstance(state, Pending) and isinstance(state.elicitor, ActiveElicitor)
+
+
 def encoded(state: ElicitorState) -> bytes | None:
     """The checkpoint of ``state``: only an active elicitor waiting for an answer has one (else None)."""
-    if not isinstance(state, Pending) or not isinstance(state.elicitor, ActiveElicitor):
+    if not is_active(state):
         return None
+    assert isinstance(state, Pending)
     try:
         blob: bytes = state.elicitor.checkpoint()
     except CheckpointError:

@@ -32,7 +32,9 @@ from ..study_config import StudyConfig, build_space
 from .displayed import build_session_elicitor, session_screens
 
 __all__ = [
+    "AHEAD",
     "CONFUSION_MEMO_SIZE",
+    "IN_REQUEST",
     "RESUME_SOURCES",
     "WARM_STUDIES",
     "Branch",
@@ -47,6 +49,10 @@ __all__ = [
 #: Where a request's elicitor state comes from: the live elicitor in this process, the session's checkpoint
 #: (continued by the answers after it), or a replay of the whole log.
 RESUME_SOURCES = ("cache", "checkpoint", "replay")
+#: How an active elicitor's answer got its next state in a process that held its live state: computed ahead
+#: while the participant thought (`app.sessions.speculation`), or in the answer's own request.
+AHEAD = "ahead"
+IN_REQUEST = "in_request"
 #: Confusion matrices remembered per study (two per query; a session has a few hundred queries).
 CONFUSION_MEMO_SIZE = 4096
 #: Open studies whose runtimes a process builds when it starts (`SessionCache.warm_up`), newest first.
@@ -211,9 +217,12 @@ class SessionCache:
         self._lock = threading.Lock()
         #: Computes the branches in the background (None: every answer computes its own next state).
         self.speculator: Speculation | None = None
-        #: Answers whose next state was a branch computed ahead, and answers that found none to take.
+        #: Active elicitors' answers whose next state was a branch computed ahead, and those that computed
+        #: their own (no branch ready; counted while a speculator runs).
         self.branches_taken = 0
         self.branches_missed = 0
+        #: Called with `AHEAD` or `IN_REQUEST` for each of them (the app counts them for Prometheus).
+        self.on_active_answer: Callable[[str], None] | None = None
         self.hits = 0
         self.misses = 0
         #: How request states were obtained: from this cache, from a checkpoint, or by a full replay.
@@ -309,15 +318,19 @@ class SessionCache:
         state at exactly this point of the log, under this configuration version."""
         with self._lock:
             entry = self._branches.pop(session_id, None)
-        branch = None
         if entry is not None and entry[:3] == (n_answers, last_seq, config_version):
-            branch = entry[3].get(answer)
+            return entry[3].get(answer)
+        return None
+
+    def count_active_answer(self, ahead: bool) -> None:
+        """Note whether an active elicitor's answer took a state computed ahead, or computed its own."""
         with self._lock:
-            if branch is None:
-                self.branches_missed += 1
-            else:
+            if ahead:
                 self.branches_taken += 1
-        return branch
+            else:
+                self.branches_missed += 1
+        if self.on_active_answer is not None:
+            self.on_active_answer(AHEAD if ahead else IN_REQUEST)
 
     def count_resume(self, source: str) -> None:
         """Note how a request's elicitor state was obtained (one of `RESUME_SOURCES`)."""

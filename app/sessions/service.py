@@ -234,8 +234,11 @@ class _Context:
         save = True
         if branch is not None:
             state = branch.state
+            self.cache.count_active_answer(ahead=True)
         else:
             previous = self.cache.take(self.session.id, *before)
+            if self.cache.speculator is not None and checkpoints.is_active(previous):
+                self.cache.count_active_answer(ahead=False)
             if isinstance(previous, Pending):
                 try:
                     query = previous.elicitor.send(answer)

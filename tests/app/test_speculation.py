@@ -232,6 +232,26 @@ def test_the_taken_branch_is_saved_as_the_checkpoint_after_the_response(
         assert other.state.session_cache.resumes == {"cache": 0, "checkpoint": 1, "replay": 0}
 
 
+def test_metrics_count_answers_computed_ahead_and_in_their_request(template: Callable[..., Settings]) -> None:
+    with worker(template(metrics_token="scrape-secret")) as (app, client):
+        token = _join(client, _study(app, "quadratic5"))
+        person = Person(1)
+        state = client.get(f"/api/v1/sessions/{token}").json()
+        settle(app)
+        for _ in range(2):
+            state = person.answer(client, token, state)  # the participant thinks: computed ahead
+        app.state.session_cache.speculator.busy = lambda _within: True  # from now on a server never idle
+        for _ in range(2):  # the first takes what was computed before; the second finds nothing ahead
+            answered = client.post(
+                f"/api/v1/sessions/{token}/answers",
+                json={"seq": state["query"]["seq"], "preferred": person.choose(state["query"])},
+            )
+            state = answered.raise_for_status().json()
+        scraped = client.get("/metrics", headers={"Authorization": "Bearer scrape-secret"}).text
+    assert 'elicit_active_answers_total{computed="ahead"} 3.0' in scraped
+    assert 'elicit_active_answers_total{computed="in_request"} 1.0' in scraped
+
+
 def test_the_request_counter_is_busy_while_serving_and_for_a_quiet_time_after() -> None:
     counter = RequestCounter()
     assert not counter.busy(0.0)
