@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -414,6 +415,19 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def run_checked(measure_report: Callable[[], dict[str, Any]], out: Path) -> dict[str, Any] | None:
+    """Run a benchmark's measurement and write its report to ``out`` (JSON); None, after printing which
+    check failed, when one did (the benchmark then exits non-zero)."""
+    try:
+        report = measure_report()
+    except BenchmarkCheckError as exc:
+        print(f"CHECK FAILED: {exc}", file=sys.stderr)
+        return None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
 def verdict(met: bool) -> str:
     return "met" if met else "NOT met"
 
@@ -442,13 +456,9 @@ def main(argv: list[str] | None = None) -> int:
     args.resume_answers = [int(n) for n in str(args.resume_answers).split(",")]
     if args.quick:
         args.round_trips, args.resume_answers, args.restarts = 30, [12], 1
-    try:
-        report = measure(args)
-    except BenchmarkCheckError as exc:
-        print(f"CHECK FAILED: {exc}", file=sys.stderr)
+    report = run_checked(lambda: measure(args), args.out)
+    if report is None:
         return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
     where = report["machine"]
     print(
         f"{where['date']}, {where['cpu']} ({where['cpu_count']} CPUs), load average "

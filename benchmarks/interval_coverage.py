@@ -35,7 +35,6 @@ recomputed here, and the elicitor is the app's of that version. Results go to
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import uuid
 from dataclasses import asdict, dataclass
@@ -57,7 +56,7 @@ from app.sessions.displayed import DISPLAY_MARK  # noqa: E402
 from app.sessions.runtime import StudyRuntime  # noqa: E402
 from app.study_config import StudyConfig, build_space  # noqa: E402
 from benchmarks.expert_minutes import NOISE, SENSIBLE_PEOPLE  # noqa: E402
-from benchmarks.http_roundtrip import BenchmarkCheckError, check, machine  # noqa: E402
+from benchmarks.http_roundtrip import check, machine, run_checked  # noqa: E402
 from benchmarks.search_effort import people, run_person  # noqa: E402
 from elicitation import QuadraticMetric  # noqa: E402
 
@@ -277,14 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     args.version = args.version or list(VERSIONS)
     if args.quick:
         args.people = 2
-    try:
-        with threadpool_limits(limits=1):
-            report = measure(args)
-    except BenchmarkCheckError as exc:
-        print(f"CHECK FAILED: {exc}", file=sys.stderr)
+    with threadpool_limits(limits=1):
+        report = run_checked(lambda: measure(args), args.out)
+    if report is None:
         return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
     where = report["machine"]
     print(
         f"{where['date']}, load {where['load_average'][0]} before / {report['load_average_after'][0]} after, "

@@ -29,7 +29,6 @@ first session of the study burns it in) and the final step (the estimate) apart.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -49,7 +48,7 @@ from app.cli.web import DEMO_STUDY  # noqa: E402
 from app.sessions.displayed import DISPLAY_MARK, build_session_elicitor  # noqa: E402
 from app.study_config import build_space, parse_study_config  # noqa: E402
 from benchmarks.expert_minutes import NOISE, SENSIBLE_PEOPLE  # noqa: E402
-from benchmarks.http_roundtrip import BenchmarkCheckError, check, machine  # noqa: E402
+from benchmarks.http_roundtrip import check, machine, run_checked  # noqa: E402
 from elicitation.active import (  # noqa: E402
     DEFAULT_BETA_GRID,
     DEFAULT_SEARCH,
@@ -237,14 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.people = 2
-    try:
-        with threadpool_limits(limits=1):
-            report = measure(args)
-    except BenchmarkCheckError as exc:
-        print(f"CHECK FAILED: {exc}", file=sys.stderr)
+    with threadpool_limits(limits=1):
+        report = run_checked(lambda: measure(args), args.out)
+    if report is None:
         return 1
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
     where = report["machine"]
     print(
         f"{where['date']}, {where['cpu_count']} CPUs, load {where['load_average'][0]} before / "
