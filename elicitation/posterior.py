@@ -11,6 +11,12 @@ a norm ``N(w)`` under which ``phi`` has the paper's normalisation, and the answe
     P(y | w, beta) = sigmoid(beta * y * <w, f> / N(w))          (noisy, Bradley-Terry / logistic)
     P(y | w)       = 1[y <w, f> > 0]                             (noise-free, ``beta = None``)
 
+With a lapse rate ``epsilon`` (noisy model only) the person answers by a coin on a share ``epsilon`` of the
+screens and by the logistic model otherwise, ``P(y | w, beta) = epsilon / 2 + (1 - epsilon) sigmoid(...)``:
+a lapse-tolerant mixture (as in psychometric function fitting, Wichmann and Hill 2001), whose every
+answer, however sure the model, keeps probability at least ``epsilon / 2``, so one contradicting answer
+cannot drive a region of the posterior to zero while the logistic part keeps ``beta`` large.
+
 The prior on ``w`` is a zero-mean Gaussian with per-block scales, truncated to the family's convex cone
 (``B`` negative semi-definite, ``B^{uv}`` positive semi-definite, fair costs ``a >= 0``; optionally a
 quadratic metric increasing in every rate throughout a ball, `Family.increasing_on`); the likelihood
@@ -79,6 +85,7 @@ __all__ = [
     "ParticlePosterior",
     "PosteriorState",
     "check_betas",
+    "check_lapse",
     "shared_prior",
     "sym_from_vec",
     "vec_from_sym",
@@ -277,6 +284,35 @@ def _logsigmoid(x: FloatArray) -> FloatArray:
     return result
 
 
+def _answer_loglik(x: FloatArray, lapse: float) -> FloatArray:
+    """``log P(y)`` of an answer with logistic argument ``x = beta y <w, f> / N(w)`` and lapse rate ``lapse``.
+
+    ``lapse = 0`` is the plain logistic model, computed exactly as before (no mixture term at all).
+    """
+    if lapse == 0.0:
+        return _logsigmoid(x)
+    result: FloatArray = np.logaddexp(np.log(lapse / 2.0), np.log1p(-lapse) + _logsigmoid(x))
+    return result
+
+
+def check_lapse(lapse: object, betas: Sequence[float] | None) -> float:
+    """Validate a lapse rate: a number in ``[0, 1)``, non-zero only with a noisy answer model."""
+    if isinstance(lapse, bool):
+        raise InvalidConfigError(f"lapse must be a number in [0, 1), got {lapse!r}")
+    try:
+        number = float(lapse)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise InvalidConfigError(f"lapse must be a number in [0, 1), got {lapse!r}") from exc
+    if not np.isfinite(number) or number < 0.0 or number >= 1.0:
+        raise InvalidConfigError(f"lapse must be a number in [0, 1), got {lapse!r}")
+    if number > 0.0 and betas is None:
+        raise InvalidConfigError(
+            "lapse needs a noisy answer model (a beta or a beta grid); the noise-free model (beta=None) "
+            "treats every answer as a hard constraint and ignores contradicting ones instead"
+        )
+    return number
+
+
 class ParticlePosterior:
     """Weighted particles ``(w_j, beta_j)`` approximating the posterior after the answers seen so far.
 
@@ -295,6 +331,9 @@ class ParticlePosterior:
         Line moves per rejuvenation.
     burn_in : int
         Prior-only sweeps (a radial and a line move each) from the initial cone draws.
+    lapse : float
+        Share of answers given by a coin rather than the logistic model (`check_lapse`: in ``[0, 1)``,
+        non-zero only with ``betas``). The burn-in sees no answer, so it does not depend on it.
     """
 
     def __init__(
@@ -306,9 +345,11 @@ class ParticlePosterior:
         *,
         moves: int = DEFAULT_MOVES,
         burn_in: int = DEFAULT_BURN_IN,
+        lapse: float = 0.0,
     ) -> None:
         self.family = family
         self.hard = betas is None
+        self.lapse = check_lapse(lapse, betas)
         self.betas: FloatArray = np.array([np.inf] if betas is None else list(betas), dtype=np.float64)
         self.n = int(n_particles)
         self.rng = as_generator(rng)
@@ -332,6 +373,7 @@ class ParticlePosterior:
         state: PosteriorState,
         *,
         moves: int = DEFAULT_MOVES,
+        lapse: float = 0.0,
     ) -> ParticlePosterior:
         """The posterior whose `state` was ``state``, drawing from ``rng`` from now on (no burn-in).
 
@@ -341,6 +383,7 @@ class ParticlePosterior:
         posterior = cls.__new__(cls)
         posterior.family = family
         posterior.hard = betas is None
+        posterior.lapse = check_lapse(lapse, betas)
         posterior.betas = np.array([np.inf] if betas is None else list(betas), dtype=np.float64)
         posterior.n = int(state.particles.shape[0])
         posterior.rng = rng
@@ -436,6 +479,9 @@ class ParticlePosterior:
         # In place: the candidates-by-particles matrix is the largest array of a question's search.
         margins *= self.betas[self.beta_index][None, :]
         probabilities: FloatArray = special.expit(margins, out=margins)
+        if self.lapse:
+            probabilities *= 1.0 - self.lapse
+            probabilities += self.lapse / 2.0
         return probabilities
 
     def update(self, signed_feature: FloatArray) -> None:
@@ -452,7 +498,8 @@ class ParticlePosterior:
                 return
             self.log_weights = np.where(consistent, self.log_weights, -np.inf)
         else:
-            self.log_weights = self.log_weights + _logsigmoid(self.betas[self.beta_index] * margins)
+            loglik = _answer_loglik(self.betas[self.beta_index] * margins, self.lapse)
+            self.log_weights = self.log_weights + loglik
         self.signed = np.vstack([self.signed, signed_feature[None, :]])
         if not np.all(np.isfinite(self.particles)):
             raise NumericalError("the particle posterior produced non-finite parameters")
@@ -524,7 +571,12 @@ class ParticlePosterior:
         else:
             beta = float(self.weights @ self.betas[self.beta_index])
             p = 1.0 / (1.0 + np.exp(-np.clip(beta * margins, -50.0, 50.0)))
-            curvature = beta**2 * p * (1.0 - p)
+            if self.lapse:
+                # Fisher information of the mixture: (dP/dm)^2 / (P (1 - P)), P = lapse/2 + (1-lapse) p.
+                mixed = self.lapse / 2.0 + (1.0 - self.lapse) * p
+                curvature = ((1.0 - self.lapse) * beta * p * (1.0 - p)) ** 2 / (mixed * (1.0 - mixed))
+            else:
+                curvature = beta**2 * p * (1.0 - p)
         result: FloatArray = (self.signed * curvature[:, None]).T @ self.signed
         return result
 
@@ -686,13 +738,13 @@ class ParticlePosterior:
         squares = c0 + 2.0 * step[None, :] * c1 + step[None, :] ** 2 * c2
         scale = self.family._combine(squares)
         z = (margins + step[None, :] * along) * (beta / scale)[None, :]
-        result: FloatArray = np.sum(_logsigmoid(z), axis=0)
+        result: FloatArray = np.sum(_answer_loglik(z, self.lapse), axis=0)
         return result
 
     def _beta_move(self) -> None:
         """Exact Gibbs draw of each particle's noise level from the grid."""
         margins = (self.signed @ self.particles.T) / self.family.norm(self.particles)[None, :]
-        loglik = np.stack([np.sum(_logsigmoid(b * margins), axis=0) for b in self.betas])  # (G, n)
+        loglik = np.stack([np.sum(_answer_loglik(b * margins, self.lapse), axis=0) for b in self.betas])
         gumbel = -np.log(self.rng.exponential(1.0, loglik.shape))
         self.beta_index = np.argmax(loglik + gumbel, axis=0).astype(np.int64)
 

@@ -86,6 +86,9 @@ def config_fingerprint(config: Config) -> str:
     if config.shared_prior:
         # Only when set, so that checkpoints of sessions that burn in their own prior keep their fingerprint.
         described["shared_prior"] = True
+    if config.lapse:
+        # Only when non-zero, so that checkpoints of the plain logistic model keep their fingerprint.
+        described["lapse"] = float(config.lapse).hex()
     if config.search.changed():
         # Only what differs from the default search, so that earlier checkpoints keep their fingerprint.
         described["search"] = config.search.changed()
@@ -214,6 +217,7 @@ def decode(config: Config, blob: bytes) -> State:
             n_answers=n_answers,
         ),
         moves=config.search.moves,
+        lapse=config.lapse,
     )
     query = Query(first.copy(), second.copy(), search=config.name, kind="active", step=n_answers)
     return State(

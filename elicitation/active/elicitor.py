@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from ..display import DisplayGrid
 from ..errors import InvalidConfigError
-from ..posterior import ParticlePosterior, check_betas, shared_prior, sym_from_vec
+from ..posterior import ParticlePosterior, check_betas, check_lapse, shared_prior, sym_from_vec
 from ..types import (
     Elicitation,
     Elicitor,
@@ -300,7 +300,7 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
         if config.shared_prior:
             prior = shared_prior(family, config.betas, config.n_particles, burn_in=config.search.burn_in)
             state.posterior = ParticlePosterior.restored(
-                family, config.betas, state.rng, prior, moves=config.search.moves
+                family, config.betas, state.rng, prior, moves=config.search.moves, lapse=config.lapse
             )
         else:
             state.posterior = ParticlePosterior(
@@ -310,6 +310,7 @@ def _active_steps(state: State) -> Generator[Query, bool, Elicitation[Any]]:
                 state.rng,
                 moves=config.search.moves,
                 burn_in=config.search.burn_in,
+                lapse=config.lapse,
             )
         state.spreads.append(_posterior_estimate(config.spec, state.posterior)[2])
     posterior, rng = state.posterior, state.rng
@@ -473,6 +474,7 @@ class ActiveOptions(TypedDict, total=False):
     sensible: bool
     search: SearchEffort
     shared_prior: bool
+    lapse: float
 
 
 def active_elicitor(
@@ -499,6 +501,7 @@ def active_elicitor(
     sensible: bool = False,
     search: SearchEffort = DEFAULT_SEARCH,
     shared_prior: bool = False,
+    lapse: float = 0.0,
 ) -> ActiveElicitor[Any]:
     """Elicit a metric of ``family`` with active, noise-robust Bayesian queries (the one implementation).
 
@@ -594,6 +597,14 @@ def active_elicitor(
         from ``seed``: every session of a configuration then starts from the same prior sample, and
         ``seed`` decides every later random choice (searches, rejuvenations), so sessions still differ.
         A new session's start then costs its first question's search only, not the burn-in.
+    lapse : float
+        Share of screens, in ``[0, 1)``, on which the answer model takes the person to answer by a coin:
+        ``P(y) = lapse / 2 + (1 - lapse) sigmoid(beta y (phi(r1) - phi(r2)))`` in the posterior update, the
+        search's criterion and its committee screen, and the MCMC moves (``beta`` grid included). A person
+        who answers carefully but now and then clicks without looking then no longer looks noise-free to
+        the model, so one such answer cannot pin the posterior, and its credible intervals widen
+        accordingly (docs/active-elicitation.md). Needs a noisy model (``beta`` not None); 0, the
+        default, is the plain logistic model.
 
     Returns
     -------
@@ -675,6 +686,7 @@ def active_elicitor(
         tradeoff_rates=None if tradeoff_rates is None else _check_pools(tradeoff_rates, geometry.shape),
         search=_check_search(search),
         shared_prior=_check_flag(shared_prior, "shared_prior"),
+        lapse=check_lapse(lapse, check_betas(beta)),
     )
     radii = (
         np.full(geometry.priors.shape[0], geometry.sphere.radius)

@@ -345,3 +345,5 @@ class Config:
     #: The burnt-in prior cloud comes from a stream seeded by the configuration, shared by every session
     #: (`elicitation.posterior.shared_prior`), rather than from the session's seed.
     shared_prior: bool = False
+    #: Share of answers the answer model takes to be a coin flip (`elicitation.posterior.check_lapse`).
+    lapse: float = 0.0

@@ -63,6 +63,10 @@ BUILDERS: dict[str, Callable[[int], ActiveElicitor[Any]]] = {
     "quadratic-sensible-shared-prior": lambda seed: _displayed_quadratic(
         seed, search=LEAN_SEARCH, sensible=True, fresh_screens=True, shared_prior=True
     ),
+    # The same with an answer model that takes some answers to be coin flips.
+    "quadratic-sensible-lapse": lambda seed: _displayed_quadratic(
+        seed, search=LEAN_SEARCH, sensible=True, fresh_screens=True, shared_prior=True, lapse=0.05
+    ),
     "fair-noisy": lambda seed: active_fair(
         Sphere.around_uniform(2, 0.15),
         tau=TAU,
@@ -110,6 +114,7 @@ def _same_result(mine: Any, theirs: Any) -> None:
 @example(name="quadratic-noisy-fresh-screens", seed=7, answers=[True, False, False, True], at=5)
 @example(name="quadratic-sensible-shared-prior", seed=7, answers=[True, False, False, True], at=0)
 @example(name="quadratic-sensible-shared-prior", seed=8, answers=[False, True, True], at=4)
+@example(name="quadratic-sensible-lapse", seed=8, answers=[False, True, True], at=4)
 def test_a_restored_elicitor_continues_exactly_like_the_live_one(
     name: str, seed: int, answers: list[bool], at: int
 ) -> None:
@@ -210,6 +215,20 @@ def test_a_checkpoint_of_a_shared_prior_session_does_not_continue_with_its_own_b
     own = _displayed_quadratic(11, search=LEAN_SEARCH, sensible=True, fresh_screens=True)
     with pytest.raises(CheckpointError, match="another configuration"):
         own.restore(saved[2])
+
+
+def test_a_checkpoint_of_a_lapsing_answer_model_does_not_continue_without_the_lapse() -> None:
+    _log, saved, _result = _live(lambda: BUILDERS["quadratic-sensible-lapse"](11), [True, False])
+    plain = BUILDERS["quadratic-sensible-shared-prior"](11)
+    with pytest.raises(CheckpointError, match="another configuration"):
+        plain.restore(saved[2])
+    # A lapse of zero is the plain model: the same fingerprint, so its checkpoints stay usable.
+    zero = _displayed_quadratic(
+        11, search=LEAN_SEARCH, sensible=True, fresh_screens=True, shared_prior=True, lapse=0.0
+    )
+    assert checkpoints.config_fingerprint(zero._state.config) == checkpoints.config_fingerprint(
+        plain._state.config
+    )
 
 
 def test_the_default_search_keeps_the_fingerprints_of_earlier_checkpoints() -> None:
