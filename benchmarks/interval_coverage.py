@@ -1,7 +1,10 @@
 """Whether the demo's "likely range (90 % sure)" of a cost ratio holds the simulated person's true ratio.
 
 Run: ``.venv/bin/python benchmarks/interval_coverage.py`` (``--people N`` per version, ``--version V`` to
-choose the versions, ``--quick`` for a smoke run, which the test suite runs). The demo study's elicitor is
+choose the versions, ``--lapse L`` (repeatable) to add the current version's elicitor with the answer
+model's lapse rate ``L`` (`elicitation.active.active_elicitor`'s ``lapse``; not a recorded version: built as
+`benchmarks.search_effort.demo_elicitor` builds it, checked question for question against the app's at
+``L = 0``), ``--quick`` for a smoke run, which the test suite runs). The demo study's elicitor is
 built as the app builds a session's (`app.sessions.runtime.StudyRuntime.elicitor`: the breast-cancer space,
 the demo's budget, displayed and with plainly new screens), once per recorded version of its algorithm
 (default: active_quadratic-4 and the current active_quadratic-6, 300 particles from a shared burnt-in
@@ -25,7 +28,9 @@ ratio: the dearer class's, the headline's.
 Per version and per generator/noise cell it reports the coverage (the share of people whose true ratio lies
 inside the stated interval) with a Wilson 95 % interval, the median interval width relative to the stated
 ratio, the median ``|log(stated ratio / true ratio)|`` and the median of the posterior mean of the
-answers' inverse temperature (how consistent the elicitor takes the people to be). Checks (they fail the
+answers' inverse temperature (how consistent the elicitor takes the people to be), and the mean agreement
+of the elicited metric with the person's own preferences on random pairs of the query region
+(`elicitation.evaluation.agreement`, the search-effort benchmark's measure). Checks (they fail the
 run): every session ends within its budget with a finite estimate, the stated intervals are at 90 %, the
 base class's own interval is ``[1, 1]``, the words' interval is the elicitor's and their ratio is the one
 recomputed here, and the elicitor is the app's of that version. Results go to
@@ -37,7 +42,7 @@ from __future__ import annotations
 import argparse
 import sys
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +62,9 @@ from app.sessions.runtime import StudyRuntime  # noqa: E402
 from app.study_config import StudyConfig, build_space  # noqa: E402
 from benchmarks.expert_minutes import NOISE, SENSIBLE_PEOPLE  # noqa: E402
 from benchmarks.http_roundtrip import check, machine, run_checked  # noqa: E402
-from benchmarks.search_effort import people, run_person  # noqa: E402
+from benchmarks.search_effort import AGREEMENT_PAIRS, VARIANTS, demo_elicitor, people, run_person  # noqa: E402
 from elicitation import QuadraticMetric  # noqa: E402
+from elicitation.evaluation import agreement  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "interval_coverage.json"
 #: The demo's elicitor before this round's lean search, and the current one.
@@ -67,6 +73,9 @@ VERSIONS = ("active_quadratic-4", "active_quadratic-6")
 STATED_LEVEL = 0.90
 #: How closely the words' ratio must match the one recomputed here (both are the same floating-point sums).
 RATIO_RTOL = 1e-9
+#: The search-effort benchmark's build of the current version (shared prior, lean search, 300 particles),
+#: which ``--lapse`` variants start from.
+CURRENT_BUILD = next(variant for variant in VARIANTS if variant.version == VERSIONS[-1])
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,8 @@ class Outcome:
     #: The posterior mean of the answers' inverse temperature (how consistent the elicitor takes the
     #: person to be): a narrow interval follows from a high one.
     beta_mean: float
+    #: Share of random pairs of the query region the elicited metric orders as the person's own does.
+    agreement: float
 
 
 def demo_runtime() -> StudyRuntime:
@@ -114,12 +125,31 @@ def per_person_costs(metric: QuadraticMetric, center: np.ndarray, shares: np.nda
     return result
 
 
-def measure_person(runtime: StudyRuntime, version: str, generator: int, noise: str, seed: int) -> Outcome:
-    """One simulated person's session with the app's elicitor of ``version``, and what its result states."""
+def lapse_name(lapse: float) -> str:
+    """The report's name of the current version's elicitor with the answer model's lapse rate ``lapse``."""
+    return f"{VERSIONS[-1]} + lapse {lapse:g}"
+
+
+def lapse_elicitor(runtime: StudyRuntime, seed: int, lapse: float) -> Any:
+    """The current version's elicitor for a session with ``seed``, its answer model lapsing at ``lapse``."""
+    params = runtime.params.model_dump()
+    return demo_elicitor(runtime.space, params, seed, replace(CURRENT_BUILD, lapse=lapse))
+
+
+def measure_person(
+    runtime: StudyRuntime, version: str, generator: int, noise: str, seed: int, lapse: float | None = None
+) -> Outcome:
+    """One simulated person's session with the app's elicitor of ``version`` (with ``lapse``: the current
+    version's with that lapse rate, reported as `lapse_name`), and what its result states."""
     space = runtime.space
     person = SENSIBLE_PEOPLE[generator](np.random.default_rng(seed), space)
     oracle = NOISE[noise](person, np.random.default_rng([seed, 1]))
-    result, _, _, _ = run_person(runtime.elicitor(seed, version + DISPLAY_MARK), oracle)
+    if lapse is None:
+        elicitor = runtime.elicitor(seed, version + DISPLAY_MARK)
+    else:
+        version = lapse_name(lapse)
+        elicitor = lapse_elicitor(runtime, seed, lapse)
+    result, _, _, _ = run_person(elicitor, oracle)
     budget = runtime.params.max_queries  # type: ignore[attr-defined]
     check(
         0 < result.num_queries <= budget
@@ -152,6 +182,8 @@ def measure_person(runtime: StudyRuntime, version: str, generator: int, noise: s
         f"{version}, seed {seed}: the page's ratio {cost.times_per_person} is not the recomputed one",
     )
     truth = per_person_costs(person, reading.center, reading.class_shares)
+    region = runtime.spec.algorithm.query_region(space)
+    pairs = np.random.default_rng([seed, 2])
     true_ratio = float(truth[dearer] / truth[base])
     low, high = cost.credible
     return Outcome(
@@ -169,6 +201,7 @@ def measure_person(runtime: StudyRuntime, version: str, generator: int, noise: s
         covered=bool(low <= true_ratio <= high),
         base_disagrees=int(np.argmin(truth)) != base,
         beta_mean=float(np.dot(details["beta_grid"], details["beta_posterior"])),
+        agreement=float(agreement(person, result.metric, region, pairs, n_pairs=AGREEMENT_PAIRS)),
     )
 
 
@@ -192,6 +225,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
         "base_disagrees": sum(o.base_disagrees for o in outcomes),
         "questions_mean": round(float(np.mean([o.questions for o in outcomes])), 2),
         "beta_mean_median": round(float(np.median([o.beta_mean for o in outcomes])), 1),
+        "agreement_mean": round(float(np.mean([o.agreement for o in outcomes])), 4),
     }
 
 
@@ -204,12 +238,32 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             version == spec.version or version in spec.algorithm.earlier,
             f"{version} is not a version of {spec.name} the app builds (current {spec.version})",
         )
+    for lapse in args.lapse:
+        check(0.0 <= lapse < 1.0, f"a lapse rate lies in [0, 1), got {lapse}")
+    if args.lapse:
+        # The lapse variants' build, at lapse 0, asks exactly the app's questions of the current version.
+        person = SENSIBLE_PEOPLE[0](np.random.default_rng(args.seed), runtime.space)
+        _, _, _, app_queries = run_person(
+            runtime.elicitor(args.seed, VERSIONS[-1] + DISPLAY_MARK), person.prefers
+        )
+        _, _, _, own_queries = run_person(lapse_elicitor(runtime, args.seed, 0.0), person.prefers)
+        check(
+            spec.version == VERSIONS[-1]
+            and len(app_queries) == len(own_queries)
+            and all(
+                np.array_equal(a.first, b.first) and np.array_equal(a.second, b.second)
+                for a, b in zip(app_queries, own_queries, strict=True)
+            ),
+            f"the lapse variants' elicitor at lapse 0 asks other questions than the app's {VERSIONS[-1]}",
+        )
     crowd = people(args.people, args.seed)
-    outcomes: dict[str, list[Outcome]] = {version: [] for version in args.version}
+    runs: list[tuple[str, float | None]] = [(version, None) for version in args.version]
+    runs += [(lapse_name(lapse), lapse) for lapse in args.lapse]
+    outcomes: dict[str, list[Outcome]] = {name: [] for name, _ in runs}
     # Each person meets every version in turn, with the same seeds: a paired comparison.
     for generator, noise, seed in crowd:
-        for version in args.version:
-            outcomes[version].append(measure_person(runtime, version, generator, noise, seed))
+        for name, lapse in runs:
+            outcomes[name].append(measure_person(runtime, name, generator, noise, seed, lapse))
     report: dict[str, Any] = {
         "machine": machine(),
         "current_version": spec.version,
@@ -252,7 +306,7 @@ def _row(name: str, summary: dict[str, Any]) -> str:
         f"| {name} | {summary['people']} | {summary['covered']} ({summary['coverage']:.0%}) | "
         f"{low:.2f}-{high:.2f} | {summary['truth_below_interval']} / {summary['truth_above_interval']} | "
         f"{summary['width_over_ratio_median']:.3f} | {summary['abs_log_error_median']:.3f} | "
-        f"{summary['base_disagrees']} | {summary['beta_mean_median']:.0f} |"
+        f"{summary['base_disagrees']} | {summary['beta_mean_median']:.0f} | {summary['agreement_mean']:.4f} |"
     )
 
 
@@ -270,6 +324,13 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help=f"a version of the demo's algorithm (repeatable; default {VERSIONS})",
     )
+    parser.add_argument(
+        "--lapse",
+        type=float,
+        action="append",
+        default=[],
+        help=f"also run {VERSIONS[-1]}'s elicitor with this answer-model lapse rate (repeatable)",
+    )
     parser.add_argument("--quick", action="store_true", help="2 people per version (smoke run)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -286,8 +347,11 @@ def main(argv: list[str] | None = None) -> int:
         f"commit {where['commit']}; stated level {report['level']:.0%}"
     )
     print("| people | n | inside | Wilson 95 % | truth below / above | width / ratio (median) |", end="")
-    print(" \\|log(stated / true)\\| (median) | other cheapest class | posterior mean beta (median) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        " \\|log(stated / true)\\| (median) | other cheapest class | posterior mean beta (median) |", end=""
+    )
+    print(" agreement (mean) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in report["versions"]:
         print(_row(f"**{row['version']}** (particles {row['n_particles']})", row["all"]))
         for name, summary in {**row["by_generator"], **row["by_noise"], **row["cells"]}.items():

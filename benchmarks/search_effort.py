@@ -76,6 +76,8 @@ class Variant:
     #: The recorded version of the demo's algorithm this variant is (None: none); checked question for
     #: question against the app's elicitor of that version.
     version: str | None = None
+    #: The answer model's lapse rate (`elicitation.active.active_elicitor`'s ``lapse``; 0: none).
+    lapse: float = 0.0
 
 
 VARIANTS = (
@@ -107,6 +109,7 @@ def demo_elicitor(space: Any, params: dict[str, Any], seed: int, variant: Varian
             n_particles=variant.n_particles,
             search=variant.search,
             shared_prior=variant.shared_prior,
+            lapse=variant.lapse,
         )
 
     return displayed(build, space, 0, fresh_screens=True)
