@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from benchmarks.expert_minutes import cost_ratio_person
-from benchmarks.interval_coverage import VERSIONS, demo_runtime, main, measure_person, summarize
+from benchmarks.interval_coverage import VERSIONS, demo_runtime, lapse_name, main, measure_person, summarize
 
 
 def test_quick_benchmark_runs_both_versions_and_its_checks_pass(
@@ -50,3 +50,24 @@ def test_the_true_ratio_is_relative_to_the_stated_base_and_coverage_counts_it() 
     assert summary["covered"] == 1 and summary["truth_above_interval"] == 1
     low, high = summary["coverage_95"]
     assert 0.0 < low < 0.5 < high < 1.0
+
+
+def test_quick_benchmark_with_a_lapse_runs_it_beside_the_current_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "coverage.json"
+    assert main(["--quick", "--version", VERSIONS[-1], "--lapse", "0.05", "--out", str(out)]) == 0
+    assert "CHECK FAILED" not in capsys.readouterr().err
+    report = json.loads(out.read_text())
+    assert [row["version"] for row in report["versions"]] == [VERSIONS[-1], lapse_name(0.05)]
+    plain, lapsing = (row["people_detail"] for row in report["versions"])
+    # The same people and seeds under both (paired), each with an agreement on random pairs.
+    assert [(p["generator"], p["noise"], p["seed"]) for p in plain] == [
+        (p["generator"], p["noise"], p["seed"]) for p in lapsing
+    ]
+    assert all(0.5 < person["agreement"] <= 1.0 for person in plain + lapsing)
+
+
+def test_a_lapse_outside_zero_to_one_fails_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--quick", "--version", VERSIONS[-1], "--lapse", "1.0", "--out", "/dev/null"]) == 1
+    assert "a lapse rate lies in [0, 1)" in capsys.readouterr().err
