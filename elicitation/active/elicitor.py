@@ -602,9 +602,9 @@ def active_elicitor(
         ``P(y) = lapse / 2 + (1 - lapse) sigmoid(beta y (phi(r1) - phi(r2)))`` in the posterior update, the
         search's criterion and its committee screen, and the MCMC moves (``beta`` grid included). A person
         who answers carefully but now and then clicks without looking then no longer looks noise-free to
-        the model, so one such answer cannot pin the posterior, and its credible intervals widen
-        accordingly (docs/active-elicitation.md). Needs a noisy model (``beta`` not None); 0, the
-        default, is the plain logistic model.
+        the model, and one such answer cannot drive a region of the posterior to zero weight
+        (docs/active-elicitation.md measures what it does to the demo's stated ranges). Needs a noisy
+        model (``beta`` not None); 0, the default, is the plain logistic model.
 
     Returns
     -------
