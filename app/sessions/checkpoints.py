@@ -40,11 +40,11 @@ __all__ = [
     "DIGEST_LABEL",
     "RecordedSession",
     "encoded",
-    "is_active",
     "log_digest",
     "restore_state",
     "save_blob",
     "save_state",
+    "waiting_active_elicitor",
 ]
 
 logger = logging.getLogger("app.sessions.checkpoints")
@@ -145,18 +145,20 @@ def save_state(
     return blob is not None and save_blob(db, runtime, session, elicitation, blob)
 
 
-def is_active(state: ElicitorState | None) -> bool:
-    """Whether ``state`` is an active elicitor waiting for an answer (the states that have checkpoints)."""
-    return isinstance(state, Pending) and isinstance(state.elicitor, ActiveElicitor)
+def waiting_active_elicitor(state: ElicitorState | None) -> ActiveElicitor[Any] | None:
+    """The active elicitor of ``state`` if it waits for an answer (the states that have checkpoints)."""
+    if isinstance(state, Pending) and isinstance(state.elicitor, ActiveElicitor):
+        return state.elicitor
+    return None
 
 
 def encoded(state: ElicitorState) -> bytes | None:
     """The checkpoint of ``state``: only an active elicitor waiting for an answer has one (else None)."""
-    if not is_active(state):
+    elicitor = waiting_active_elicitor(state)
+    if elicitor is None:
         return None
-    assert isinstance(state, Pending)
     try:
-        blob: bytes = state.elicitor.checkpoint()
+        blob: bytes = elicitor.checkpoint()
     except CheckpointError:
         return None
     return blob

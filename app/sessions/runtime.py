@@ -230,6 +230,14 @@ class SessionCache:
         #: Called with the source of each resume (the app counts them for Prometheus).
         self.on_resume: Callable[[str], None] | None = None
 
+    def _remember(self, recent: OrderedDict[uuid.UUID, Any], session_id: uuid.UUID, value: Any) -> None:
+        """Put ``value`` last in ``recent``, one of the per-session maps, and drop its least recently used
+        sessions beyond ``max_sessions`` (the caller holds the lock)."""
+        recent[session_id] = value
+        recent.move_to_end(session_id)
+        while len(recent) > self.max_sessions:
+            recent.popitem(last=False)
+
     def runtime(self, study: Study) -> StudyRuntime:
         with self._lock:
             cached = self._studies.get(study.id)
@@ -305,10 +313,7 @@ class SessionCache:
             if entry is None or entry[:3] != (n_answers, last_seq, config_version):
                 entry = (n_answers, last_seq, config_version, {})
             entry[3][answer] = branch
-            self._branches[session_id] = entry
-            self._branches.move_to_end(session_id)
-            while len(self._branches) > self.max_sessions:
-                self._branches.popitem(last=False)
+            self._remember(self._branches, session_id, entry)
         return True
 
     def take_branch(
@@ -343,10 +348,7 @@ class SessionCache:
         if self.max_sessions <= 0:
             return
         with self._lock:
-            self._live[session_id] = (n_answers, last_seq, state)
-            self._live.move_to_end(session_id)
-            while len(self._live) > self.max_sessions:
-                self._live.popitem(last=False)
+            self._remember(self._live, session_id, (n_answers, last_seq, state))
 
     def offer(self, session_id: uuid.UUID, n_answers: int, last_seq: int, state: ElicitorState) -> None:
         """Keep a state rebuilt outside the participant's requests, unless the session already has one
@@ -366,10 +368,7 @@ class SessionCache:
         if self.max_sessions <= 0:
             return
         with self._lock:
-            self._progress[session_id] = (n_answers, last_seq, elicitor_total, finished)
-            self._progress.move_to_end(session_id)
-            while len(self._progress) > self.max_sessions:
-                self._progress.popitem(last=False)
+            self._remember(self._progress, session_id, (n_answers, last_seq, elicitor_total, finished))
 
     def progress(self, session_id: uuid.UUID, n_answers: int, last_seq: int) -> tuple[int, bool] | None:
         """(elicitor questions expected, finished) noted at exactly this point of the log, else None."""
@@ -389,10 +388,7 @@ class SessionCache:
         if self.max_sessions <= 0:
             return
         with self._lock:
-            self._steps[session_id] = (runtime, n_rows, step)
-            self._steps.move_to_end(session_id)
-            while len(self._steps) > self.max_sessions:
-                self._steps.popitem(last=False)
+            self._remember(self._steps, session_id, (runtime, n_rows, step))
 
     def step_at(self, session_id: uuid.UUID, runtime: StudyRuntime, n_rows: int) -> tuple[Step | None] | None:
         """The step noted for exactly this runtime and number of log rows, as a 1-tuple (None: not noted)."""
@@ -411,10 +407,7 @@ class SessionCache:
         if self.max_sessions <= 0:
             return
         with self._lock:
-            self._logs[session_id] = rows
-            self._logs.move_to_end(session_id)
-            while len(self._logs) > self.max_sessions:
-                self._logs.popitem(last=False)
+            self._remember(self._logs, session_id, rows)
 
     def forget_study(self, study_id: uuid.UUID) -> None:
         """Drop the study's runtime: its configuration changed (the next request builds the new one)."""

@@ -229,7 +229,7 @@ class _Context:
         n, last = _cache_key(self.elicitation)
         before = (n - 1, self.elicitation[-2].seq if n > 1 else -1)
         answer = bool(row.elicitor_answer)
-        branch = self._branch(before, row)
+        branch = self._branch(before, answer, row.query)
         state: ElicitorState | None = None
         save = True
         if branch is not None:
@@ -237,7 +237,8 @@ class _Context:
             self.cache.count_active_answer(ahead=True)
         else:
             previous = self.cache.take(self.session.id, *before)
-            if self.cache.speculator is not None and checkpoints.is_active(previous):
+            active = checkpoints.waiting_active_elicitor(previous) is not None
+            if self.cache.speculator is not None and active:
                 self.cache.count_active_answer(ahead=False)
             if isinstance(previous, Pending):
                 try:
@@ -264,14 +265,15 @@ class _Context:
             checkpoint=None if branch is None else branch.checkpoint,
         )
 
-    def _branch(self, before: tuple[int, int], row: repo.LogEntry) -> Branch | None:
-        """The state after ``row``'s answer computed ahead from the live state at ``before`` (elicitor
-        answers, seq of the last one), if the background has it (`app.sessions.speculation`)."""
+    def _branch(self, before: tuple[int, int], answer: bool, query: dict[str, Any] | None) -> Branch | None:
+        """The state after ``answer`` to the stored ``query``, computed ahead from the live state at
+        ``before`` (elicitor answers, seq of the last one), if the background has it
+        (`app.sessions.speculation`)."""
         if self.cache.speculator is None:
             return None
         version = self.runtime.config_version
-        branch = self.cache.take_branch(self.session.id, *before, version, bool(row.elicitor_answer))
-        if branch is not None and branch.answered_query not in (None, row.query):
+        branch = self.cache.take_branch(self.session.id, *before, version, answer)
+        if branch is not None and branch.answered_query not in (None, query):
             return None  # a result checked against another query than the one answered
         return branch
 
