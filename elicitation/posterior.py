@@ -478,7 +478,11 @@ class ParticlePosterior:
             return result
         # In place: the candidates-by-particles matrix is the largest array of a question's search.
         margins *= self.betas[self.beta_index][None, :]
-        probabilities: FloatArray = special.expit(margins, out=margins)
+        return self.lapsed(special.expit(margins, out=margins))
+
+    def lapsed(self, probabilities: FloatArray) -> FloatArray:
+        """The answer model's probabilities from its logistic part's, in place: with a lapse rate
+        ``lapse / 2 + (1 - lapse) p``, without one ``p`` itself."""
         if self.lapse:
             probabilities *= 1.0 - self.lapse
             probabilities += self.lapse / 2.0
@@ -573,7 +577,7 @@ class ParticlePosterior:
             p = 1.0 / (1.0 + np.exp(-np.clip(beta * margins, -50.0, 50.0)))
             if self.lapse:
                 # Fisher information of the mixture: (dP/dm)^2 / (P (1 - P)), P = lapse/2 + (1-lapse) p.
-                mixed = self.lapse / 2.0 + (1.0 - self.lapse) * p
+                mixed = self.lapsed(p.copy())
                 curvature = ((1.0 - self.lapse) * beta * p * (1.0 - p)) ** 2 / (mixed * (1.0 - mixed))
             else:
                 curvature = beta**2 * p * (1.0 - p)

@@ -241,11 +241,8 @@ def choose_query(
         if posterior.hard:
             votes = (margins > 0.0).astype(np.float64)
         else:
-            votes = 1.0 / (
-                1.0 + np.exp(-np.clip(margins * posterior.betas[posterior.beta_index[committee]], -50, 50))
-            )
-            if posterior.lapse:
-                votes = posterior.lapse / 2.0 + (1.0 - posterior.lapse) * votes
+            logits = np.clip(margins * posterior.betas[posterior.beta_index[committee]], -50, 50)
+            votes = posterior.lapsed(1.0 / (1.0 + np.exp(-logits)))
         screen = _information_gain(votes, np.full(effort.committee, 1.0 / effort.committee), posterior.hard)
     # Ties (e.g. all zero once the posterior is narrow) are broken by the feature size: larger
     # differences are easier to judge and more robust to noise.
