@@ -230,8 +230,7 @@ def summary(rows: list[dict[str, float]]) -> dict[str, dict[str, float]]:
     """Median and mean CPU ms of every part, and of the whole request, over ``rows``."""
     out: dict[str, dict[str, float]] = {}
     for name in (*PARTS, "request"):
-        values = np.asarray([row.get(name, 0.0) for row in rows]) * 1000.0
-        out[name] = {"median": round(float(np.median(values)), 3), "mean": round(float(np.mean(values)), 3)}
+        out[name] = _milliseconds([row.get(name, 0.0) for row in rows])
     out["answers"] = {"count": len(rows)}
     return out
 
@@ -366,11 +365,17 @@ def _session_seed(seed: int) -> Iterator[None]:
         secrets.randbits = original
 
 
-def _milliseconds(values: list[float]) -> dict[str, float]:
-    array = np.asarray(values, dtype=float) * 1000.0
+def _median_mean(values_ms: Any) -> dict[str, float]:
+    """Median and mean of milliseconds, to the microsecond (both 0 for no values)."""
+    array = np.asarray(values_ms, dtype=float)
     if array.size == 0:
         return {"median": 0.0, "mean": 0.0}
     return {"median": round(float(np.median(array)), 3), "mean": round(float(np.mean(array)), 3)}
+
+
+def _milliseconds(seconds: list[float]) -> dict[str, float]:
+    """`_median_mean` of durations given in seconds."""
+    return _median_mean(np.asarray(seconds, dtype=float) * 1000.0)
 
 
 def mode_report(one: Served) -> dict[str, Any]:
@@ -380,10 +385,7 @@ def mode_report(one: Served) -> dict[str, Any]:
     report: dict[str, Any] = {
         "elicitor_answers": summary(elicitor_rows) if elicitor_rows else None,
         "all_answers": summary(one.rows),
-        "join_ms": {
-            "median": round(float(np.median(one.joins)), 3),
-            "mean": round(float(np.mean(one.joins)), 3),
-        },
+        "join_ms": _median_mean(one.joins),
     }
     for kind, rows in (("elicitor_answers", elicitor_rows), ("all_answers", one.rows)):
         if report[kind] is not None:
@@ -441,10 +443,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 served = [Served(mode, one, [], []) for mode, one in apps.items()]
                 bare = await answer_sessions(client, clock, study, served, args.sessions, args.seed)
                 measured: dict[str, Any] = {one.mode: mode_report(one) for one in served}
-                measured["bare_request_ms"] = {
-                    "median": round(float(np.median(bare)), 3),
-                    "mean": round(float(np.mean(bare)), 3),
-                }
+                measured["bare_request_ms"] = _median_mean(bare)
                 measured["checkpoint_bytes"] = _checkpoint_bytes(next(iter(apps.values())), study.id)
                 report["studies"][name] = measured
         finally:

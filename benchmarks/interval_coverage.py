@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import uuid
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -53,13 +52,12 @@ from threadpoolctl import threadpool_limits
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.algorithms import get_algorithm  # noqa: E402
 from app.cli.web import DEMO_STUDY  # noqa: E402
 from app.codec import encode_metric, to_jsonable  # noqa: E402
 from app.explain import reading_for  # noqa: E402
 from app.sessions.displayed import DISPLAY_MARK  # noqa: E402
-from app.sessions.runtime import StudyRuntime  # noqa: E402
-from app.study_config import StudyConfig, build_space  # noqa: E402
+from app.sessions.runtime import StudyRuntime, study_runtime  # noqa: E402
+from app.sessions.study import new_study  # noqa: E402
 from benchmarks.expert_minutes import NOISE, SENSIBLE_PEOPLE  # noqa: E402
 from benchmarks.http_roundtrip import check, machine, run_checked  # noqa: E402
 from benchmarks.search_effort import AGREEMENT_PAIRS, VARIANTS, demo_elicitor, people, run_person  # noqa: E402
@@ -104,18 +102,8 @@ class Outcome:
 
 
 def demo_runtime() -> StudyRuntime:
-    """The demo study's runtime, as `app.sessions.runtime.study_runtime` builds it from a stored study."""
-    config = StudyConfig.model_validate(DEMO_STUDY)
-    spec = get_algorithm(config.algorithm)
-    params = spec.parse_params(config.algorithm_params)
-    return StudyRuntime(
-        study_id=uuid.uuid4(),
-        config=config,
-        space=build_space(config),
-        spec=spec,
-        params=params,
-        expected_queries=params.max_queries,  # type: ignore[attr-defined]
-    )
+    """The demo study's runtime, as the app builds it for the stored demo study (nothing is stored)."""
+    return study_runtime(new_study(DEMO_STUDY))
 
 
 def per_person_costs(metric: QuadraticMetric, center: np.ndarray, shares: np.ndarray) -> np.ndarray:

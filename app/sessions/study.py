@@ -17,7 +17,7 @@ from ..models import Study
 from ..study_config import StudyConfig, build_space, parse_study_config
 from .displayed import build_session_elicitor
 
-__all__ = ["create_study", "typical_queries"]
+__all__ = ["create_study", "new_study", "typical_queries"]
 
 
 def typical_queries(spec: AlgorithmSpec, space: Any, params: BaseModel) -> int:
@@ -33,21 +33,28 @@ def typical_queries(spec: AlgorithmSpec, space: Any, params: BaseModel) -> int:
     return int(result.num_queries)
 
 
-def create_study(db: Session, config: StudyConfig | dict[str, Any]) -> Study:
-    """Validate ``config`` and store the study; `StudyConfigError` names any invalid field."""
+def new_study(config: StudyConfig | dict[str, Any]) -> Study:
+    """The study row for a validated ``config``, not stored (`create_study` stores it; a benchmark serves
+    one in process); `StudyConfigError` names any invalid field."""
     if not isinstance(config, StudyConfig):
         config = parse_study_config(config)
     spec = get_algorithm(config.algorithm)
     space = build_space(config)
     params = spec.parse_params(config.algorithm_params)
-    study = Study(
+    return Study(
         id=uuid.uuid4(),
         name=config.name,
         config=config.model_dump(mode="json"),
         algorithm=config.algorithm,
         expected_queries=typical_queries(spec, space, params),
         open_enrolment=config.open_enrolment,
+        config_version=0,  # the column's default, so that an unstored row has it too
     )
+
+
+def create_study(db: Session, config: StudyConfig | dict[str, Any]) -> Study:
+    """Validate ``config`` and store the study; `StudyConfigError` names any invalid field."""
+    study = new_study(config)
     repo.add(db, study)
     db.commit()
     return study
