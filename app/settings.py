@@ -33,10 +33,10 @@ class Settings(BaseSettings):
     #: branch not taken.
     speculative_questions: bool = True
     #: Threads that run a worker's requests at once (`REQUEST_THREADS`). A request is mostly Python and small
-    #: numpy calls under one interpreter lock, so more threads only contend for it: with 30 participants
-    #: answering at once, 40 threads (anyio's default) cost 42 ms of CPU per demo answer, 2 threads 23-26
-    #: (docs/scaling.md). Raise it when long back-office requests (closing or importing a large study) must
-    #: not hold back participants.
+    #: numpy calls under one interpreter lock, so more threads only contend for it: anyio's default of 40
+    #: nearly doubled the CPU of a demo answer when many participants answered at once (docs/scaling.md,
+    #: "Where the time of an answer goes"). Raise it when long back-office requests (closing or importing a
+    #: large study) must not hold back participants.
     request_threads: int = Field(default=2, ge=1)
     #: Log full tracebacks of unexpected errors (always on; the participant only ever sees a generic page).
     debug: bool = False
