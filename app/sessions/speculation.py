@@ -16,7 +16,9 @@ checkpointed state, so a session asks the same questions and ends with the same 
 
 The background stays out of the way of the requests it serves: it starts a branch only when this process has
 served no request for `QUIET_S` (`app.server.RequestsInFlight`; a checkpoint's save waits at most
-`SAVE_PATIENCE_S` for none in flight), and a request never waits for a branch to finish (one that arrives
+`SAVE_PATIENCE_S` for none in flight, and a branch waiting for quiet steps aside for any save queued
+meanwhile, so a server that is never idle still keeps every session's checkpoint current), and a request
+never waits for a branch to finish (one that arrives
 while a branch runs shares the interpreter with it until the branch ends). At most one job per session is
 queued (a newer one replaces it), so the queue never holds more work than sessions waiting for their
 participant.
@@ -24,6 +26,7 @@ participant.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -200,14 +203,28 @@ class Speculator:
                 self._working = False
                 self._condition.notify_all()
 
-    def _wait_for_no_request(self, quiet: float = 0.0, patience: float | None = None) -> None:
-        """Return once no request has been in flight for ``quiet`` seconds (or, with ``patience``, after that
-        many seconds anyway)."""
-        deadline = None if patience is None else time.monotonic() + patience
-        while self.busy(quiet) and not self._stopped:
-            if deadline is not None and time.monotonic() >= deadline:
-                return
+    def _wait_for_no_request_in_flight(self) -> None:
+        """Return once no request is in flight, or after `SAVE_PATIENCE_S` anyway."""
+        deadline = time.monotonic() + SAVE_PATIENCE_S
+        while self.busy(0.0) and not self._stopped and time.monotonic() < deadline:
             time.sleep(IDLE_POLL_S)
+
+    def _wait_for_quiet_unless_saves_wait(self) -> bool:
+        """Wait until no request has been in flight for `QUIET_S`; False as soon as a queued job has a
+        checkpoint to save (saves do not wait for a quiet server, so they must not wait behind a branch)."""
+        while self.busy(QUIET_S) and not self._stopped:
+            with self._condition:
+                if any(queued.save for queued in self._jobs.values()):
+                    return False
+            time.sleep(IDLE_POLL_S)
+        return True
+
+    def _requeue_branches(self, job: _Job) -> None:
+        """Put ``job``'s branches back at the end of the queue (its checkpoint is saved), unless a newer job
+        for its session replaced it meanwhile."""
+        with self._condition:
+            if job.session.id not in self._jobs and not self._stopped:
+                self._jobs[job.session.id] = dataclasses.replace(job, save=False)
 
     def _current(self, job: _Job) -> bool:
         """Whether the job still stands: no newer one queued, and the session's live state where it was."""
@@ -218,11 +235,13 @@ class Speculator:
 
     def _work(self, job: _Job) -> None:
         if job.save:
-            self._wait_for_no_request(patience=SAVE_PATIENCE_S)
+            self._wait_for_no_request_in_flight()
             with self.sessionmaker() as db:
                 checkpoints.save_blob(db, job.runtime, job.session, list(job.rows), job.checkpoint)
         for answer in ANSWERS:
-            self._wait_for_no_request(QUIET_S)
+            if not self._wait_for_quiet_unless_saves_wait():
+                self._requeue_branches(job)
+                return
             if not self._current(job):
                 return
             branch = self._branch(job, answer)

@@ -212,6 +212,39 @@ def test_a_busy_server_computes_no_branch_and_its_requests_never_wait(
     assert seen == expected
 
 
+def test_a_server_never_idle_still_saves_every_sessions_latest_checkpoint(
+    template: Callable[..., Settings],
+) -> None:
+    """Branches wait for a quiet server, saves do not wait behind them: without this a worker that was
+    never idle kept no checkpoint after a session's first answers, and a restart replayed whole logs."""
+    settings = template()
+    with worker(settings) as (app, client):
+        speculator = app.state.session_cache.speculator
+        speculator.busy = lambda _within: True
+        study_id = _study(app, "quadratic5")
+        tokens = [_join(client, study_id) for _ in range(2)]
+        states = {token: client.get(f"/api/v1/sessions/{token}").json() for token in tokens}
+        people = {token: Person(index) for index, token in enumerate(tokens)}
+        for _ in range(3):
+            for token in tokens:
+                query = states[token]["query"]
+                body = {"seq": query["seq"], "preferred": people[token].choose(query)}
+                states[token] = client.post(f"/api/v1/sessions/{token}/answers", json=body).json()
+        deadline = time.monotonic() + 10.0
+        while True:
+            with app.state.sessionmaker() as db:
+                saved = sorted(row.n_answers for row in db.scalars(select(ElicitorCheckpoint)))
+            if saved == [3, 3] or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        assert saved == [3, 3]
+        assert speculator.branches_computed == 0
+    with worker(settings) as (other, fresh):
+        for token in tokens:
+            assert fresh.get(f"/api/v1/sessions/{token}").json() == states[token]
+        assert other.state.session_cache.resumes == {"cache": 0, "checkpoint": 2, "replay": 0}
+
+
 def test_the_taken_branch_is_saved_as_the_checkpoint_after_the_response(
     template: Callable[..., Settings],
 ) -> None:
