@@ -1,5 +1,5 @@
 """Annotated dependency aliases shared by the routes: settings, DB session and the session cache; and the
-middleware that closes a request's DB session."""
+closing of a request's DB session after its response."""
 
 from __future__ import annotations
 
@@ -9,12 +9,20 @@ import anyio.to_thread
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import QueuePool
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
 from .sessions import SessionCache
 from .settings import Settings
 
-__all__ = ["CacheDep", "DbSessionDep", "DbSessionScope", "SettingsDep", "connection_slots"]
+__all__ = [
+    "CacheDep",
+    "DbSessionDep",
+    "SettingsDep",
+    "close_sessions",
+    "connection_slots",
+    "get_db",
+    "track_sessions",
+]
 
 
 #: Threads of their own for closing DB sessions (closing returns the connection to the pool).
@@ -38,43 +46,41 @@ def connection_slots(app: Any) -> anyio.Semaphore | None:
     return slots
 
 
-#: Where a request keeps the DB session it opened, for `DbSessionScope` to close (an ASGI scope key).
+#: Where a request keeps the DB sessions it opened, for `close_sessions` (an ASGI scope key).
 _DB_SESSION_KEY = "elicit.db_session"
 
+#: The DB sessions a request opened (at most one), each with the connection slots it took one of.
+OpenedSessions = list[tuple[Session, anyio.Semaphore | None]]
 
-class DbSessionScope:
-    """ASGI middleware that closes the DB session a request opened (`get_db`) once its response is sent.
+
+def track_sessions(scope: Scope) -> OpenedSessions:
+    """Where `get_db` notes the sessions of the request of ``scope`` (to pass to `close_sessions`)."""
+    opened: OpenedSessions = []
+    scope[_DB_SESSION_KEY] = opened
+    return opened
+
+
+async def close_sessions(opened: OpenedSessions) -> None:
+    """Close the DB sessions a request opened (`get_db`), once its response is sent, and give their
+    connection slots back (`app.server.RequestEnvelope` calls this after every request, errors included).
 
     A plain dependency opens the session and this closes it, instead of a dependency with ``yield``: FastAPI
     runs such a dependency's exit through an exit stack per request, which cost about as much as the whole
     of the session's own opening and closing. Anything not committed is rolled back when it closes, after
-    an error too (the error page is rendered inside this middleware). Closing a session that holds a
-    transaction (rollback, connection back to the pool) does I/O, so that runs in a worker thread, on
-    threads of its own (`_CLOSE_LIMITER`); a session whose last use was its commit holds no connection and
-    closes in the event loop (most answers end so). The request's connection slot is given back after.
+    an error too (the error page is rendered before this). Closing a session that holds a transaction
+    (rollback, connection back to the pool) does I/O, so that runs in a worker thread, on threads of its
+    own (`_CLOSE_LIMITER`); a session whose last use was its commit holds no connection and closes in the
+    event loop (most answers end so).
     """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        opened: list[tuple[Session, anyio.Semaphore | None]] = []
-        scope[_DB_SESSION_KEY] = opened
+    for db, slots in opened:
         try:
-            await self.app(scope, receive, send)
+            if db.in_transaction():
+                await anyio.to_thread.run_sync(db.close, limiter=_CLOSE_LIMITER)
+            else:
+                db.close()  # committed and not used since: no connection to return
         finally:
-            for db, slots in opened:
-                try:
-                    if db.in_transaction():
-                        await anyio.to_thread.run_sync(db.close, limiter=_CLOSE_LIMITER)
-                    else:
-                        db.close()  # committed and not used since: no connection to return
-                finally:
-                    if slots is not None:
-                        slots.release()
+            if slots is not None:
+                slots.release()
 
 
 # The trivial dependencies are ``async`` so that FastAPI does not send each through the thread pool.
@@ -87,11 +93,11 @@ async def get_settings(request: Request) -> Settings:
 
 async def get_db(request: Request) -> Session:
     """The request's SQLAlchemy session (one per request), opened once a connection slot is free
-    (`connection_slots`); `DbSessionScope` closes it, rolling back anything not committed.
+    (`connection_slots`); `close_sessions` closes it after the response, rolling back anything not committed.
 
     Creating a session does no I/O: the slot is taken in the event loop, before the handler's thread runs.
     """
-    opened: list[tuple[Session, anyio.Semaphore | None]] = request.scope[_DB_SESSION_KEY]
+    opened: OpenedSessions = request.scope[_DB_SESSION_KEY]
     if opened:
         return opened[0][0]
     slots = connection_slots(request.app)

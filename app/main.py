@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -16,8 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from prometheus_client import CollectorRegistry
 from sqlalchemy.orm import configure_mappers
-from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from . import __version__, access_log
@@ -26,7 +25,6 @@ from .admin.monitor import STATUS_WORDS, STOPPED_AFTER_MIN
 from .algorithms import algorithm_label
 from .charts.inert import figure_json
 from .db import make_engine, make_sessionmaker
-from .deps import DbSessionScope
 from .embedding import CONTENT_SECURITY_POLICY
 from .errors import NotFoundError, install_error_handlers
 from .explain import SETTLED_LAM_WIDTH
@@ -34,7 +32,7 @@ from .i18n import LANGUAGES, Catalogues, configure_templates, shipped_catalogues
 from .metrics import RequestMetrics, StudyCollector, active_answer_counter, resume_counter
 from .resources import resource_dir
 from .routes import api, docs, operations, pages
-from .server import BodyDeadlineMiddleware, RequestCounter, RequestsInFlight
+from .server import RequestCounter, RequestEnvelope
 from .sessions import SessionCache
 from .sessions.speculation import Speculator
 from .settings import Settings
@@ -65,60 +63,56 @@ def _plotly_js_path() -> Path:
     return Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
 
 
-class SecurityHeadersMiddleware:
+class SecurityHeaders:
     """CSP without inline script, no framing, no MIME sniffing, no referrer (links carry secret tokens).
 
-    A plain ASGI middleware: it only adds headers, so it avoids ``BaseHTTPMiddleware``'s per-request cost.
+    Called by `app.server.RequestEnvelope` on every response's headers; the headers are encoded once, here.
     A response that brings its own policy (a study's pages that it allows to be framed, `app.embedding`)
     keeps it and gets no ``X-Frame-Options``.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def __init__(self) -> None:
+        shared = (
+            (b"x-content-type-options", b"nosniff"),
+            (b"x-frame-options", b"DENY"),
+            (b"referrer-policy", b"no-referrer"),
+            (b"cross-origin-opener-policy", b"same-origin"),
+        )
+        # Session pages and API answers change with every answer and carry private data.
+        no_store = ((b"cache-control", b"no-store"),)
+        self._by_kind: dict[tuple[bool, bool], tuple[tuple[bytes, bytes], ...]] = {}
+        for for_docs in (False, True):
+            policy = DOCS_CONTENT_SECURITY_POLICY if for_docs else CONTENT_SECURITY_POLICY
+            for static in (False, True):
+                self._by_kind[for_docs, static] = (
+                    (b"content-security-policy", policy.encode("latin-1")),
+                    *shared,
+                ) + (() if static else no_store)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        path: str = scope["path"]
-        policy = DOCS_CONTENT_SECURITY_POLICY if path in _DOCS_PATHS else CONTENT_SECURITY_POLICY
-        extra = [
-            ("content-security-policy", policy),
-            ("x-content-type-options", "nosniff"),
-            ("x-frame-options", "DENY"),
-            ("referrer-policy", "no-referrer"),
-            ("cross-origin-opener-policy", "same-origin"),
-        ]
-        if not path.startswith("/static/"):
-            # Session pages and API answers change with every answer and carry private data.
-            extra.append(("cache-control", "no-store"))
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                own_policy = "content-security-policy" in headers
-                for name, value in extra:
-                    if name not in headers and not (own_policy and name == "x-frame-options"):
-                        headers[name] = value
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
+    def __call__(self, path: str, headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        """``headers`` (a response's raw headers) and those of the policy for ``path`` it does not set."""
+        headers = list(headers)
+        present = {name for name, _ in headers}
+        own_policy = b"content-security-policy" in present
+        for name, value in self._by_kind[path in _DOCS_PATHS, path.startswith("/static/")]:
+            if name not in present and not (own_policy and name == b"x-frame-options"):
+                headers.append((name, value))
+        return headers
 
 
 class _StudioApp(FastAPI):
-    """FastAPI with the security headers outermost but for the count of requests in flight (the background's
-    speculation waits for none, `app.server.RequestsInFlight`): the 500 page (rendered by Starlette's outer
-    ``ServerErrorMiddleware``) and 413 answers are built outside ``add_middleware``'s stack. Request
-    metrics sit just inside them, so they time and count those answers too; inside those, every
-    request's body gets its deadline (`app.server.BodyDeadlineMiddleware`), and innermost of them the
-    DB session a request opened is closed after its response, error pages included
-    (`app.deps.DbSessionScope`)."""
+    """FastAPI inside the app's own envelope (`app.server.RequestEnvelope`: requests in flight, body
+    deadline, security headers, request metrics, DB sessions closed), outside Starlette's outer
+    ``ServerErrorMiddleware``, so that the 500 page and 413 answers get their headers and are counted too."""
 
     def build_middleware_stack(self) -> ASGIApp:
-        scoped = DbSessionScope(super().build_middleware_stack())
-        timed = BodyDeadlineMiddleware(scoped, self.state.settings.body_timeout_s)
-        metrics = RequestMetrics(timed, self.state.metrics_registry)
-        return RequestsInFlight(SecurityHeadersMiddleware(metrics), self.state.requests_in_flight)
+        return RequestEnvelope(
+            super().build_middleware_stack(),
+            counter=self.state.requests_in_flight,
+            body_timeout_s=self.state.settings.body_timeout_s,
+            secure=SecurityHeaders(),
+            metrics=RequestMetrics(self.state.metrics_registry),
+        )
 
 
 @asynccontextmanager

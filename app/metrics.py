@@ -1,11 +1,12 @@
 """Prometheus metrics: requests and latencies per route, answers stored, sessions by status.
 
-Request counts and latencies are measured by a plain ASGI middleware in each process and labelled with
-the route's *template* (``/api/v1/sessions/{token}/answers``), never the raw path: paths carry secret
-participant tokens, and a scanner's random paths would otherwise grow the label set without bound. The
-study-level numbers (answers stored, sessions by status) are read from the database at scrape time, so
-every worker and every host reports the same, durable figures. With several worker processes on one host,
-set ``PROMETHEUS_MULTIPROC_DIR`` to an empty folder before starting them and the request metrics of all
+Request counts and latencies are measured around every request in each process
+(`app.server.RequestEnvelope`) and labelled with the route's *template*
+(``/api/v1/sessions/{token}/answers``), never the raw path: paths carry secret participant tokens, and a
+scanner's random paths would otherwise grow the label set without bound. The study-level numbers (answers
+stored, sessions by status) are read from the database at scrape time, so every worker and every host
+reports the same, durable figures. With several worker processes on one host, set
+``PROMETHEUS_MULTIPROC_DIR`` to an empty folder before starting them and the request metrics of all
 workers are summed (prometheus_client's multiprocess mode); docs/operations.md has the recipe.
 """
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import hmac
 import os
-import time
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -21,7 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from . import repository as repo
 from .models import SessionStatus
@@ -43,10 +43,10 @@ UNMATCHED_ROUTE = "<unmatched>"
 
 
 class RequestMetrics:
-    """ASGI middleware counting requests and timing them per (method, route template, status)."""
+    """Requests counted and timed per (method, route template, status), recorded by
+    `app.server.RequestEnvelope` after each response."""
 
-    def __init__(self, app: ASGIApp, registry: CollectorRegistry) -> None:
-        self.app = app
+    def __init__(self, registry: CollectorRegistry) -> None:
         self.requests = Counter(
             "elicit_http_requests",
             "HTTP requests answered, by method, route template and status code",
@@ -60,28 +60,24 @@ class RequestMetrics:
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
+        # The labelled children by (method, route template, status): the same objects ``labels`` returns,
+        # looked up without its argument checks and lock.
+        self._children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def send_and_note(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_and_note)
-        finally:
-            route = scope.get("route")
-            template = getattr(route, "path", None) or UNMATCHED_ROUTE
-            method = scope["method"]
-            self.requests.labels(method, template, str(status)).inc()
-            self.latency.labels(method, template).observe(time.perf_counter() - started)
+    def record(self, scope: Scope, status: int, seconds: float) -> None:
+        """Count the request of ``scope``, answered with ``status``, and note that it took ``seconds``."""
+        route = scope.get("route")
+        template = getattr(route, "path", None) or UNMATCHED_ROUTE
+        method: str = scope["method"]
+        key = (method, template, status)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (
+                self.requests.labels(method, template, str(status)),
+                self.latency.labels(method, template),
+            )
+        children[0].inc()
+        children[1].observe(seconds)
 
 
 def resume_counter(registry: CollectorRegistry) -> Callable[[str], None]:

@@ -1,11 +1,11 @@
 """The HTTP server side of the app: deadlines for a request's headers (`HeaderDeadlineProtocol`, used by
-`elicit serve`) and for its body (`BodyDeadlineMiddleware`, in every app).
+`elicit serve`) and for its body (`RequestEnvelope`, in every app), and the count of requests in flight.
 
 uvicorn times out idle keep-alive connections, but nothing limits how long a client may take to finish a
 request: a client sending one header byte every few seconds, or one body byte every ten, holds its
 connection (and a file descriptor, and for a body a task of the app) for ever. `HeaderDeadlineProtocol`
 closes any connection whose next request's headers are not complete within `HEADER_TIMEOUT_S` of it
-becoming ready for one (its opening, or the end of the previous response). `BodyDeadlineMiddleware` gives
+becoming ready for one (its opening, or the end of the previous response). `RequestEnvelope` gives
 every request's body a deadline counted from the end of its headers (``BODY_TIMEOUT_S``, 120 s by
 default): a body still arriving then is answered 408 and the connection closed. A reverse proxy in front
 should still set its own (nginx ``client_header_timeout``, ``client_body_timeout``).
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable, Iterable
 
 import anyio
 import h11
@@ -24,13 +25,15 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .deps import close_sessions, track_sessions
+from .metrics import RequestMetrics
+
 __all__ = [
     "HEADER_TIMEOUT_S",
-    "BodyDeadlineMiddleware",
     "BodyTooSlowError",
     "HeaderDeadlineProtocol",
     "RequestCounter",
-    "RequestsInFlight",
+    "RequestEnvelope",
 ]
 
 #: Seconds a client has to send a request's headers (nginx's ``client_header_timeout`` default is 60 s;
@@ -92,47 +95,8 @@ class BodyTooSlowError(HTTPException):
         )
 
 
-class BodyDeadlineMiddleware:
-    """Every request's body must have arrived ``timeout_s`` after the request reached the app.
-
-    Each read of the body waits at most until the deadline; a read that would wait longer raises
-    `BodyTooSlowError` in whatever was reading (the body parser, the back office's admission, a form),
-    and the answer then closes the connection (the rest of the body is never read). Reads after the body
-    is complete (waiting for the client to go away) have no deadline.
-    """
-
-    def __init__(self, app: ASGIApp, timeout_s: float) -> None:
-        self.app = app
-        self.timeout_s = timeout_s
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        deadline = anyio.current_time() + self.timeout_s
-        complete = late = False
-
-        async def receive_in_time() -> Message:
-            nonlocal complete, late
-            if complete:
-                return await receive()
-            with anyio.move_on_after(deadline - anyio.current_time()):
-                message = await receive()
-                complete = message["type"] != "http.request" or not message.get("more_body", False)
-                return message
-            late = True
-            raise BodyTooSlowError(self.timeout_s)
-
-        async def send_closing_when_late(message: Message) -> None:
-            if late and message["type"] == "http.response.start":
-                MutableHeaders(scope=message)["connection"] = "close"
-            await send(message)
-
-        await self.app(scope, receive_in_time, send_closing_when_late)
-
-
 class RequestCounter:
-    """How many HTTP requests this process is serving (`RequestsInFlight` counts them), so that background
+    """How many HTTP requests this process is serving (`RequestEnvelope` counts them), so that background
     work (`app.sessions.speculation`) starts only when there are none."""
 
     def __init__(self) -> None:
@@ -154,12 +118,34 @@ class RequestCounter:
             self._last_ended = time.monotonic()
 
 
-class RequestsInFlight:
-    """ASGI middleware that keeps ``counter`` at the number of HTTP requests in flight."""
+class RequestEnvelope:
+    """The ASGI layer every HTTP request of the app goes through outside FastAPI's own stack, in one layer
+    (each layer wraps every message of every request): the count of requests in flight (`RequestCounter`),
+    the body's deadline, the response's security headers (``secure``, `app.main.SecurityHeaders`), the
+    request metrics (`app.metrics.RequestMetrics`, timing the whole request), and the DB sessions the request
+    opened closed after its response (`app.deps.close_sessions`).
 
-    def __init__(self, app: ASGIApp, counter: RequestCounter) -> None:
+    Every request's body must have arrived ``body_timeout_s`` after the request reached the app: each read
+    of the body waits at most until the deadline; a read that would wait longer raises `BodyTooSlowError`
+    in whatever was reading (the body parser, the back office's admission, a form), and the answer then
+    closes the connection (the rest of the body is never read). Reads after the body is complete (waiting
+    for the client to go away) have no deadline.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        counter: RequestCounter,
+        body_timeout_s: float,
+        secure: Callable[[str, Iterable[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]],
+        metrics: RequestMetrics,
+    ) -> None:
         self.app = app
         self.counter = counter
+        self.body_timeout_s = body_timeout_s
+        self.secure = secure
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -167,6 +153,39 @@ class RequestsInFlight:
             return
         self.counter.enter()
         try:
-            await self.app(scope, receive, send)
+            started = time.perf_counter()
+            status = 500
+            timeout_s = self.body_timeout_s
+            deadline = anyio.current_time() + timeout_s
+            complete = late = False
+            opened = track_sessions(scope)
+
+            async def receive_in_time() -> Message:
+                nonlocal complete, late
+                if complete:
+                    return await receive()
+                with anyio.move_on_after(deadline - anyio.current_time()):
+                    message = await receive()
+                    complete = message["type"] != "http.request" or not message.get("more_body", False)
+                    return message
+                late = True
+                raise BodyTooSlowError(timeout_s)
+
+            async def send_enveloped(message: Message) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                    if late:
+                        MutableHeaders(scope=message)["connection"] = "close"
+                    message["headers"] = self.secure(scope["path"], message.get("headers", ()))
+                await send(message)
+
+            try:
+                await self.app(scope, receive_in_time, send_enveloped)
+            finally:
+                try:
+                    await close_sessions(opened)
+                finally:
+                    self.metrics.record(scope, status, time.perf_counter() - started)
         finally:
             self.counter.leave()

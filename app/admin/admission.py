@@ -69,7 +69,7 @@ class AdmittedRoute(APIRoute):
             async with slots if slots is not None else contextlib.nullcontext():
                 request.state.principal = await anyio.to_thread.run_sync(admitted_principal, request, kind)
             try:
-                await request.body()  # within the app's body deadline (`app.server.BodyDeadlineMiddleware`)
+                await request.body()  # within the app's body deadline (`app.server.RequestEnvelope`)
             except ClientDisconnect:
                 # The client is gone: nobody reads an answer, and nothing was stored.
                 return Response(status_code=400)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 import orjson
 from fastapi import APIRouter, Body, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.orm import Session
 
 from .. import sessions
 from ..api_errors import ERROR_RESPONSES
-from ..deps import CacheDep, DbSessionDep, SettingsDep
+from ..deps import CacheDep, DbSessionDep, SettingsDep, get_db
 from ..models import AnswerChannel
+from ..sessions import SessionCache
 
 __all__ = ["router"]
 
@@ -139,16 +143,31 @@ def create_session(
     return {"token": joined.token, "url": f"{base}/sessions/{joined.token}", "resumed": joined.continued}
 
 
+async def _served(
+    request: Request, work: Callable[[Session, SessionCache], sessions.SessionView]
+) -> Response:
+    """``work`` run with the request's DB session and the session cache on a worker thread, answered as the
+    session's state (`_state`, on that thread too).
+
+    The participant routes are ``async`` and take the session and the cache here rather than as
+    dependencies: FastAPI resolves each dependency of a plain route per request, and the route's thread hop
+    is the same one.
+    """
+    db = await get_db(request)
+    cache: SessionCache = request.app.state.session_cache
+    return await anyio.to_thread.run_sync(lambda: _state(work(db, cache)))
+
+
 @router.get("/sessions/{token}", response_model=SessionStateOut, responses={404: {"description": "unknown"}})
-def show_session(token: str, db: DbSessionDep, cache: CacheDep) -> Response:
+async def show_session(token: str, request: Request) -> Response:
     """The session's status, progress and the query to answer next."""
-    return _state(sessions.get_view(db, cache, token))
+    return await _served(request, lambda db, cache: sessions.get_view(db, cache, token))
 
 
 @router.post("/sessions/{token}/consent", response_model=SessionStateOut)
-def give_consent(token: str, db: DbSessionDep, cache: CacheDep) -> Response:
+async def give_consent(token: str, request: Request) -> Response:
     """Confirm consent (idempotent); until then nothing is counted."""
-    return _state(sessions.consent(db, cache, token))
+    return await _served(request, lambda db, cache: sessions.consent(db, cache, token))
 
 
 @router.post(
@@ -158,25 +177,27 @@ def give_consent(token: str, db: DbSessionDep, cache: CacheDep) -> Response:
         409: {"description": "conflicting answer, stale seq or finished session (body has the state)"}
     },
 )
-def submit_answer(token: str, answer: AnswerIn, db: DbSessionDep, cache: CacheDep) -> Response:
+async def submit_answer(token: str, answer: AnswerIn, request: Request) -> Response:
     """Answer the query ``seq``; returns the state with the next query. Repeats are recorded once."""
-    view = sessions.submit_answer(
-        db,
-        cache,
-        token,
-        seq=answer.seq,
-        preferred=answer.preferred,
-        channel=AnswerChannel.API,
-        time_on_page_ms=answer.time_on_page_ms,
-        hidden_ms=answer.hidden_ms,
+    return await _served(
+        request,
+        lambda db, cache: sessions.submit_answer(
+            db,
+            cache,
+            token,
+            seq=answer.seq,
+            preferred=answer.preferred,
+            channel=AnswerChannel.API,
+            time_on_page_ms=answer.time_on_page_ms,
+            hidden_ms=answer.hidden_ms,
+        ),
     )
-    return _state(view)
 
 
 @router.post("/sessions/{token}/undo", response_model=SessionStateOut)
-def undo_answer(
-    token: str, db: DbSessionDep, cache: CacheDep, body: Annotated[UndoIn | None, Body()] = None
+async def undo_answer(
+    token: str, request: Request, body: Annotated[UndoIn | None, Body()] = None
 ) -> Response:
     """Undo the last answer (kept in the log, marked as undone)."""
     seq = body.seq if body is not None else None
-    return _state(sessions.undo(db, cache, token, seq=seq))
+    return await _served(request, lambda db, cache: sessions.undo(db, cache, token, seq=seq))

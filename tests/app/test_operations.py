@@ -117,6 +117,19 @@ def test_metrics_count_requests_by_route_template_answers_and_sessions(metrics_a
     assert _sample(text, "elicit_sessions", status="done") == 0
 
 
+def test_metrics_count_every_request_of_a_route_by_its_status(metrics_app: Any) -> None:
+    with TestClient(metrics_app) as client:
+        for _ in range(3):
+            client.get("/api/v1/sessions/no-such-token")
+        client.get("/healthz")
+        text = _scrape(client)
+    route = "/api/v1/sessions/{token}"
+    assert _sample(text, "elicit_http_requests_total", method="GET", route=route, status="404") == 3
+    assert _sample(text, "elicit_http_requests_total", method="GET", route=route, status="200") == 0
+    assert _sample(text, "elicit_http_request_duration_seconds_count", method="GET", route=route) == 3
+    assert _sample(text, "elicit_http_requests_total", method="GET", route="/healthz", status="200") == 1
+
+
 @pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic scrape-secret", "scrape-secret"])
 def test_metrics_need_the_bearer_token(metrics_app: Any, header: str | None) -> None:
     headers = {"Authorization": header} if header is not None else {}

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import uvicorn
 from app_support import serving
+from fastapi.testclient import TestClient
 
 from app.cli import web
 from app.server import HEADER_TIMEOUT_S, HeaderDeadlineProtocol
@@ -174,3 +175,27 @@ def test_start_up_prepares_what_the_first_request_would_pay_for(sqlite_settings:
     before, after = json.loads(done.stdout.strip().splitlines()[-1])
     assert before[0] is False and not set(shipped) <= set(before[1])
     assert after[0] is True and set(shipped) <= set(after[1])
+
+
+def test_a_request_is_counted_in_flight_until_its_response_errors_included(app: Any) -> None:
+    counter = app.state.requests_in_flight
+    seen: list[bool] = []
+
+    @app.get("/test/in-flight")
+    def in_flight() -> dict[str, bool]:
+        seen.append(counter.busy())
+        return {"ok": True}
+
+    @app.get("/test/in-flight-fails")
+    def in_flight_fails() -> None:
+        seen.append(counter.busy())
+        raise RuntimeError("the handler fails")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        assert client.get("/test/in-flight").status_code == 200
+        assert not counter.busy()
+        response = client.get("/test/in-flight-fails")
+        assert response.status_code == 500
+        assert response.headers["x-frame-options"] == "DENY"  # the 500 page is enveloped too
+        assert not counter.busy()
+    assert seen == [True, True]
