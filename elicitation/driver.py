@@ -27,12 +27,39 @@ M = TypeVar("M")
 
 @dataclass(frozen=True, eq=False)
 class Pending(Generic[M]):
-    """An elicitor waiting for an answer to ``query`` after ``n_answered`` answers."""
+    """An elicitor waiting for an answer to ``query`` after ``n_answered`` answers; ``log`` holds the queries
+    and answers so far (a restored elicitor's checkpointed part is read only where it is used)."""
 
     elicitor: Elicitor[Elicitation[M]]
     query: Query
     n_answered: int
-    log: tuple[tuple[Query, bool], ...]
+    log: Sequence[tuple[Query, bool]]
+
+
+class _JoinedLog(Sequence[tuple[Query, bool]]):
+    """``head`` followed by ``tail``, read item by item: indexing or slicing past the head never reads it.
+
+    A restored elicitor's head is its log up to the checkpoint, which a caller may hand over undecoded (the
+    web app's stored queries); a pending state's log is mostly read only after the checkpoint.
+    """
+
+    def __init__(self, head: Sequence[tuple[Query, bool]], tail: Sequence[tuple[Query, bool]]) -> None:
+        self._head = head
+        self._tail = tail
+
+    def __len__(self) -> int:
+        return len(self._head) + len(self._tail)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        position = operator.index(index)
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError("log index out of range")
+        head = len(self._head)
+        return self._head[position] if position < head else self._tail[position - head]
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,7 +139,8 @@ def replay(
         The queries stored with those answers (same length); each regenerated query must match its stored
         twin within ``atol``.
     answered : sequence of (Query, bool), optional
-        A restored elicitor's log up to its checkpoint: it heads the returned log and counts as answered.
+        A restored elicitor's log up to its checkpoint: it heads the returned log and counts as answered. A
+        pending state reads it only where its log is read there (it may decode items on demand).
 
     Returns
     -------
@@ -152,7 +180,8 @@ def replay(
         _check_log(log, expected_queries, atol, elicitor.name)
         raise
     _check_log(log, expected_queries, atol, elicitor.name)
-    return Pending(elicitor=elicitor, query=query, n_answered=len(answered) + len(log), log=(*answered, *log))
+    joined = _JoinedLog(answered, tuple(log)) if answered else tuple(log)
+    return Pending(elicitor=elicitor, query=query, n_answered=len(answered) + len(log), log=joined)
 
 
 _FLOAT64 = np.dtype(np.float64)

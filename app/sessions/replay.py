@@ -44,7 +44,7 @@ def replay_verified(
     """
     later = rows[after:]
     answers = [bool(row.elicitor_answer) for row in later]
-    answered = [(_stored_query(row), bool(row.elicitor_answer)) for row in rows[:after]]
+    answered = _StoredLog(rows[:after])
     try:
         outcome = replay(fresh_elicitor(), answers, answered=answered)
     except (ReplayMismatchError, CheckpointError):
@@ -62,6 +62,27 @@ def replay_verified(
     log = outcome.log if isinstance(outcome, Pending) else outcome.result.log
     _check_replayed(log[after:], later)
     return outcome
+
+
+class _StoredLog(Sequence[tuple[Query, bool]]):
+    """The (query, answer) pairs of stored rows, each query decoded only when read.
+
+    It heads a restored elicitor's log (`elicitation.replay`'s ``answered``): a finished session's result
+    reads it whole, a pending one hardly ever, and decoding a long log's queries cost more than restoring
+    the checkpoint (the checkpoint's log digest already vouches for these rows).
+    """
+
+    def __init__(self, rows: Sequence[Any]) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        row = self._rows[index]
+        return _stored_query(row), bool(row.elicitor_answer)
 
 
 def _stored_query(row: Any) -> Query:

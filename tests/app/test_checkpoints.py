@@ -14,7 +14,8 @@ from app import sessions
 from app.codec import decode_metric
 from app.main import create_app
 from app.models import ElicitationSession, ElicitorCheckpoint, Result
-from app.sessions import elicitor_rows, replay_verified
+from app.sessions import checkpoints, elicitor_rows, replay_verified
+from app.sessions import replay as replay_module
 from app.sessions.log import effective_rows
 from elicitation import Done
 
@@ -75,6 +76,34 @@ def test_a_new_worker_continues_from_the_checkpoint_without_replaying(
     with worker(settings) as (other, fresh):
         assert _state(fresh, token) == current
         assert other.state.session_cache.resumes == {"cache": 0, "checkpoint": 1, "replay": 0}
+
+
+def test_resuming_from_a_checkpoint_decodes_none_of_the_queries_it_already_absorbed(
+    settings: Any, app: Any, client: TestClient, active_study: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long log's stored queries cost more to decode than the checkpoint to restore: a pending session
+    reads only those after its checkpoint (checked against the replay); its result reads them all."""
+    token = new_session(client, active_study)
+    current = _answered(client, token, 5)
+    elicited = len(_elicitor_rows(app, _session(app, token).id))
+    assert elicited >= 3
+    decoded: list[Any] = []
+    real = replay_module._stored_query
+    monkeypatch.setattr(replay_module, "_stored_query", lambda row: decoded.append(row.seq) or real(row))
+    with worker(settings) as (other, fresh):
+        assert _state(fresh, token) == current
+        assert other.state.session_cache.resumes == {"cache": 0, "checkpoint": 1, "replay": 0}
+        assert decoded == []
+    rows = _elicitor_rows(app, _session(app, token).id)
+    session = _session(app, token)
+    with app.state.sessionmaker() as db:
+        runtime = app.state.session_cache.runtime_of(db, session.study_id)
+        restored = checkpoints.restore_state(db, runtime, session, rows)
+    assert restored is not None
+    state, at = restored
+    assert at == len(rows) and decoded == []
+    assert [query.first.tolist() for query, _answer in state.log] == [row.query["first"] for row in rows]
+    assert decoded == [row.seq for row in rows]
 
 
 def test_answers_alternating_between_workers_never_replay_and_end_with_the_replayed_result(

@@ -145,6 +145,29 @@ def test_a_restored_elicitor_first_asks_the_pending_query() -> None:
     assert all(mine.matches(theirs, 0.0) for (mine, _), (theirs, _) in zip(pending.log, log, strict=False))
 
 
+def test_a_restored_pending_log_reads_its_checkpointed_part_only_where_it_is_read() -> None:
+    build = BUILDERS["linear-noisy"]
+    log, saved, _result = _live(lambda: build(3), [True, False])
+    read: list[int] = []
+
+    class Recorded(list[Any]):
+        def __getitem__(self, index: Any) -> Any:
+            read.append(index)
+            return super().__getitem__(index)
+
+    pending = replay(build(3).restore(saved[4]), [log[4][1], log[5][1]], answered=Recorded(log[:4]))
+    assert isinstance(pending, Pending)
+    assert len(pending.log) == 6
+    later = zip(pending.log[4:], log[4:6], strict=True)
+    assert all(mine.matches(theirs, 0.0) for (mine, _), (theirs, _) in later)
+    assert pending.log[-1][1] == log[5][1]
+    assert read == []
+    assert pending.log[1] == log[1] and pending.log[-6] == log[0]
+    assert read == [1, 0]
+    with pytest.raises(IndexError):
+        pending.log[6]
+
+
 def test_restoring_leaves_the_elicitor_it_was_called_on_untouched() -> None:
     build = BUILDERS["linear-noisy"]
     log, saved, _result = _live(lambda: build(5), [True])
