@@ -332,36 +332,44 @@ class SessionPlan:
     def _displays_like(self, first: np.ndarray, second: np.ndarray, others: Sequence[Query]) -> bool:
         """Whether the pair displays like one of ``others`` in either order (with `fresh_screens`: within
         `FRESH_CELL_GAP` people of it)."""
-        if self.fresh_screens:
-            return any(
-                self.grid.distance(first, second, other.first, other.second) < FRESH_CELL_GAP
-                for other in others
-            )
-        shown = {self.grid.key(first, second), self.grid.key(second, first)}
-        return any(self.grid.key(other.first, other.second) in shown for other in others)
+        return bool(self._alike(first, second, others))
 
-    def _apart(self, one: np.ndarray, other: np.ndarray) -> float:
-        """How far two classifiers look apart: the largest difference of a displayed count, in people."""
-        difference = np.abs(self.grid.counts(one) - self.grid.counts(other))
-        return float(np.max(difference)) / 10**self.grid.decimals
+    def _alike(self, first: np.ndarray, second: np.ndarray, others: Sequence[Query]) -> np.ndarray:
+        """`_displays_like` of every pair along the leading axes of ``first`` and ``second``, all at once:
+        displaying alike in either order is a displayed distance of zero (`DisplayGrid.distance`)."""
+        lead = np.ndim(first) - len(self.grid.shape)
+        if not others:
+            return np.zeros(np.shape(first)[:lead], dtype=bool)
+        # The others along a new first axis, against every pair at once.
+        beside = np.stack([np.stack((other.first, other.second)) for other in others])
+        beside = beside.reshape((len(others), 2, *(1,) * lead, *self.grid.shape))
+        distance = self.grid.distance(first, second, beside[:, 0], beside[:, 1])
+        close = distance < FRESH_CELL_GAP if self.fresh_screens else distance == 0.0
+        return np.asarray(close.any(axis=0))
 
-    def side(self, default: bool, query: Query, before: LoggedAnswer | None) -> bool:
-        """Whether to show ``query`` swapped after the screen ``before``: with `fresh_screens`, the way
-        that keeps a classifier resembling one of the screen before (within `FRESH_CELL_GAP` people) on
-        that one's side; otherwise, or when neither way does, ``default`` (the seeded coin)."""
-        shown = None if before is None else _logged_query(before)
-        if not self.fresh_screens or shown is None or before is None or before.swapped is None:
+    def side(self, default: bool, query: Query, before: LoggedAnswer | None, previous: Query | None) -> bool:
+        """Whether to show ``query`` swapped after the screen ``before`` (which showed ``previous``): with
+        `fresh_screens`, the way that keeps a classifier resembling one of the screen before (within
+        `FRESH_CELL_GAP` people) on that one's side; otherwise, or when neither way does, ``default`` (the
+        seeded coin)."""
+        if not self.fresh_screens or previous is None or before is None or before.swapped is None:
             return default
-        left, right = (shown.second, shown.first) if before.swapped else (shown.first, shown.second)
-
-        def crossing(swapped: bool) -> float:
-            new_left, new_right = (query.second, query.first) if swapped else (query.first, query.second)
-            return min(self._apart(new_left, right), self._apart(new_right, left))
-
-        kept, turned = crossing(False), crossing(True)
+        left, right = (
+            (previous.second, previous.first) if before.swapped else (previous.first, previous.second)
+        )
+        # How far each side of ``query`` looks from each side before, in displayed people: gaps[i, j] is
+        # the largest difference of a count between its side i (first, second) and (right, left)[j].
+        new = self.grid.counts(np.stack((query.first, query.second)))
+        old = self.grid.counts(np.stack((right, left)))
+        difference = np.abs(new[:, np.newaxis] - old[np.newaxis, :])
+        gaps = difference.reshape(2, 2, -1).max(axis=2).tolist()
+        unit = 10**self.grid.decimals
+        # Kept: first left beside the right before, second right beside the left before; turned: crossed.
+        kept = min(gaps[0][0] / unit, gaps[1][1] / unit)
+        turned = min(gaps[1][0] / unit, gaps[0][1] / unit)
         if min(kept, turned) >= FRESH_CELL_GAP or kept == turned:
             return default
-        return turned > kept
+        return bool(turned > kept)
 
     def practice_query(self, index: int, avoid: Sequence[Query] = ()) -> Query:
         return self._random_pair(_Purpose.PRACTICE, index, "practice", avoid)
@@ -433,7 +441,8 @@ class SessionPlan:
         if counts[Phase.PRACTICE] < self.practice_queries:
             index = counts[Phase.PRACTICE]
             query = self.practice_query(index, around if index == self.practice_queries - 1 else beside)
-            return Step(Phase.PRACTICE, index, query, self.side(self.swapped(position), query, before))
+            swapped = self.side(self.swapped(position), query, before, previous)
+            return Step(Phase.PRACTICE, index, query, swapped)
         checks_done = counts[Phase.CHECK]
         elicited = counts[Phase.ELICITATION]
         check_due = checks_done < self.n_checks and (
@@ -450,14 +459,15 @@ class SessionPlan:
             if elicitation_rows or self.check_kinds[checks_done] == CHECK_DOMINANCE:
                 neighbours = around if self.screens >= Screens.NEIGHBOURS else ()
                 step = self._check_step(checks_done, position, elicitation_rows, neighbours)
-                return replace(step, swapped=self.side(step.swapped, step.query, before))
+                return replace(step, swapped=self.side(step.swapped, step.query, before, previous))
         if elicitor_query is not None:
-            swapped = self.side(self.swapped(position), elicitor_query, before)
+            swapped = self.side(self.swapped(position), elicitor_query, before, previous)
             return Step(Phase.ELICITATION, elicited, elicitor_query, swapped)
         if counts[Phase.EVALUATION] < self.evaluation_queries and not self._evaluation_settled(rows, metric):
             index = counts[Phase.EVALUATION]
             query = self.evaluation_query(index, beside)
-            return Step(Phase.EVALUATION, index, query, self.side(self.swapped(position), query, before))
+            swapped = self.side(self.swapped(position), query, before, previous)
+            return Step(Phase.EVALUATION, index, query, swapped)
         return None
 
     def _evaluation_settled(self, rows: Sequence[LoggedAnswer], metric: Metric | None) -> bool:
@@ -484,7 +494,7 @@ class SessionPlan:
                 self.swapped(position),
                 check={"type": CHECK_DOMINANCE, "expected": Choice.FIRST.value},
             )
-        apart = [row for row in elicitation_rows if not self._shows_like(row, neighbours)]
+        apart = self._unlike(elicitation_rows, neighbours)
         candidates = apart or elicitation_rows
         pick = int(_rng(self.seed, _Purpose.REPEAT, index).integers(0, len(candidates)))
         original = candidates[pick]
@@ -501,10 +511,23 @@ class SessionPlan:
             check={"type": CHECK_REPEAT, "of_seq": original.seq, "expected": expected.value},
         )
 
-    def _shows_like(self, row: LoggedAnswer, others: Sequence[Query]) -> bool:
-        """Whether the logged question ``row`` displays like one of ``others`` (`_displays_like`)."""
-        query = _logged_query(row)
-        return query is not None and self._displays_like(query.first, query.second, others)
+    def _unlike(self, rows: Sequence[LoggedAnswer], others: Sequence[Query]) -> list[LoggedAnswer]:
+        """The ``rows`` whose logged question does not display like one of ``others`` (`_displays_like`; a
+        row without one counts as unlike), all judged at once."""
+        if not others:
+            return list(rows)
+        queries = [_logged_query(row) for row in rows]
+        shown = [query for query in queries if query is not None]
+        if not shown:
+            return list(rows)
+        alike = iter(
+            self._alike(
+                np.stack([query.first for query in shown]),
+                np.stack([query.second for query in shown]),
+                others,
+            ).tolist()
+        )
+        return [row for row, query in zip(rows, queries, strict=True) if query is None or not next(alike)]
 
     def evaluation_bounds(self) -> tuple[int, int]:
         """The fewest and the most evaluation pairs a session asks (the fewest: every answer agreeing)."""

@@ -32,6 +32,7 @@ paper              code
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -82,19 +83,25 @@ def apportion(values: npt.ArrayLike, total_units: int) -> FloatArray:
     Remainders are compared after rounding away float noise and ties go to the earlier entry (a stable
     sort), so equal inputs always round the same way.
     """
-    array = np.asarray(values, dtype=np.float64)
-    floors = np.floor(array + _UNIT_SLACK)
-    remainders = np.round(array - floors, _REMAINDER_DIGITS)
-    shortfall = round(total_units - float(floors.sum()))
-    if shortfall > 0:
-        order = np.argsort(-remainders, kind="stable")
-        floors[order[:shortfall]] += 1
-    elif shortfall < 0:
-        order = np.argsort(remainders, kind="stable")
-        positive = [index for index in order if floors[index] > 0]
-        floors[positive[:-shortfall]] -= 1
-    result: FloatArray = floors
-    return result
+    # On Python floats: a question's charts apportion a dozen vectors of a few entries each, for which
+    # array operations cost several times the arithmetic. The same IEEE operations as on arrays.
+    entries: list[float] = np.asarray(values, dtype=np.float64).tolist()
+    floors = [math.floor(value + _UNIT_SLACK) for value in entries]
+    shortfall = round(total_units - sum(floors))
+    if shortfall:
+        # ``numpy.round(remainder, _REMAINDER_DIGITS)`` is ``rint(remainder * 10**digits) / 10**digits``;
+        # the division keeps distinct values distinct and their order, so the integers rank alike.
+        scale = 10.0**_REMAINDER_DIGITS
+        remainders = [round((value - whole) * scale) for value, whole in zip(entries, floors, strict=True)]
+        indices = range(len(floors))
+        if shortfall > 0:
+            for index in sorted(indices, key=lambda index: -remainders[index])[:shortfall]:
+                floors[index] += 1
+        else:
+            positive = [index for index in sorted(indices, key=remainders.__getitem__) if floors[index] > 0]
+            for index in positive[:-shortfall]:
+                floors[index] -= 1
+    return np.array(floors, dtype=np.float64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -277,6 +284,12 @@ class DisplayGrid:
         """A hashable picture of the ordered pair as displayed (the people each classifier gets right)."""
         return self.counts(first).tobytes() + b"|" + self.counts(second).tobytes()
 
+    def keys(self, first: npt.ArrayLike, second: npt.ArrayLike) -> tuple[bytes, bytes]:
+        """`key` of the pair in both orders, ``(first, second)`` then ``(second, first)``, each side counted
+        once."""
+        one, two = self.counts(np.stack((np.asarray(first), np.asarray(second))))
+        return one.tobytes() + b"|" + two.tobytes(), two.tobytes() + b"|" + one.tobytes()
+
     def same(self, first: npt.ArrayLike, second: npt.ArrayLike) -> bool:
         """True when the two rate arrays display identically."""
         return bool(np.array_equal(self.counts(first), self.counts(second)))
@@ -299,10 +312,11 @@ class DisplayGrid:
         other_second: npt.ArrayLike,
     ) -> npt.NDArray[np.float64]:
         """Per pair: how far it looks from the pair ``(other_first, other_second)``, in people: the largest
-        difference of any displayed count, in the closer of the two orders of its sides."""
+        difference of any displayed count, in the closer of the two orders of its sides (the leading axes of
+        either pair broadcast against the other's)."""
         one, two = self.counts(first), self.counts(second)
         before1, before2 = self.counts(other_first), self.counts(other_second)
-        axes = tuple(range(one.ndim - len(self.shape), one.ndim))
+        axes = tuple(range(-len(self.shape), 0))
         same = np.maximum(np.max(np.abs(one - before1), axis=axes), np.max(np.abs(two - before2), axis=axes))
         swapped = np.maximum(
             np.max(np.abs(one - before2), axis=axes), np.max(np.abs(two - before1), axis=axes)
@@ -341,8 +355,9 @@ def _shown_steps(
     try:
         query = next(inner)
         while True:
-            first, second = grid.snap(query.first, sphere), grid.snap(query.second, sphere)
-            key, reverse = grid.key(first, second), grid.key(second, first)
+            # Both sides snapped and counted at once (each row as alone), the pair's key read both ways.
+            first, second = grid.snap(np.stack((query.first, query.second)), sphere)
+            key, reverse = grid.keys(first, second)
             if key == reverse and isinstance(query, SearchStep):
                 # The search has reached what the chart can show: it ends here with the bracket it has.
                 skipped["ended"] += 1

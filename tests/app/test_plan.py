@@ -23,6 +23,7 @@ from app.plan import (
     wilson_interval,
 )
 from elicitation import FairQuadraticMetric, LinearMetric, QuadraticMetric, Query, Sphere
+from elicitation.active.selection import FRESH_CELL_GAP
 from elicitation.rates import SyntheticSpace
 
 
@@ -171,6 +172,78 @@ def test_plan_pairs_before_the_elicitors_question_are_apart_from_it(seed: int) -
         step.query.first, step.query.second, (decode_query(asked[-1].query), pending)
     )
     assert np.all(script.grid.counts(step.query.first) > script.grid.counts(step.query.second))
+
+
+def _alike_one_by_one(script: SessionPlan, query: Query, others: list[Query]) -> bool:
+    """The rule pair by pair: the reference for the plan's judgement of many pairs at once."""
+    grid = script.grid
+    if script.fresh_screens:
+        return any(
+            grid.distance(query.first, query.second, o.first, o.second) < FRESH_CELL_GAP for o in others
+        )
+    shown = {grid.key(query.first, query.second), grid.key(query.second, query.first)}
+    return any(grid.key(other.first, other.second) in shown for other in others)
+
+
+def _side_one_by_one(script: SessionPlan, default: bool, query: Query, before: SimpleNamespace) -> bool:
+    shown = decode_query(before.query)
+    left, right = (shown.second, shown.first) if before.swapped else (shown.first, shown.second)
+
+    def apart(one: np.ndarray, other: np.ndarray) -> float:
+        return (
+            float(np.max(np.abs(script.grid.counts(one) - script.grid.counts(other))))
+            / 10**script.grid.decimals
+        )
+
+    kept = min(apart(query.first, right), apart(query.second, left))
+    turned = min(apart(query.second, right), apart(query.first, left))
+    if min(kept, turned) >= FRESH_CELL_GAP or kept == turned:
+        return default
+    return turned > kept
+
+
+@pytest.mark.parametrize("screens", list(Screens))
+@pytest.mark.parametrize("n_groups", [1, 2])
+def test_the_plan_judges_many_pairs_at_once_exactly_as_one_by_one(screens: Screens, n_groups: int) -> None:
+    script = plan(3, n_groups, screens=screens)
+    rng = np.random.default_rng(int(screens) * 10 + n_groups)
+    shape = script.grid.shape
+
+    def near(rates: np.ndarray, people: float) -> np.ndarray:
+        # A few people apart at most, so that both sides of FRESH_CELL_GAP (and identical screens) occur.
+        return script.grid.snap(rates + rng.integers(-1, 2, size=shape) * people / 65.0, script.region)
+
+    judged: set[tuple[str, bool]] = set()
+    for _ in range(40):
+        others = [script.practice_query(int(index)) for index in rng.integers(0, 1000, size=2)]
+        queries = []
+        for index in range(12):
+            model = others[index % 2] if index % 4 else script.practice_query(int(rng.integers(1000, 2000)))
+            sides = (model.first, model.second) if index % 3 else (model.second, model.first)
+            people = float(rng.integers(0, 6))
+            queries.append(Query(first=near(sides[0], people), second=near(sides[1], people)))
+        rows = [
+            row(seq, Phase.ELICITATION, query, swapped=bool(seq % 2)) for seq, query in enumerate(queries)
+        ]
+        rows.append(SimpleNamespace(seq=12, phase=Phase.ELICITATION.value, query=None, swapped=None))
+        expected = [
+            row
+            for row, query in zip(rows[:-1], queries, strict=True)
+            if not _alike_one_by_one(script, query, others)
+        ]
+        assert script._unlike(rows, others) == [*expected, rows[-1]]
+        judged.update({("apart", len(expected) > 0), ("alike", len(expected) < len(queries))})
+        assert script._unlike(rows, []) == rows
+        for before, query in zip(rows[:-1], reversed(queries), strict=True):
+            previous = decode_query(before.query)
+            for default in (False, True):
+                side = script.side(default, query, before, previous)
+                assert side == (
+                    _side_one_by_one(script, default, query, before) if script.fresh_screens else default
+                )
+                judged.add(("side", side == default))
+    assert judged >= {("apart", True), ("alike", True), ("side", True)}
+    assert (("side", False) in judged) == script.fresh_screens
 
 
 @pytest.mark.parametrize(

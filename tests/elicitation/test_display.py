@@ -27,6 +27,59 @@ def test_apportion_keeps_the_total_and_rounds_each_value_by_less_than_one() -> N
     assert np.all(np.abs(result - values) < 1.0)
 
 
+def _apportion_on_arrays(values: np.ndarray, total_units: int) -> np.ndarray:
+    """Largest remainders on numpy arrays, `apportion`'s rule as first written: the reference it matches."""
+    floors = np.floor(values + 1e-9)
+    remainders = np.round(values - floors, 9)
+    shortfall = round(total_units - float(floors.sum()))
+    if shortfall > 0:
+        floors[np.argsort(-remainders, kind="stable")[:shortfall]] += 1
+    elif shortfall < 0:
+        positive = [index for index in np.argsort(remainders, kind="stable") if floors[index] > 0]
+        floors[positive[:-shortfall]] -= 1
+    return floors
+
+
+def test_apportion_rounds_exactly_as_on_arrays() -> None:
+    rng = np.random.default_rng(11)
+    for k in (2, 3, 4, 7, 9):
+        # Shares of a total, halves (ties), zeros, float noise, near-ties; totals below and above the sum.
+        shares = rng.dirichlet(np.ones(k), size=300) * rng.choice([100.0, 1000.0, 37.0], size=(300, 1))
+        ties = np.round(shares * 2.0) / 2.0
+        ties[::3, 0] = 0.0
+        noisy = np.round(shares) + rng.choice([-1e-10, 0.0, 1e-10], size=shares.shape)
+        close = ties + rng.choice([-1e-7, 0.0, 1e-7], size=shares.shape)  # apart only to 9 digits
+        for values in np.concatenate((shares, ties, noisy, close)):
+            for total in {round(values.sum()) + step for step in (-2, -1, 0, 1, 2)}:
+                assert apportion(values, total).tobytes() == _apportion_on_arrays(values, total).tobytes()
+
+
+def test_keys_are_the_pairs_keys_both_ways_and_distance_broadcasts_either_pair() -> None:
+    grid = DisplayGrid.from_priors([[0.6, 0.4], [0.3, 0.7]])
+    rng = np.random.default_rng(5)
+    first, second = rng.uniform(0.4, 0.9, size=(2, 2, 2))
+    assert grid.keys(first, second) == (grid.key(first, second), grid.key(second, first))
+    pairs = rng.uniform(0.4, 0.9, size=(6, 2, 2, 2))
+    others = rng.uniform(0.4, 0.9, size=(3, 2, 2, 2))
+    each = [[float(grid.distance(*pair, *other)) for pair in pairs] for other in others]
+    beside = others[:, np.newaxis]
+    assert grid.distance(pairs[:, 0], pairs[:, 1], beside[:, :, 0], beside[:, :, 1]).tolist() == each
+    assert grid.distance(beside[:, :, 0], beside[:, :, 1], pairs[:, 0], pairs[:, 1]).tolist() == each
+
+
+@pytest.mark.parametrize("n_groups", [1, 2])
+def test_snapping_rows_together_snaps_each_as_alone(n_groups: int) -> None:
+    priors = [[0.6, 0.4], [0.3, 0.7]][:n_groups]
+    grid = DisplayGrid.from_priors(priors)
+    sphere = Sphere(np.array([0.7, 0.6]), 0.12)
+    rng = np.random.default_rng(n_groups)
+    # Half of the points outside the sphere, so that rows are pulled in for different numbers of rounds.
+    points = sphere.center + rng.normal(scale=0.1, size=(300, 2, *grid.shape))
+    for pair in points:
+        together = grid.snap(pair, sphere)
+        assert together.tobytes() == np.stack([grid.snap(side, sphere) for side in pair]).tobytes()
+
+
 def test_snap_is_nearest_inside_and_stays_in_the_sphere_at_the_boundary() -> None:
     sphere = Sphere(np.array([0.77, 0.78]), 0.155)
     grid = DisplayGrid.from_priors(PRIORS)
