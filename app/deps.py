@@ -41,7 +41,9 @@ def connection_slots(app: Any) -> anyio.Semaphore | None:
         pool = app.state.engine.pool
         overflow = getattr(pool, "_max_overflow", -1)
         capacity = pool.size() + overflow if isinstance(pool, QueuePool) and overflow >= 0 else 0
-        app.state.db_connection_slots = anyio.Semaphore(capacity) if capacity > 0 else None
+        # A free slot is taken without yielding to the event loop (``fast_acquire``): the handler's thread
+        # hop that follows yields anyway, and each extra pass of the loop costs every request.
+        app.state.db_connection_slots = anyio.Semaphore(capacity, fast_acquire=True) if capacity > 0 else None
     slots: anyio.Semaphore | None = app.state.db_connection_slots
     return slots
 
