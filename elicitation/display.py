@@ -60,6 +60,7 @@ __all__ = [
     "DisplayedElicitor",
     "DisplayedSpace",
     "apportion",
+    "apportion_units",
     "displayed",
     "shown",
 ]
@@ -83,16 +84,21 @@ def apportion(values: npt.ArrayLike, total_units: int) -> FloatArray:
     Remainders are compared after rounding away float noise and ties go to the earlier entry (a stable
     sort), so equal inputs always round the same way.
     """
-    # On Python floats: a question's charts apportion a dozen vectors of a few entries each, for which
-    # array operations cost several times the arithmetic. The same IEEE operations as on arrays.
     entries: list[float] = np.asarray(values, dtype=np.float64).tolist()
-    floors = [math.floor(value + _UNIT_SLACK) for value in entries]
+    return np.array(apportion_units(entries, total_units), dtype=np.float64)
+
+
+def apportion_units(values: Sequence[float], total_units: int) -> list[int]:
+    """`apportion` of a few Python floats, as whole numbers: a question's charts apportion a dozen vectors
+    of two to four entries, for which array operations cost several times the arithmetic (the same IEEE
+    operations on floats)."""
+    floors = [math.floor(value + _UNIT_SLACK) for value in values]
     shortfall = round(total_units - sum(floors))
     if shortfall:
         # ``numpy.round(remainder, _REMAINDER_DIGITS)`` is ``rint(remainder * 10**digits) / 10**digits``;
         # the division keeps distinct values distinct and their order, so the integers rank alike.
         scale = 10.0**_REMAINDER_DIGITS
-        remainders = [round((value - whole) * scale) for value, whole in zip(entries, floors, strict=True)]
+        remainders = [round((value - whole) * scale) for value, whole in zip(values, floors, strict=True)]
         indices = range(len(floors))
         if shortfall > 0:
             for index in sorted(indices, key=lambda index: -remainders[index])[:shortfall]:
@@ -101,7 +107,7 @@ def apportion(values: npt.ArrayLike, total_units: int) -> FloatArray:
             positive = [index for index in sorted(indices, key=remainders.__getitem__) if floors[index] > 0]
             for index in positive[:-shortfall]:
                 floors[index] -= 1
-    return np.array(floors, dtype=np.float64)
+    return floors
 
 
 @dataclass(frozen=True, eq=False)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from elicitation.display import DISPLAY_DECIMALS, apportion
+from elicitation.display import DISPLAY_DECIMALS, apportion_units
 
 from .common import (
     ENGLISH,
@@ -128,14 +128,24 @@ def rounded_counts(confusion: npt.ArrayLike, decimals: int = 0) -> np.ndarray:
 
 
 def _rounded(stack: np.ndarray, decimals: int) -> np.ndarray:
-    """`rounded_counts` of a checked ``(m, k, k)`` stack (`_as_matrix_stack`)."""
+    """`rounded_counts` of a checked ``(m, k, k)`` stack (`_as_matrix_stack`).
+
+    The sums are numpy's (each as ``matrix.sum()`` and ``matrix.sum(axis=1)`` sum it), the apportioning is
+    on Python floats (`apportion_units`): the same numbers at a fraction of the array calls."""
     unit = 10.0**decimals
-    result = np.empty_like(stack)
-    for index, matrix in enumerate(stack):
-        scaled = matrix * (COUNT_TOTAL * unit / matrix.sum())
-        row_units = apportion(scaled.sum(axis=1), round(COUNT_TOTAL * unit))
-        for row in range(matrix.shape[0]):
-            result[index, row] = apportion(scaled[row], int(row_units[row])) / unit
+    total_units = round(COUNT_TOTAL * unit)
+    scaled = stack * (COUNT_TOTAL * unit / _matrix_sums(stack))[:, np.newaxis, np.newaxis]
+    cells: list[list[int]] = []
+    for matrix, row_sums in zip(scaled.tolist(), scaled.sum(axis=2).tolist(), strict=True):
+        row_units = apportion_units(row_sums, total_units)
+        cells.extend(apportion_units(row, units) for row, units in zip(matrix, row_units, strict=True))
+    result: np.ndarray = (np.array(cells, dtype=np.float64) / unit).reshape(stack.shape)
+    return result
+
+
+def _matrix_sums(stack: np.ndarray) -> np.ndarray:
+    """Each matrix's total, summed as ``matrix.sum()`` sums it (one contiguous run of ``k * k`` counts)."""
+    result: np.ndarray = np.ascontiguousarray(stack).reshape(stack.shape[0], -1).sum(axis=1)
     return result
 
 
@@ -150,21 +160,28 @@ def carried_decimals(confusion: npt.ArrayLike) -> int | None:
 
 
 def _carried(stack: np.ndarray) -> int | None:
-    """`carried_decimals` of a checked ``(m, k, k)`` stack."""
+    """`carried_decimals` of a checked ``(m, k, k)`` stack (sums by numpy, the rest on Python floats)."""
+    matrices = stack.tolist()
+    sizes = stack.sum(axis=2).tolist()
+    totals = _matrix_sums(stack).tolist()
     for decimals in DISPLAY_DECIMALS[:-1]:
         steps = round(COUNT_TOTAL * 10**decimals)
-        exact = True
-        for matrix in stack:
-            sizes = matrix.sum(axis=1)
-            shown_sizes = apportion(sizes * (steps / matrix.sum()), steps)
-            rates = np.divide(np.diagonal(matrix), sizes, out=np.zeros_like(sizes), where=sizes > 0.0)
-            values = rates * shown_sizes
-            exact = _within(values, np.round(values), ON_GRID_ATOL)
-            if not exact:
-                break
-        if exact:
+        if all(
+            _exact(matrix, own_sizes, steps / total, steps)
+            for matrix, own_sizes, total in zip(matrices, sizes, totals, strict=True)
+        ):
             return decimals
     return None
+
+
+def _exact(matrix: list[list[float]], sizes: list[float], factor: float, steps: int) -> bool:
+    """Whether each class's rate times its size in ``steps`` (apportioned) is whole, to `ON_GRID_ATOL`."""
+    shown_sizes = apportion_units([size * factor for size in sizes], steps)
+    for index, (size, shown_size) in enumerate(zip(sizes, shown_sizes, strict=True)):
+        value = (matrix[index][index] / size if size > 0.0 else 0.0) * shown_size
+        if not abs(value - round(value)) <= ON_GRID_ATOL:
+            return False
+    return True
 
 
 def display_decimals(left: npt.ArrayLike, right: npt.ArrayLike, *, keep_grid: bool = True) -> int:
@@ -199,21 +216,23 @@ def _checked_pair(left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[np.ndarray
 def _shown_together(
     exact_left: np.ndarray, exact_right: np.ndarray, keep_grid: bool
 ) -> tuple[int, np.ndarray, np.ndarray]:
-    """`display_decimals` of two checked stacks, with both stacks rounded to them."""
-    left_carries, right_carries = _carried(exact_left), _carried(exact_right)
+    """`display_decimals` of two checked stacks, with both stacks rounded to them (rounded together)."""
     at_least = 0
-    if keep_grid and left_carries is not None and right_carries is not None:
-        at_least = max(left_carries, right_carries)
+    if keep_grid:
+        left_carries, right_carries = _carried(exact_left), _carried(exact_right)
+        if left_carries is not None and right_carries is not None:
+            at_least = max(left_carries, right_carries)
     difference = exact_left - exact_right
     wanted = np.where(np.abs(difference) <= SAME_COUNT_ATOL, 0.0, np.sign(difference))
-    for decimals in DISPLAY_DECIMALS:
-        if decimals < at_least:
-            continue
-        shown_left, shown_right = _rounded(exact_left, decimals), _rounded(exact_right, decimals)
+    n_matrices = exact_left.shape[0]
+    both = np.concatenate((exact_left, exact_right))
+    for decimals in (precision for precision in DISPLAY_DECIMALS if precision >= at_least):
+        shown = _rounded(both, decimals)
+        shown_left, shown_right = shown[:n_matrices], shown[n_matrices:]
         if (np.sign(shown_left - shown_right) == wanted).all():  # one shape: np.array_equal's test
-            return decimals, shown_left, shown_right
-    decimals = DISPLAY_DECIMALS[-1]
-    return decimals, _rounded(exact_left, decimals), _rounded(exact_right, decimals)
+            break
+    # Past every precision that keeps the order, the last (most precise) one is shown.
+    return decimals, shown_left, shown_right
 
 
 def _population_label(population: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import jinja2
@@ -16,8 +17,8 @@ from app.charts import comparison as comparison_charts
 from app.charts import monitor as monitor_charts
 from app.charts.inert import figure_json
 from app.i18n import configure_templates
-from elicitation import Sphere
-from elicitation.display import DisplayGrid
+from elicitation import InvalidConfigError, Sphere
+from elicitation.display import DISPLAY_DECIMALS, DisplayGrid, apportion
 from elicitation.rates import SyntheticSpace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,6 +142,83 @@ def test_display_decimals_never_inverts_or_invents_a_difference() -> None:
         )
         if decimals < comparison_charts.DISPLAY_DECIMALS[-1]:
             assert np.array_equal(shown, exact)
+
+
+def _one_by_one(confusion: np.ndarray, decimals: int) -> np.ndarray:
+    """The rounding rule matrix by matrix and row by row (`apportion` alone): the reference the batched
+    rounding must match bit for bit."""
+    unit = 10.0**decimals
+    result = np.empty_like(confusion)
+    for index, matrix in enumerate(confusion):
+        scaled = matrix * (100.0 * unit / matrix.sum())
+        row_units = apportion(scaled.sum(axis=1), round(100.0 * unit))
+        for row in range(matrix.shape[0]):
+            result[index, row] = apportion(scaled[row], int(row_units[row])) / unit
+    return result
+
+
+def _carried_one_by_one(confusion: np.ndarray) -> int | None:
+    for decimals in DISPLAY_DECIMALS[:-1]:
+        steps = round(100.0 * 10**decimals)
+        exact = True
+        for matrix in confusion:
+            sizes = matrix.sum(axis=1)
+            shown_sizes = apportion(sizes * (steps / matrix.sum()), steps)
+            rates = np.divide(np.diagonal(matrix), sizes, out=np.zeros_like(sizes), where=sizes > 0.0)
+            values = rates * shown_sizes
+            exact = bool(np.allclose(values, np.round(values), rtol=0.0, atol=comparison_charts.ON_GRID_ATOL))
+            if not exact:
+                break
+        if exact:
+            return decimals
+    return None
+
+
+def _shown_one_by_one(left: np.ndarray, right: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    left_carries, right_carries = _carried_one_by_one(left), _carried_one_by_one(right)
+    at_least = 0 if left_carries is None or right_carries is None else max(left_carries, right_carries)
+    difference = left - right
+    wanted = np.where(np.abs(difference) <= comparison_charts.SAME_COUNT_ATOL, 0.0, np.sign(difference))
+    for decimals in DISPLAY_DECIMALS:
+        if decimals < at_least:
+            continue
+        shown_left, shown_right = _one_by_one(left, decimals), _one_by_one(right, decimals)
+        if np.array_equal(np.sign(shown_left - shown_right), wanted):
+            return decimals, shown_left, shown_right
+    return DISPLAY_DECIMALS[-1], _one_by_one(left, 2), _one_by_one(right, 2)
+
+
+@pytest.mark.parametrize("n_groups", [1, 2, 3])
+def test_displayed_counts_are_the_one_by_one_rounding_bit_for_bit(n_groups: int) -> None:
+    # Questions on each grid (whole people, tenths, hundredths), off every grid, and pairs a few
+    # hundredths of a person apart, so that every precision is chosen and every rounding path taken.
+    rng = np.random.default_rng(n_groups)
+    compared = Counter()
+    for trial in range(300):
+        k = int(rng.integers(2, 5))
+        priors = rng.dirichlet(np.full(k, 3.0), size=n_groups)
+        space = SyntheticSpace(k, radius=min(0.2, 0.9 / k), priors=priors, n_groups=n_groups)
+        grid = DisplayGrid.from_priors(priors, trial % 3)
+        spheres = [space.sphere] * n_groups
+        center = np.broadcast_to(space.sphere.center, grid.shape)
+        try:
+            first, other = grid.snap(center + rng.normal(scale=0.08, size=(2, *grid.shape)), spheres)
+        except InvalidConfigError:  # a class too small for the sphere to hold a displayable point
+            continue
+        near = first + rng.normal(scale=0.002, size=grid.shape) * rng.integers(0, 2, size=grid.shape)
+        second = near if trial % 2 else other
+        if trial % 5 == 0:
+            first = np.clip(first + rng.normal(scale=0.01, size=grid.shape), 0.0, 1.0)
+        left, right = space.confusion(first), space.confusion(np.clip(second, 0.0, 1.0))
+        shown_left, shown_right, decimals = comparison_charts.displayed_counts(left, right)
+        expected = _shown_one_by_one(np.reshape(left, (n_groups, k, k)), np.reshape(right, (n_groups, k, k)))
+        assert decimals == expected[0]
+        assert (
+            shown_left.tobytes() == expected[1].tobytes() and shown_right.tobytes() == expected[2].tobytes()
+        )
+        assert shown_left.shape == np.shape(left)
+        compared[decimals] += 1
+    assert set(compared) == set(DISPLAY_DECIMALS)
 
 
 # ---- Sankey ---------------------------------------------------------------------------------------
