@@ -193,7 +193,7 @@ class DisplayGrid:
     def n_classes(self) -> int:
         return int(self.totals.shape[1])
 
-    @property
+    @functools.cached_property
     def shape(self) -> tuple[int, ...]:
         """Shape of one rate array: ``(n_classes,)`` or ``(n_groups, n_classes)``."""
         return (self.n_classes,) if self.n_groups == 1 else (self.n_groups, self.n_classes)
@@ -242,21 +242,21 @@ class DisplayGrid:
             limit = np.broadcast_to(radii, rows.shape[:-1]).reshape(-1)
         snapped = np.floor(flat * totals + 0.5) / totals
         # Only the rows still outside are pulled in and snapped again (by index: the others never change).
-        pending = np.flatnonzero(np.linalg.norm(snapped - center, axis=1) > limit)
+        pending = (_lengths(snapped - center) > limit).nonzero()[0]
         for _ in range(_SNAP_ROUNDS):
             if pending.size == 0:
                 break
             own_center = center if len(spheres) == 1 else center[pending]
             own_totals = totals if self.n_groups == 1 else totals[pending]
             offset = flat[pending] - own_center
-            length = np.linalg.norm(offset, axis=1, keepdims=True)
+            length = _lengths(offset)[:, np.newaxis]
             shrink = np.clip(1.0 - 0.5 * self._step / np.maximum(length, 1e-300), 0.0, None)
             moved = own_center + offset * shrink
             flat[pending] = moved
             resnapped = np.floor(moved * own_totals + 0.5) / own_totals
             snapped[pending] = resnapped
             own_limit = limit if isinstance(limit, float) else limit[pending]
-            pending = pending[np.linalg.norm(resnapped - own_center, axis=1) > own_limit]
+            pending = pending[_lengths(resnapped - own_center) > own_limit]
         outside = pending.size > 0
         if outside:
             radius = min(own.radius for own in spheres)
@@ -336,6 +336,13 @@ class DisplayGrid:
         axes = tuple(range(difference.ndim - len(self.shape), difference.ndim))
         result: npt.NDArray[np.int64] = np.max(difference, axis=axes)
         return result
+
+
+def _lengths(rows: FloatArray) -> FloatArray:
+    """The length of each row, as ``numpy.linalg.norm(rows, axis=1)`` computes it (the same square, sum and
+    root) without its argument handling, which costs more than the arithmetic on a few rows."""
+    result: FloatArray = np.sqrt(np.add.reduce(rows * rows, axis=1))
+    return result
 
 
 class DisplayedElicitor(Elicitor[Elicitation[Any]]):

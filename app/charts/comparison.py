@@ -101,12 +101,20 @@ def _as_matrix_stack(confusion: npt.ArrayLike, name: str) -> np.ndarray:
         array = array[np.newaxis]
     if array.ndim != 3 or array.shape[1] != array.shape[2] or array.shape[1] < 2:
         raise ValueError(f"{name} must have shape (k, k) or (m, k, k) with k >= 2, got {array.shape}")
-    if not np.isfinite(array).all() or (array < -TOTAL_ATOL).any():
-        raise ValueError(f"{name} must contain finite, non-negative counts")
-    totals = array.sum(axis=(1, 2))
-    if not _within(totals, COUNT_TOTAL, TOTAL_ATOL * COUNT_TOTAL):
-        raise ValueError(f"{name} must sum to {COUNT_TOTAL:g} per matrix (counts out of 100), got {totals}")
+    problem = _counts_problem(array)
+    if problem is not None:
+        raise ValueError(f"{name} {problem}")
     return np.clip(array, 0.0, None)
+
+
+def _counts_problem(stacks: np.ndarray) -> str | None:
+    """What is wrong with stacked square matrices as counts out of 100 (each matrix: its last two axes)."""
+    if not np.isfinite(stacks).all() or (stacks < -TOTAL_ATOL).any():
+        return "must contain finite, non-negative counts"
+    totals = stacks.sum(axis=(-2, -1))
+    if not _within(totals, COUNT_TOTAL, TOTAL_ATOL * COUNT_TOTAL):
+        return f"must sum to {COUNT_TOTAL:g} per matrix (counts out of 100), got {totals}"
+    return None
 
 
 def _within(values: np.ndarray, target: npt.ArrayLike, atol: float) -> bool:
@@ -203,7 +211,17 @@ def displayed_counts(left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[np.ndar
 
 
 def _checked_pair(left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Both confusion arrays checked once (`_as_matrix_stack`), of one shape."""
+    """Both confusion arrays checked once (`_as_matrix_stack`), of one shape: together when they are valid
+    arrays of one shape, else one by one (for the error naming the side at fault)."""
+    try:
+        pair = np.array((left, right), dtype=np.float64)
+    except (TypeError, ValueError):
+        pair = None
+    if pair is not None and pair.ndim in (3, 4):
+        stacks = pair if pair.ndim == 4 else pair[:, np.newaxis]
+        if stacks.shape[2] == stacks.shape[3] >= 2 and _counts_problem(stacks) is None:
+            both = np.clip(stacks, 0.0, None)
+            return both[0], both[1]
     exact_left = _as_matrix_stack(left, "left confusion")
     exact_right = _as_matrix_stack(right, "right confusion")
     if exact_left.shape != exact_right.shape:
