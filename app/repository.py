@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -26,13 +27,13 @@ from .models import (
 __all__ = [
     "LOG_COLUMNS",
     "LogEntry",
+    "SessionRecord",
     "add",
     "count_answers",
     "find_session_by_code",
     "find_study_by_name",
     "get_checkpoint",
     "get_result",
-    "get_session_by_token_hash",
     "get_session_link",
     "get_study",
     "insert_answer",
@@ -41,6 +42,8 @@ __all__ = [
     "log_rows",
     "mark_undone",
     "save_checkpoint",
+    "session_by_id",
+    "session_by_token_hash",
     "session_counts",
 ]
 
@@ -84,10 +87,6 @@ def session_counts(db: Session) -> dict[tuple[uuid.UUID, str], int]:
     return {(study_id, status): count for study_id, status, count in rows}
 
 
-#: Built once: every participant request runs it, and building a statement costs more than its cached SQL.
-_SESSION_BY_TOKEN = select(ElicitationSession).where(ElicitationSession.token_hash == bindparam("token_hash"))
-
-
 def count_answers(db: Session) -> int:
     """Answers stored so far, in every study (undo rows not counted; undone answers stay in the log)."""
     return (
@@ -96,9 +95,64 @@ def count_answers(db: Session) -> int:
     )
 
 
-def get_session_by_token_hash(db: Session, token_hash: str) -> ElicitationSession | None:
-    """The session with this token digest (its study is loaded only if read: the app caches studies)."""
-    return db.scalars(_SESSION_BY_TOKEN, {"token_hash": token_hash}).first()
+@dataclass(frozen=True, slots=True, eq=False)
+class SessionRecord:
+    """A participant session's row as a request reads it, read-only, and where its log ended then.
+
+    Read through Core: the ORM's per-object work cost more than the query on every participant request. A
+    request that changes the session loads the `ElicitationSession` itself.
+    """
+
+    id: uuid.UUID
+    study_id: uuid.UUID
+    token_hash: str
+    participant_code: str | None
+    seed: int
+    algorithm: str
+    algorithm_version: str
+    status: str
+    completion_code: str | None
+    panel: dict[str, str] | None
+    created_at: datetime
+    consented_at: datetime | None
+    finished_at: datetime | None
+    pilot: bool
+    #: The seq of the session's last log row (None: nothing logged yet).
+    last_seq: int | None
+    #: The request's DB session, which read the row (the study is read through it, like the ORM object's).
+    db: Session = field(repr=False)
+
+    @property
+    def study(self) -> Study:
+        """The session's study, read on first use (the participant's requests use the cached runtime)."""
+        study = self.db.get(Study, self.study_id)
+        if study is None:  # a foreign key: only a concurrent deletion of the study gets here
+            raise LookupError(f"study {self.study_id} of session {self.id} is gone")
+        return study
+
+
+_SESSION = ElicitationSession.__table__.c
+_ANSWER = Answer.__table__.c
+#: A `SessionRecord`'s fields in order: the session's columns, then its log's last seq (an index lookup).
+_SESSION_RECORD = select(
+    *(_SESSION[item.name] for item in fields(SessionRecord)[:-2]),
+    select(func.max(_ANSWER.seq)).where(_ANSWER.session_id == _SESSION.id).scalar_subquery(),
+)
+#: Built once: every participant request runs one, and building a statement costs more than its cached SQL.
+_SESSION_BY_TOKEN = _SESSION_RECORD.where(_SESSION.token_hash == bindparam("token_hash"))
+_SESSION_BY_ID = _SESSION_RECORD.where(_SESSION.id == bindparam("session_id"))
+
+
+def session_by_token_hash(db: Session, token_hash: str) -> SessionRecord | None:
+    """The session with this token digest, as a read-only record."""
+    row = db.connection().execute(_SESSION_BY_TOKEN, {"token_hash": token_hash}).first()
+    return None if row is None else SessionRecord(*row, db)
+
+
+def session_by_id(db: Session, session_id: uuid.UUID) -> SessionRecord | None:
+    """The session with this id, as a read-only record."""
+    row = db.connection().execute(_SESSION_BY_ID, {"session_id": session_id}).first()
+    return None if row is None else SessionRecord(*row, db)
 
 
 def get_session_link(db: Session, token_hash: str) -> SessionLink | None:
@@ -126,7 +180,6 @@ def log_rows(db: Session, session_id: uuid.UUID) -> Sequence[Answer]:
     return db.scalars(select(Answer).where(Answer.session_id == session_id).order_by(Answer.seq)).all()
 
 
-_ANSWER = Answer.__table__.c
 #: What replaying a session needs from each log row (the large display columns stay in the database).
 #: Plain table columns: a Core statement skips the ORM's per-statement work on the participant's hot path.
 LOG_COLUMNS = (
@@ -187,9 +240,13 @@ def lock_config_version(db: Session, study_id: uuid.UUID) -> int:
     return int(db.scalar(statement) or 0)
 
 
+#: Built once, like the reads above: a statement built per answer had its cache key computed per answer too.
+_INSERT_ANSWER = insert(Answer)
+
+
 def insert_answer(db: Session, values: dict[str, Any]) -> None:
     """Stage one log row as a Core insert (no unit-of-work bookkeeping; the caller commits)."""
-    db.connection().execute(insert(Answer), values)
+    db.connection().execute(_INSERT_ANSWER, values)
 
 
 def mark_undone(db: Session, session_id: uuid.UUID, seq: int, when: datetime) -> None:

@@ -32,7 +32,7 @@ from elicitation import CheckpointError, Pending, ReplayMismatchError
 from elicitation.active import ActiveElicitor
 
 from .. import repository as repo
-from ..models import ElicitationSession, utcnow
+from ..models import utcnow
 from .replay import replay_verified
 from .runtime import ElicitorState, StudyRuntime
 
@@ -94,7 +94,7 @@ def log_digest(runtime: StudyRuntime, session: RecordedSession, rows: Sequence[A
 
 
 def restore_state(
-    db: Session, runtime: StudyRuntime, session: ElicitationSession, elicitation: list[Any]
+    db: Session, runtime: StudyRuntime, session: RecordedSession, elicitation: list[Any]
 ) -> tuple[ElicitorState, int] | None:
     """The elicitor state after ``elicitation`` continued from the session's checkpoint, and where that stood.
 
@@ -131,7 +131,7 @@ def restore_state(
 def save_state(
     db: Session,
     runtime: StudyRuntime,
-    session: ElicitationSession,
+    session: RecordedSession,
     elicitation: list[Any],
     state: ElicitorState,
 ) -> bool:

@@ -272,7 +272,7 @@ class SessionCache:
         for study in repo.open_studies(db, WARM_STUDIES):
             self.runtime(study)
         nobody = uuid.UUID(int=0)
-        repo.get_session_by_token_hash(db, "")
+        repo.session_by_token_hash(db, "")
         repo.log_entries(db, nobody)
         repo.get_checkpoint(db, nobody)
 

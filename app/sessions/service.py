@@ -65,14 +65,17 @@ __all__ = [
 MAX_TIMING_MS = 86_400_000
 
 
-def _load_log(db: Session, cache: SessionCache, session_id: uuid.UUID) -> list[Any]:
-    """The log as light rows: cached rows plus any the database has beyond them (append-only log)."""
-    rows = cache.take_log(session_id)
+def _load_log(db: Session, cache: SessionCache, session: repo.SessionRecord) -> list[Any]:
+    """The log as light rows: cached rows plus any the database has beyond them (append-only log, numbered
+    from 0 without gaps); none are read when the session's record shows the log ends where the cache does."""
+    rows = cache.take_log(session.id)
     if rows is None:
-        return list(repo.log_entries(db, session_id))
+        return list(repo.log_entries(db, session.id))
     if len(rows) and rows[-1].seq != len(rows) - 1:
-        return list(repo.log_entries(db, session_id))
-    rows.extend(repo.log_entries(db, session_id, after_seq=len(rows) - 1))
+        return list(repo.log_entries(db, session.id))
+    if session.last_seq == (rows[-1].seq if rows else None):
+        return rows
+    rows.extend(repo.log_entries(db, session.id, after_seq=len(rows) - 1))
     return rows
 
 
@@ -82,7 +85,7 @@ def _cache_key(elicitation: list[Any]) -> tuple[int, int]:
 
 
 def _replay_state(
-    runtime: StudyRuntime, session: ElicitationSession, elicitation: list[Any]
+    runtime: StudyRuntime, session: checkpoints.RecordedSession, elicitation: list[Any]
 ) -> ElicitorState:
     """The elicitor state rebuilt from the standing elicitation rows (every stored query checked)."""
     return replay_verified(lambda: runtime.elicitor(session.seed, session.algorithm_version), elicitation)
@@ -92,7 +95,7 @@ def _resolve_state(
     db: Session,
     cache: SessionCache,
     runtime: StudyRuntime,
-    session: ElicitationSession,
+    session: checkpoints.RecordedSession,
     elicitation: list[Any],
 ) -> tuple[ElicitorState, str]:
     """The live elicitor if the cache holds it at exactly this point of the log, else the session's
@@ -117,7 +120,7 @@ def _rebuild_state(
     db: Session,
     cache: SessionCache,
     runtime: StudyRuntime,
-    session: ElicitationSession,
+    session: checkpoints.RecordedSession,
     elicitation: list[Any],
 ) -> tuple[ElicitorState, bool, str]:
     """The elicitor state after ``elicitation`` from the session's checkpoint, else by a full replay;
@@ -138,7 +141,7 @@ def _hand_on(
     db: Session,
     cache: SessionCache,
     runtime: StudyRuntime,
-    session: ElicitationSession,
+    session: checkpoints.RecordedSession,
     elicitation: list[Any],
     state: ElicitorState,
     *,
@@ -181,7 +184,8 @@ class _Context:
 
     db: Session
     cache: SessionCache
-    session: ElicitationSession
+    #: The session's read-only record, or its ORM object once the request loaded it to change it (`stored`).
+    session: repo.SessionRecord | ElicitationSession
     runtime: StudyRuntime
     #: The whole log as light rows, the answers that stand, and those of them the elicitor received.
     rows: list[Any]
@@ -198,11 +202,20 @@ class _Context:
         """The context of the session behind ``token`` (`NotFoundError` for an unknown token)."""
         session = load_session(db, token)
         runtime = cache.runtime_of(db, session.study_id)
-        rows = _load_log(db, cache, session.id)
+        rows = _load_log(db, cache, session)
         effective = effective_rows(rows)
         elicitation = elicitor_rows(effective)
         state, source = _resolve_state(db, cache, runtime, session, elicitation)
         return cls(db, cache, session, runtime, rows, effective, elicitation, state, source)
+
+    def stored(self) -> ElicitationSession:
+        """The session's ORM object, to change it (loaded on first use: most requests only read the row)."""
+        if not isinstance(self.session, ElicitationSession):
+            stored = self.db.get(ElicitationSession, self.session.id)
+            if stored is None:
+                raise NotFoundError()
+            self.session = stored
+        return self.session
 
     @property
     def plan(self) -> SessionPlan:
@@ -392,16 +405,17 @@ class _Context:
             checks=check_summary(checks),
             summary=summary,
         )
-        self.session.status = SessionStatus.DONE.value
-        self.session.finished_at = utcnow()
-        self.session.completion_code = config.completion_code or completion_code()
+        session = self.stored()
+        session.status = SessionStatus.DONE.value
+        session.finished_at = utcnow()
+        session.completion_code = config.completion_code or completion_code()
         self.db.add(result)
         try:
             self.db.commit()
         except IntegrityError:
             # Another request finished the same session first; its committed result stands.
             self.db.rollback()
-            self.db.refresh(self.session)
+            self.db.refresh(session)
 
 
 @dataclass(frozen=True)
@@ -550,7 +564,7 @@ def returning_by_code(
 class Joined:
     """Who came through a study's open link: their session, a token for it, and whether it already existed."""
 
-    session: ElicitationSession
+    session: repo.SessionRecord | ElicitationSession
     token: str
     continued: bool
 
@@ -649,10 +663,11 @@ def consent(db: Session, cache: SessionCache, token: str) -> SessionView:
     """Record consent (idempotent): from now on the session counts and its questions start."""
     context = _context(db, cache, token)
     if context.session.status == SessionStatus.INVITED.value:
-        if not context.session.pilot:  # a coordinator tries a draft or paused study before people do
-            check_enrolment(db, context.session.study, context.session)
-        context.session.status = SessionStatus.ACTIVE.value
-        context.session.consented_at = utcnow()
+        session = context.stored()
+        if not session.pilot:  # a coordinator tries a draft or paused study before people do
+            check_enrolment(db, session.study, session)
+        session.status = SessionStatus.ACTIVE.value
+        session.consented_at = utcnow()
         db.commit()
     return context.view()
 

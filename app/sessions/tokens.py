@@ -10,7 +10,6 @@ from sqlalchemy.orm import Session
 
 from .. import repository as repo
 from ..errors import NotFoundError
-from ..models import ElicitationSession
 
 __all__ = ["TOKEN_BYTES", "completion_code", "hash_token", "load_session", "new_token"]
 
@@ -33,18 +32,19 @@ def _well_formed(token: str) -> bool:
     return len(token) == _TOKEN_LENGTH and set(token) <= _TOKEN_ALPHABET
 
 
-def load_session(db: Session, token: str) -> ElicitationSession:
-    """The session of ``token``; `NotFoundError` for a malformed or unknown token (never says which)."""
+def load_session(db: Session, token: str) -> repo.SessionRecord:
+    """The session of ``token`` (a read-only record); `NotFoundError` for a malformed or unknown token (never
+    says which)."""
     if not _well_formed(token):
         raise NotFoundError()
     digest = hash_token(token)
-    session = repo.get_session_by_token_hash(db, digest)
+    session = repo.session_by_token_hash(db, digest)
     stored = session.token_hash if session is not None else None
     if session is None:
         # Not the session's own token: perhaps a further link (rare, so looked up only now).
         link = repo.get_session_link(db, digest)
         if link is not None:
-            session, stored = db.get(ElicitationSession, link.session_id), link.token_hash
+            session, stored = repo.session_by_id(db, link.session_id), link.token_hash
     if session is None or stored is None or not hmac.compare_digest(stored, digest):
         raise NotFoundError()
     return session

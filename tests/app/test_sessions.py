@@ -9,9 +9,9 @@ from app_support import new_session
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app import sessions
+from app import repository, sessions
 from app.errors import ConflictError
-from app.models import Answer, AnswerChannel
+from app.models import Answer, AnswerChannel, ElicitationSession
 from app.sessions import service
 
 
@@ -125,3 +125,51 @@ def test_a_noted_step_is_not_shown_under_another_configuration(
     assert rebuilt is not runtime
     assert cache.step_at(session.id, rebuilt, 0) is None
     assert cache.step_at(session.id, runtime, 1) is None
+
+
+def test_a_session_is_read_as_a_record_of_its_row_and_of_where_its_log_ends(
+    client: TestClient, app: Any, study: Any
+) -> None:
+    token = new_session(client, study)
+    with app.state.sessionmaker() as db:
+        assert sessions.tokens.load_session(db, token).last_seq is None
+    state = client.get(f"/api/v1/sessions/{token}").json()
+    for _ in range(2):
+        body = {"seq": state["query"]["seq"], "preferred": "first"}
+        state = client.post(f"/api/v1/sessions/{token}/answers", json=body).json()
+    with app.state.sessionmaker() as db:
+        record = sessions.tokens.load_session(db, token)
+        stored = db.get(ElicitationSession, record.id)
+        assert stored is not None
+        columns = [column.key for column in ElicitationSession.__table__.columns]
+        assert {name: getattr(record, name) for name in columns} == {
+            name: getattr(stored, name) for name in columns
+        }
+        assert record.last_seq == 1
+        assert record.study is stored.study
+
+
+def test_an_answer_reads_the_log_only_when_it_grew_beyond_the_cached_rows(
+    client: TestClient, app: Any, study: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = new_session(client, study)
+    state = client.get(f"/api/v1/sessions/{token}").json()
+    original = repository.log_entries
+    reads: list[int] = []
+
+    def counted(*args: Any, after_seq: int = -1) -> Any:
+        reads.append(after_seq)
+        return original(*args, after_seq=after_seq)
+
+    monkeypatch.setattr(repository, "log_entries", counted)
+    for _ in range(3):
+        body = {"seq": state["query"]["seq"], "preferred": "first"}
+        state = client.post(f"/api/v1/sessions/{token}/answers", json=body).json()
+    assert reads == []  # this process wrote every row it has cached
+    with app.state.sessionmaker() as other:  # another worker answers the next question
+        elsewhere = sessions.submit_answer(
+            other, sessions.SessionCache(), token, seq=3, preferred="second", channel=AnswerChannel.API
+        )
+    reads.clear()
+    assert client.get(f"/api/v1/sessions/{token}").json() == elsewhere.to_api()
+    assert reads == [2]  # only the row beyond the cached ones
