@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
@@ -9,6 +10,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from .db import relax_durability
@@ -240,13 +243,62 @@ def lock_config_version(db: Session, study_id: uuid.UUID) -> int:
     return int(db.scalar(statement) or 0)
 
 
-#: Built once, like the reads above: a statement built per answer had its cache key computed per answer too.
 _INSERT_ANSWER = insert(Answer)
 
 
+@dataclass(frozen=True)
+class _CompiledInsert:
+    """An insert's SQL for one dialect and set of columns, with SQLAlchemy's conversion of each value."""
+
+    sql: str
+    #: The parameters' names in the SQL's order (positional paramstyles), else None (named ones).
+    order: tuple[str, ...] | None
+    converters: tuple[tuple[str, Any], ...]
+
+    def parameters(self, values: dict[str, Any]) -> Any:
+        converted = dict(values)
+        for name, convert in self.converters:
+            converted[name] = convert(converted[name])
+        return converted if self.order is None else tuple(converted[name] for name in self.order)
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_answer_insert(dialect: Dialect, names: tuple[str, ...]) -> _CompiledInsert | None:
+    """The answer insert of exactly ``names`` compiled for ``dialect``; None when SQLAlchemy would add
+    values of its own (a column default), which only its execution supplies."""
+    compiled = _INSERT_ANSWER.compile(dialect=dialect, column_keys=list(names))
+    if set(compiled.binds) != set(names):
+        return None
+    columns = Answer.__table__.c
+    converters = []
+    for name in names:
+        convert = columns[name].type.dialect_impl(dialect).bind_processor(dialect)
+        if convert is not None:
+            converters.append((name, convert))
+    order = tuple(compiled.positiontup or ()) if dialect.positional else None
+    return _CompiledInsert(compiled.string, order, tuple(converters))
+
+
 def insert_answer(db: Session, values: dict[str, Any]) -> None:
-    """Stage one log row as a Core insert (no unit-of-work bookkeeping; the caller commits)."""
-    db.connection().execute(_INSERT_ANSWER, values)
+    """Stage one log row (the caller commits): the insert SQLAlchemy compiles, with its conversions of the
+    values, run on the transaction's DB-API cursor, since Core's execution around it cost as much as the
+    statement; a DB-API error is raised as SQLAlchemy's (`IntegrityError` for a seq already recorded)."""
+    connection = db.connection()
+    dialect = connection.dialect
+    statement = _compiled_answer_insert(dialect, tuple(values))
+    if statement is None:
+        connection.execute(_INSERT_ANSWER, values)
+        return
+    parameters = statement.parameters(values)
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(statement.sql, parameters)
+    except dialect.loaded_dbapi.Error as exc:
+        raise DBAPIError.instance(
+            statement.sql, parameters, exc, dialect.loaded_dbapi.Error, dialect=dialect
+        ) from exc
+    finally:
+        cursor.close()
 
 
 def mark_undone(db: Session, session_id: uuid.UUID, seq: int, when: datetime) -> None:
