@@ -98,12 +98,83 @@ def count_answers(db: Session) -> int:
     )
 
 
+@dataclass(frozen=True)
+class _DriverStatement:
+    """A Core statement compiled for one dialect, with SQLAlchemy's own conversion of each value going in
+    (by parameter name) and of each column coming out."""
+
+    sql: str
+    #: The parameters' names in the SQL's order (positional paramstyles), else None (named ones).
+    order: tuple[str, ...] | None
+    binds: tuple[tuple[str, Any], ...]
+    results: tuple[Any, ...]
+
+    def parameters(self, values: dict[str, Any]) -> Any:
+        converted = dict(values)
+        for name, convert in self.binds:
+            converted[name] = convert(converted[name])
+        return converted if self.order is None else tuple(converted[name] for name in self.order)
+
+    def row(self, raw: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(
+            value if convert is None or value is None else convert(value)
+            for convert, value in zip(self.results, raw, strict=True)
+        )
+
+
+@functools.lru_cache(maxsize=32)
+def _driver_statement(dialect: Dialect, statement: Any, names: tuple[str, ...]) -> _DriverStatement | None:
+    """``statement`` with the parameters ``names`` compiled for ``dialect``; None when SQLAlchemy would
+    add values of its own (an insert's column default), which only its execution supplies."""
+    compiled = statement.compile(dialect=dialect, column_keys=list(names))
+    if set(compiled.binds) != set(names):
+        return None
+    binds = []
+    for name in names:
+        convert = compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+        if convert is not None:
+            binds.append((name, convert))
+    selected = statement.selected_columns if statement.is_select else ()
+    results = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None) for column in selected)
+    order = tuple(compiled.positiontup or ()) if dialect.positional else None
+    return _DriverStatement(compiled.string, order, tuple(binds), results)
+
+
+def _driver_run(
+    db: Session, statement: Any, values: dict[str, Any], *, fetch: bool
+) -> tuple[Any, ...] | None:
+    """Run a prebuilt Core ``statement`` with ``values`` on the transaction's DB-API cursor, as SQLAlchemy
+    compiles and converts it, and return its first row if ``fetch``: on the participant's path Core's
+    execution around a one-row statement cost as much as the statement. A DB-API error is raised as
+    SQLAlchemy's (`IntegrityError` for a seq already recorded); a statement SQLAlchemy would add values to
+    runs through Core."""
+    connection = db.connection()
+    dialect = connection.dialect
+    compiled = _driver_statement(dialect, statement, tuple(values))
+    if compiled is None:
+        result = connection.execute(statement, values)
+        return result.first() if fetch else None
+    parameters = compiled.parameters(values)
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(compiled.sql, parameters)
+        raw = cursor.fetchone() if fetch else None
+    except dialect.loaded_dbapi.Error as exc:
+        raise DBAPIError.instance(
+            compiled.sql, parameters, exc, dialect.loaded_dbapi.Error, dialect=dialect
+        ) from exc
+    finally:
+        cursor.close()
+    return None if raw is None else compiled.row(raw)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class SessionRecord:
     """A participant session's row as a request reads it, read-only, and where its log ended then.
 
-    Read through Core: the ORM's per-object work cost more than the query on every participant request. A
-    request that changes the session loads the `ElicitationSession` itself.
+    Read on the DB-API cursor (`_driver_run`): the ORM's per-object work, and Core's execution, cost more
+    than the query on every participant request. A request that changes the session loads the
+    `ElicitationSession` itself.
     """
 
     id: uuid.UUID
@@ -148,13 +219,13 @@ _SESSION_BY_ID = _SESSION_RECORD.where(_SESSION.id == bindparam("session_id"))
 
 def session_by_token_hash(db: Session, token_hash: str) -> SessionRecord | None:
     """The session with this token digest, as a read-only record."""
-    row = db.connection().execute(_SESSION_BY_TOKEN, {"token_hash": token_hash}).first()
+    row = _driver_run(db, _SESSION_BY_TOKEN, {"token_hash": token_hash}, fetch=True)
     return None if row is None else SessionRecord(*row, db)
 
 
 def session_by_id(db: Session, session_id: uuid.UUID) -> SessionRecord | None:
     """The session with this id, as a read-only record."""
-    row = db.connection().execute(_SESSION_BY_ID, {"session_id": session_id}).first()
+    row = _driver_run(db, _SESSION_BY_ID, {"session_id": session_id}, fetch=True)
     return None if row is None else SessionRecord(*row, db)
 
 
@@ -246,59 +317,9 @@ def lock_config_version(db: Session, study_id: uuid.UUID) -> int:
 _INSERT_ANSWER = insert(Answer)
 
 
-@dataclass(frozen=True)
-class _CompiledInsert:
-    """An insert's SQL for one dialect and set of columns, with SQLAlchemy's conversion of each value."""
-
-    sql: str
-    #: The parameters' names in the SQL's order (positional paramstyles), else None (named ones).
-    order: tuple[str, ...] | None
-    converters: tuple[tuple[str, Any], ...]
-
-    def parameters(self, values: dict[str, Any]) -> Any:
-        converted = dict(values)
-        for name, convert in self.converters:
-            converted[name] = convert(converted[name])
-        return converted if self.order is None else tuple(converted[name] for name in self.order)
-
-
-@functools.lru_cache(maxsize=16)
-def _compiled_answer_insert(dialect: Dialect, names: tuple[str, ...]) -> _CompiledInsert | None:
-    """The answer insert of exactly ``names`` compiled for ``dialect``; None when SQLAlchemy would add
-    values of its own (a column default), which only its execution supplies."""
-    compiled = _INSERT_ANSWER.compile(dialect=dialect, column_keys=list(names))
-    if set(compiled.binds) != set(names):
-        return None
-    columns = Answer.__table__.c
-    converters = []
-    for name in names:
-        convert = columns[name].type.dialect_impl(dialect).bind_processor(dialect)
-        if convert is not None:
-            converters.append((name, convert))
-    order = tuple(compiled.positiontup or ()) if dialect.positional else None
-    return _CompiledInsert(compiled.string, order, tuple(converters))
-
-
 def insert_answer(db: Session, values: dict[str, Any]) -> None:
-    """Stage one log row (the caller commits): the insert SQLAlchemy compiles, with its conversions of the
-    values, run on the transaction's DB-API cursor, since Core's execution around it cost as much as the
-    statement; a DB-API error is raised as SQLAlchemy's (`IntegrityError` for a seq already recorded)."""
-    connection = db.connection()
-    dialect = connection.dialect
-    statement = _compiled_answer_insert(dialect, tuple(values))
-    if statement is None:
-        connection.execute(_INSERT_ANSWER, values)
-        return
-    parameters = statement.parameters(values)
-    cursor = connection.connection.cursor()
-    try:
-        cursor.execute(statement.sql, parameters)
-    except dialect.loaded_dbapi.Error as exc:
-        raise DBAPIError.instance(
-            statement.sql, parameters, exc, dialect.loaded_dbapi.Error, dialect=dialect
-        ) from exc
-    finally:
-        cursor.close()
+    """Stage one log row on the DB-API cursor (`_driver_run`; the caller commits)."""
+    _driver_run(db, _INSERT_ANSWER, values, fetch=False)
 
 
 def mark_undone(db: Session, session_id: uuid.UUID, seq: int, when: datetime) -> None:

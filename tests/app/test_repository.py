@@ -1,4 +1,4 @@
-"""The repository's hand-run answer insert writes what SQLAlchemy's Core insert writes, on every database."""
+"""What the repository runs on the DB-API cursor writes and reads what SQLAlchemy would, on every database."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from sqlalchemy import insert, text
 from sqlalchemy.exc import IntegrityError
 
 from app import repository as repo
-from app.models import Answer, utcnow
-from app.sessions.tokens import load_session
+from app.models import Answer, ElicitationSession, utcnow
+from app.sessions import create_session
+from app.sessions.tokens import hash_token, load_session
 
 
 def _values(session_id: Any, seq: int) -> dict[str, Any]:
@@ -91,3 +92,28 @@ def test_an_answer_without_a_defaulted_column_gets_its_default(
         (entry,) = repo.log_entries(db, session_id)
         assert entry.action == "answer"
         assert entry.created_at is not None
+
+
+@pytest.mark.parametrize("consented", [False, True])
+def test_a_session_record_holds_what_the_orm_reads(app: Any, study: Any, consented: bool) -> None:
+    with app.state.sessionmaker() as db:
+        session, token = create_session(
+            db,
+            app.state.session_cache,
+            study.id,
+            participant_code="P-7",
+            panel={"source": "panel ä"},
+            consented=consented,
+            pilot=True,
+        )
+    with app.state.sessionmaker() as db:
+        by_token = repo.session_by_token_hash(db, hash_token(token))
+        by_id = repo.session_by_id(db, session.id)
+        stored = db.get(ElicitationSession, session.id)
+        assert by_token is not None and by_id is not None and stored is not None
+        columns = [column.key for column in ElicitationSession.__table__.columns]
+        expected = {name: getattr(stored, name) for name in columns}
+        assert {name: getattr(by_token, name) for name in columns} == expected
+        assert {name: getattr(by_id, name) for name in columns} == expected
+        assert by_token.last_seq is None
+        assert repo.session_by_token_hash(db, hash_token(token)[::-1]) is None
