@@ -15,7 +15,7 @@ yet) takes the ordinary path. A branch is the very state the ordinary path would
 checkpointed state, so a session asks the same questions and ends with the same result either way.
 
 The background stays out of the way of the requests it serves: it starts a branch only when this process has
-served no request for `QUIET_S` (`app.server.RequestsInFlight`; a checkpoint's save waits at most
+served no request for `QUIET_S` (`app.server.RequestCounter`; a checkpoint's save waits at most
 `SAVE_PATIENCE_S` for none in flight, and a branch waiting for quiet steps aside for any save queued
 meanwhile, so a server that is never idle still keeps every session's checkpoint current), and a request
 never waits for a branch to finish (one that arrives
