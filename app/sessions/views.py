@@ -15,6 +15,7 @@ from ..metric_views import stated_intervals
 from ..models import ElicitationSession, Result, SessionStatus, Study
 from ..panels import fill_redirect
 from ..plan import Section, Step
+from ..repository import SessionRecord
 from ..study_config import StudyConfig
 from .runtime import StudyRuntime
 
@@ -25,7 +26,8 @@ __all__ = ["SessionView", "comparison_model", "shown_side", "worked_example"]
 class SessionView:
     """Everything a page or the API shows about a session at one moment (after its last commit)."""
 
-    session: ElicitationSession
+    #: The session as the request read it (a record), or loaded to be changed (consent, finishing).
+    session: SessionRecord | ElicitationSession
     config: StudyConfig
     status: SessionStatus
     phase: str
