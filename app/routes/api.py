@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 import orjson
 from fastapi import APIRouter, Body, Request, Response, status
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.orm import Session
+from starlette.types import Message
 
 from .. import sessions
 from ..api_errors import ERROR_RESPONSES
@@ -116,6 +119,65 @@ def _state(view: sessions.SessionView) -> Response:
     )
 
 
+class JsonBodyRoute(APIRoute):
+    """A route whose JSON body is validated once, straight from its bytes, when the request is plain: the
+    answer route, where FastAPI's general path (decode to Python objects, then solve the parameters one by
+    one) cost more than the answer's own database work.
+
+    Plain means: the ``application/json`` content type, a body that arrived, and a body the model accepts in
+    JSON mode. Everything else (another content type, a body that failed to arrive, a body the model refuses)
+    goes through FastAPI's own handler, so every error response stays exactly FastAPI's. The endpoint must
+    be ``async`` and take only path parameters (strings), one pydantic model as its body and the `Request`;
+    its router is included without dependencies of its own (the plain path does not run them).
+    """
+
+    def get_route_handler(self) -> Callable[[Request], Awaitable[Response]]:
+        standard = super().get_route_handler()
+        endpoint, dependant = self.endpoint, self.dependant
+        (body,) = dependant.body_params
+        model = body.field_info.annotation
+        request_name = dependant.request_param_name
+        if not (
+            inspect.iscoroutinefunction(endpoint)
+            and isinstance(model, type)
+            and issubclass(model, BaseModel)
+            and request_name is not None
+            and all(param.field_info.annotation is str for param in dependant.path_params)
+            and not (dependant.query_params or dependant.header_params or dependant.cookie_params)
+            and not dependant.dependencies
+        ):
+            raise TypeError(f"{endpoint.__name__} does not fit a JsonBodyRoute")
+        path_names = tuple(param.name for param in dependant.path_params)
+
+        async def handler(request: Request) -> Response:
+            if request.headers.get("content-type") != "application/json":
+                return await standard(request)
+            try:
+                raw = await request.body()
+            except Exception as exc:
+                # FastAPI's handler reads it again and answers the failure as it always does.
+                return await standard(_failed_read(request, exc))
+            try:
+                parsed = model.model_validate_json(raw)
+            except ValidationError:
+                return await standard(request)  # the body is kept: FastAPI's 422, word for word
+            params = request.path_params
+            arguments = {name: params[name] for name in path_names}
+            response: Response = await endpoint(**arguments, **{body.name: parsed, request_name: request})
+            return response
+
+        return handler
+
+
+def _failed_read(request: Request, error: Exception) -> Request:
+    """``request`` again, whose body read raises ``error`` (for FastAPI's own answer to a failed read)."""
+
+    async def receive() -> Message:
+        raise error
+
+    return Request(request.scope, receive)
+
+
 @router.post(
     "/studies/{study_id}/sessions",
     status_code=status.HTTP_201_CREATED,
@@ -170,13 +232,6 @@ async def give_consent(token: str, request: Request) -> Response:
     return await _served(request, lambda db, cache: sessions.consent(db, cache, token))
 
 
-@router.post(
-    "/sessions/{token}/answers",
-    response_model=SessionStateOut,
-    responses={
-        409: {"description": "conflicting answer, stale seq or finished session (body has the state)"}
-    },
-)
 async def submit_answer(token: str, answer: AnswerIn, request: Request) -> Response:
     """Answer the query ``seq``; returns the state with the next query. Repeats are recorded once."""
     return await _served(
@@ -192,6 +247,18 @@ async def submit_answer(token: str, answer: AnswerIn, request: Request) -> Respo
             hidden_ms=answer.hidden_ms,
         ),
     )
+
+
+router.add_api_route(
+    "/sessions/{token}/answers",
+    submit_answer,
+    methods=["POST"],
+    response_model=SessionStateOut,
+    responses={
+        409: {"description": "conflicting answer, stale seq or finished session (body has the state)"}
+    },
+    route_class_override=JsonBodyRoute,
+)
 
 
 @router.post("/sessions/{token}/undo", response_model=SessionStateOut)
