@@ -86,6 +86,7 @@ __all__ = [
     "PosteriorState",
     "check_betas",
     "check_lapse",
+    "config_number",
     "shared_prior",
     "sym_from_vec",
     "vec_from_sym",
@@ -295,14 +296,19 @@ def _answer_loglik(x: FloatArray, lapse: float) -> FloatArray:
     return result
 
 
+def config_number(value: object, message: str) -> float:
+    """``value`` as a float, or `InvalidConfigError` with ``message`` (a bool is not a number here)."""
+    if isinstance(value, bool):
+        raise InvalidConfigError(message)
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise InvalidConfigError(message) from exc
+
+
 def check_lapse(lapse: object, betas: Sequence[float] | None) -> float:
     """Validate a lapse rate: a number in ``[0, 1)``, non-zero only with a noisy answer model."""
-    if isinstance(lapse, bool):
-        raise InvalidConfigError(f"lapse must be a number in [0, 1), got {lapse!r}")
-    try:
-        number = float(lapse)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise InvalidConfigError(f"lapse must be a number in [0, 1), got {lapse!r}") from exc
+    number = config_number(lapse, f"lapse must be a number in [0, 1), got {lapse!r}")
     if not np.isfinite(number) or number < 0.0 or number >= 1.0:
         raise InvalidConfigError(f"lapse must be a number in [0, 1), got {lapse!r}")
     if number > 0.0 and betas is None:
@@ -837,12 +843,7 @@ def check_betas(beta: float | Sequence[float] | None) -> tuple[float, ...] | Non
         )
     result = []
     for value in values:
-        if isinstance(value, bool):
-            raise InvalidConfigError(f"beta values must be numbers, got {value!r}")
-        try:
-            number = float(value)
-        except (TypeError, ValueError) as exc:
-            raise InvalidConfigError(f"beta values must be numbers, got {value!r}") from exc
+        number = config_number(value, f"beta values must be numbers, got {value!r}")
         if not np.isfinite(number) or number <= 0.0:
             raise InvalidConfigError(f"beta values must be positive finite numbers, got {value!r}")
         result.append(number)

@@ -10,7 +10,14 @@ import numpy.typing as npt
 
 from ..display import DisplayGrid
 from ..errors import InvalidConfigError
-from ..posterior import ParticlePosterior, check_betas, check_lapse, shared_prior, sym_from_vec
+from ..posterior import (
+    ParticlePosterior,
+    check_betas,
+    check_lapse,
+    config_number,
+    shared_prior,
+    sym_from_vec,
+)
 from ..types import (
     Elicitation,
     Elicitor,
@@ -393,12 +400,7 @@ def _check_int(value: object, name: str, minimum: int) -> int:
 
 
 def _check_float(value: object, name: str, low: float, high: float, *, open_low: bool = False) -> float:
-    if isinstance(value, bool):
-        raise InvalidConfigError(f"{name} must be a number, got {value!r}")
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
-        raise InvalidConfigError(f"{name} must be a number, got {value!r}") from exc
+    number = config_number(value, f"{name} must be a number, got {value!r}")
     bad_low = number <= low if open_low else number < low
     if not np.isfinite(number) or bad_low or number > high:
         bracket = "(" if open_low else "["
