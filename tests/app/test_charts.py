@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import jinja2
 import numpy as np
+import orjson
 import plotly
 import pytest
 
@@ -17,6 +19,8 @@ from app.charts import comparison as comparison_charts
 from app.charts import monitor as monitor_charts
 from app.charts.inert import figure_json
 from app.i18n import configure_templates
+from app.models import SessionStatus
+from app.sessions.views import SessionView
 from elicitation import InvalidConfigError, Sphere
 from elicitation.display import DISPLAY_DECIMALS, DisplayGrid, apportion
 from elicitation.rates import SyntheticSpace
@@ -597,3 +601,69 @@ def test_the_decimals_note_says_why_the_counts_have_a_decimal() -> None:
     assert "described to a tenth" in html and "so that every difference" not in html
     # Whole people: no note at all.
     assert "comparison__note" not in _render_partial(_comparison([0.82, 0.61], [0.70, 0.79]))
+
+
+def _pinned_pairs(rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Confusion pairs of every kind the app shows (on each grid, off every grid, nearly tied, equal, with
+    empty cells) and of the sizes whose sums numpy adds in its other orders (9 or more terms)."""
+    pairs = []
+    for trial in range(400):
+        k = int(rng.integers(2, 11)) if trial % 4 == 0 else int(rng.integers(2, 4))
+        n_groups = int(rng.integers(1, 4)) if trial % 3 == 0 else 1
+        priors = rng.dirichlet(np.full(k, 3.0), size=n_groups)
+        space = SyntheticSpace(k, radius=min(0.2, 0.9 / k), priors=priors, n_groups=n_groups)
+        try:
+            grid = DisplayGrid.from_priors(priors, trial % 3)
+            center = np.broadcast_to(space.sphere.center, grid.shape)
+            first, other = grid.snap(center + rng.normal(scale=0.08, size=(2, *grid.shape)), space.sphere)
+        except InvalidConfigError:
+            continue
+        near = np.clip(first + rng.normal(scale=0.002, size=grid.shape) * (rng.random(grid.shape) < 0.5), 0, 1)
+        second = [other, near, first][trial % 3]
+        if trial % 5 == 0:
+            first = np.clip(first + rng.normal(scale=0.01, size=grid.shape), 0.0, 1.0)
+        left, right = space.confusion(first), space.confusion(second)
+        if trial % 7 == 0:
+            left = np.where(rng.random(left.shape) < 0.3, 0.0, left)
+            left = left * (100.0 / left.sum(axis=(-2, -1), keepdims=True))
+        pairs.append((left, right))
+    return pairs
+
+
+def test_displayed_counts_stay_bit_for_bit_what_they_were() -> None:
+    # A digest of every displayed number (the API's JSON numbers included) over a fixed set of pairs,
+    # recorded before the counting moved to Python floats: any change of a count, a decimal or a JSON
+    # number shows here.
+    digest = hashlib.sha256()
+    for left, right in _pinned_pairs(np.random.default_rng(26)):
+        nested_left, nested_right = left.tolist(), right.tolist()
+        shown_left, shown_right, decimals = comparison_charts.displayed_counts(nested_left, nested_right)
+        view = SessionView(
+            session=None,  # type: ignore[arg-type]  # the API's query reads only the comparison
+            config=None,  # type: ignore[arg-type]
+            status=SessionStatus.ACTIVE,
+            phase="questions",
+            answered=1,
+            estimated_total=2,
+            next_seq=1,
+            step=None,
+            comparison={
+                "seq": 1,
+                "practice": False,
+                "left": {"confusion": nested_left},
+                "right": {"confusion": nested_right},
+            },
+            result=None,
+            can_undo=True,
+        )
+        numbers = {
+            "decimals": decimals,
+            "left": shown_left.tolist(),
+            "right": shown_right.tolist(),
+            "faithful": comparison_charts.display_decimals(left, right, keep_grid=False),
+            "carried": [comparison_charts.carried_decimals(side) for side in (left, right)],
+            "rounded": [comparison_charts.rounded_counts(left, places).tolist() for places in DISPLAY_DECIMALS],
+        }
+        digest.update(json.dumps(numbers).encode())
+        digest.update(orjson.dumps(view.to_api()["query"]))
+    assert digest.hexdigest()[:16] == "5047e154fea28832"
