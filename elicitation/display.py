@@ -62,6 +62,7 @@ __all__ = [
     "apportion",
     "apportion_units",
     "displayed",
+    "float_sum",
     "shown",
 ]
 
@@ -76,6 +77,10 @@ _REMAINDER_DIGITS = 9
 _INSIDE = 1.0 - 1e-9
 #: Rounds of pulling a point towards the centre before its snapped image is inside the sphere.
 _SNAP_ROUNDS = 64
+#: numpy's pairwise summation: terms added one by one below this many, into 8 partial sums up to
+#: ``_PAIRWISE_BLOCK`` terms, halves beyond (``numpy/_core/src/umath/loops_utils.h.src``).
+_PAIRWISE_UNROLL = 8
+_PAIRWISE_BLOCK = 128
 
 
 def apportion(values: npt.ArrayLike, total_units: int) -> FloatArray:
@@ -108,6 +113,34 @@ def apportion_units(values: Sequence[float], total_units: int) -> list[int]:
             for index in positive[:-shortfall]:
                 floors[index] -= 1
     return floors
+
+
+def float_sum(values: Sequence[float]) -> float:
+    """The sum of a few Python floats exactly as numpy sums them as one contiguous run (``array.sum()``, or a
+    row's ``sum(axis=-1)``): the same additions in the same order from numpy's initial ``0.0``, so the same
+    bits, without the array calls that cost more than the arithmetic on a display's handful of counts."""
+    count = len(values)
+    if count < _PAIRWISE_UNROLL:
+        total = 0.0
+        for value in values:
+            total += value
+        return total
+    if count <= _PAIRWISE_BLOCK:
+        partial = list(values[:_PAIRWISE_UNROLL])
+        end = count - count % _PAIRWISE_UNROLL
+        for start in range(_PAIRWISE_UNROLL, end, _PAIRWISE_UNROLL):
+            for lane in range(_PAIRWISE_UNROLL):
+                partial[lane] += values[start + lane]
+        total = 0.0 + (
+            ((partial[0] + partial[1]) + (partial[2] + partial[3]))
+            + ((partial[4] + partial[5]) + (partial[6] + partial[7]))
+        )
+        for value in values[end:]:
+            total += value
+        return total
+    half = count // 2
+    half -= half % _PAIRWISE_UNROLL
+    return float_sum(values[:half]) + float_sum(values[half:])
 
 
 @dataclass(frozen=True, eq=False)

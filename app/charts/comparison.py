@@ -9,6 +9,8 @@ mean the same class; correct and wrong predictions also differ without colour (h
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Mapping, Sequence
 from gettext import NullTranslations
 from typing import Any
@@ -16,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from elicitation.display import DISPLAY_DECIMALS, apportion_units
+from elicitation.display import DISPLAY_DECIMALS, apportion_units, float_sum
 
 from .common import (
     ENGLISH,
@@ -48,6 +50,7 @@ __all__ = [
     "counts_table",
     "display_decimals",
     "displayed_counts",
+    "displayed_numbers",
     "progress_figure",
     "rounded_counts",
     "sankey_figure",
@@ -91,36 +94,53 @@ _CORRECT_ALPHA = 0.75
 _WRONG_ALPHA = 0.35
 
 
+#: A confusion matrix as Python floats (rows true class, columns predicted), and a stack of them (per group).
+Matrix = list[list[float]]
+Stack = list[Matrix]
+#: A stack's displayed counts in display units (people, tenths or hundredths of a person).
+UnitStack = list[list[list[int]]]
+
+
 def _as_matrix_stack(confusion: npt.ArrayLike, name: str) -> np.ndarray:
     """Validate a ``(k, k)`` or ``(m, k, k)`` out-of-100 confusion array; return it as ``(m, k, k)``."""
+    return np.array(_matrix_lists(confusion, name)[0], dtype=np.float64)
+
+
+def _matrix_lists(confusion: npt.ArrayLike, name: str) -> tuple[Stack, tuple[int, ...]]:
+    """`_as_matrix_stack` as Python floats, with the input's own shape."""
     try:
         array = np.array(confusion, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a numeric array: {exc}") from exc
-    if array.ndim == 2:
-        array = array[np.newaxis]
-    if array.ndim != 3 or array.shape[1] != array.shape[2] or array.shape[1] < 2:
-        raise ValueError(f"{name} must have shape (k, k) or (m, k, k) with k >= 2, got {array.shape}")
-    problem = _counts_problem(array)
+    stack = array[np.newaxis] if array.ndim == 2 else array
+    if stack.ndim != 3 or stack.shape[1] != stack.shape[2] or stack.shape[1] < 2:
+        raise ValueError(f"{name} must have shape (k, k) or (m, k, k) with k >= 2, got {stack.shape}")
+    matrices: Stack = stack.tolist()
+    problem = _counts_problem(matrices)
     if problem is not None:
         raise ValueError(f"{name} {problem}")
-    return np.clip(array, 0.0, None)
+    return _clipped(matrices), array.shape
 
 
-def _counts_problem(stacks: np.ndarray) -> str | None:
-    """What is wrong with stacked square matrices as counts out of 100 (each matrix: its last two axes)."""
-    if not np.isfinite(stacks).all() or (stacks < -TOTAL_ATOL).any():
+def _counts_problem(matrices: Stack) -> str | None:
+    """What is wrong with square matrices as counts out of 100."""
+    values = [value for matrix in matrices for row in matrix for value in row]
+    if not all(map(math.isfinite, values)) or min(values) < -TOTAL_ATOL:
         return "must contain finite, non-negative counts"
-    totals = stacks.sum(axis=(-2, -1))
-    if not _within(totals, COUNT_TOTAL, TOTAL_ATOL * COUNT_TOTAL):
-        return f"must sum to {COUNT_TOTAL:g} per matrix (counts out of 100), got {totals}"
+    totals = [_matrix_total(matrix) for matrix in matrices]
+    if not all(abs(total - COUNT_TOTAL) <= TOTAL_ATOL * COUNT_TOTAL for total in totals):
+        return f"must sum to {COUNT_TOTAL:g} per matrix (counts out of 100), got {np.array(totals)}"
     return None
 
 
-def _within(values: np.ndarray, target: npt.ArrayLike, atol: float) -> bool:
-    """``np.allclose(values, target, rtol=0.0, atol=atol)`` for finite arrays, the same decision without its
-    argument handling (the displayed counts of every question check this several times)."""
-    return bool((np.abs(values - target) <= atol).all())
+def _clipped(matrices: Stack) -> Stack:
+    """Checked counts with their float noise below zero set to zero (as ``np.clip(counts, 0.0, None)``)."""
+    return [[[value if value > 0.0 else 0.0 for value in row] for row in matrix] for matrix in matrices]
+
+
+def _matrix_total(matrix: Matrix) -> float:
+    """A matrix's total, summed as ``matrix.sum()`` sums it (one contiguous run of ``k * k`` counts)."""
+    return float_sum([value for row in matrix for value in row])
 
 
 def rounded_counts(confusion: npt.ArrayLike, decimals: int = 0) -> np.ndarray:
@@ -132,28 +152,29 @@ def rounded_counts(confusion: npt.ArrayLike, decimals: int = 0) -> np.ndarray:
     """
     if decimals not in DISPLAY_DECIMALS:
         raise ValueError(f"decimals must be one of {DISPLAY_DECIMALS}, got {decimals}")
-    return _rounded(_as_matrix_stack(confusion, "confusion"), decimals).reshape(np.shape(confusion))
+    matrices, shape = _matrix_lists(confusion, "confusion")
+    return _as_counts(_rounded(matrices, decimals), decimals, shape)
 
 
-def _rounded(stack: np.ndarray, decimals: int) -> np.ndarray:
-    """`rounded_counts` of a checked ``(m, k, k)`` stack (`_as_matrix_stack`).
+def _rounded(matrices: Stack, decimals: int) -> UnitStack:
+    """`rounded_counts` of checked matrices (`_matrix_lists`), in display units.
 
-    The sums are numpy's (each as ``matrix.sum()`` and ``matrix.sum(axis=1)`` sum it), the apportioning is
-    on Python floats (`apportion_units`): the same numbers at a fraction of the array calls."""
+    Sums as numpy sums them (`elicitation.display.float_sum`), apportioning on Python floats
+    (`apportion_units`): the same numbers at a fraction of the array calls."""
     unit = 10.0**decimals
     total_units = round(COUNT_TOTAL * unit)
-    scaled = stack * (COUNT_TOTAL * unit / _matrix_sums(stack))[:, np.newaxis, np.newaxis]
-    cells: list[list[int]] = []
-    for matrix, row_sums in zip(scaled.tolist(), scaled.sum(axis=2).tolist(), strict=True):
-        row_units = apportion_units(row_sums, total_units)
-        cells.extend(apportion_units(row, units) for row, units in zip(matrix, row_units, strict=True))
-    result: np.ndarray = (np.array(cells, dtype=np.float64) / unit).reshape(stack.shape)
-    return result
+    cells: UnitStack = []
+    for matrix in matrices:
+        factor = COUNT_TOTAL * unit / _matrix_total(matrix)
+        scaled = [[value * factor for value in row] for row in matrix]
+        row_units = apportion_units([float_sum(row) for row in scaled], total_units)
+        cells.append([apportion_units(row, units) for row, units in zip(scaled, row_units, strict=True)])
+    return cells
 
 
-def _matrix_sums(stack: np.ndarray) -> np.ndarray:
-    """Each matrix's total, summed as ``matrix.sum()`` sums it (one contiguous run of ``k * k`` counts)."""
-    result: np.ndarray = np.ascontiguousarray(stack).reshape(stack.shape[0], -1).sum(axis=1)
+def _as_counts(cells: UnitStack, decimals: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Counts in display units as an array of counts out of 100 (of ``shape``)."""
+    result: np.ndarray = (np.array(cells, dtype=np.float64) / 10.0**decimals).reshape(shape)
     return result
 
 
@@ -164,14 +185,13 @@ def carried_decimals(confusion: npt.ArrayLike) -> int | None:
     (apportioned). A question asked on a display grid (`elicitation.display.DisplayGrid`) is exact at
     that grid's decimals; a rate off every grid is exact at none.
     """
-    return _carried(_as_matrix_stack(confusion, "confusion"))
+    return _carried(_matrix_lists(confusion, "confusion")[0])
 
 
-def _carried(stack: np.ndarray) -> int | None:
-    """`carried_decimals` of a checked ``(m, k, k)`` stack (sums by numpy, the rest on Python floats)."""
-    matrices = stack.tolist()
-    sizes = stack.sum(axis=2).tolist()
-    totals = _matrix_sums(stack).tolist()
+def _carried(matrices: Stack) -> int | None:
+    """`carried_decimals` of checked matrices (`_matrix_lists`)."""
+    sizes = [[float_sum(row) for row in matrix] for matrix in matrices]
+    totals = [_matrix_total(matrix) for matrix in matrices]
     for decimals in DISPLAY_DECIMALS[:-1]:
         steps = round(COUNT_TOTAL * 10**decimals)
         if all(
@@ -182,7 +202,7 @@ def _carried(stack: np.ndarray) -> int | None:
     return None
 
 
-def _exact(matrix: list[list[float]], sizes: list[float], factor: float, steps: int) -> bool:
+def _exact(matrix: Matrix, sizes: list[float], factor: float, steps: int) -> bool:
     """Whether each class's rate times its size in ``steps`` (apportioned) is whole, to `ON_GRID_ATOL`."""
     shown_sizes = apportion_units([size * factor for size in sizes], steps)
     for index, (size, shown_size) in enumerate(zip(sizes, shown_sizes, strict=True)):
@@ -200,57 +220,90 @@ def display_decimals(left: npt.ArrayLike, right: npt.ArrayLike, *, keep_grid: bo
     classifiers asked on a grid of tenths of a person (`carried_decimals`) keep their tenths, so the
     person reads exactly the pair the elicitor learns from (``keep_grid=False``: the faithful rule alone).
     """
-    return _shown_together(*_checked_pair(left, right), keep_grid)[0]
+    exact_left, exact_right, _shapes = _checked_pair(left, right)
+    return _shown_together(exact_left, exact_right, keep_grid)[0]
 
 
 def displayed_counts(left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, int]:
     """Both classifiers' confusion matrices exactly as a question shows them (rounded together), and the
     decimals they are shown with."""
-    decimals, shown_left, shown_right = _shown_together(*_checked_pair(left, right), True)
-    return shown_left.reshape(np.shape(left)), shown_right.reshape(np.shape(right)), decimals
+    exact_left, exact_right, (left_shape, right_shape) = _checked_pair(left, right)
+    decimals, shown_left, shown_right = _shown_together(exact_left, exact_right, True)
+    return (
+        _as_counts(shown_left, decimals, left_shape),
+        _as_counts(shown_right, decimals, right_shape),
+        decimals,
+    )
 
 
-def _checked_pair(left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    """Both confusion arrays checked once (`_as_matrix_stack`), of one shape: together when they are valid
-    arrays of one shape, else one by one (for the error naming the side at fault)."""
+def displayed_numbers(left: npt.ArrayLike, right: npt.ArrayLike) -> tuple[list[Any], list[Any], int]:
+    """`displayed_counts` as JSON numbers (nested lists of the inputs' shapes): whole people as integers,
+    else counts of ``decimals`` places, and the decimals."""
+    exact_left, exact_right, shapes = _checked_pair(left, right)
+    decimals, shown_left, shown_right = _shown_together(exact_left, exact_right, True)
+    unit = 10.0**decimals
+    numbers = []
+    for cells, shape in zip((shown_left, shown_right), shapes, strict=True):
+        # A count of ``n`` units is ``n / unit`` (``numpy.round`` to ``decimals`` places keeps it so).
+        side: list[Any] = cells if decimals == 0 else [[[n / unit for n in row] for row in m] for m in cells]
+        numbers.append(side[0] if len(shape) == 2 else side)
+    return numbers[0], numbers[1], decimals
+
+
+def _checked_pair(
+    left: npt.ArrayLike, right: npt.ArrayLike
+) -> tuple[Stack, Stack, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Both confusion arrays checked once (`_matrix_lists`), of one shape, with their own shapes: together
+    when they are valid arrays of one shape, else one by one (for the error naming the side at fault)."""
     try:
         pair = np.array((left, right), dtype=np.float64)
     except (TypeError, ValueError):
         pair = None
-    if pair is not None and pair.ndim in (3, 4):
-        stacks = pair if pair.ndim == 4 else pair[:, np.newaxis]
-        if stacks.shape[2] == stacks.shape[3] >= 2 and _counts_problem(stacks) is None:
-            both = np.clip(stacks, 0.0, None)
-            return both[0], both[1]
-    exact_left = _as_matrix_stack(left, "left confusion")
-    exact_right = _as_matrix_stack(right, "right confusion")
-    if exact_left.shape != exact_right.shape:
-        raise ValueError(
-            f"left and right must have the same shape, got {exact_left.shape} and {exact_right.shape}"
-        )
-    return exact_left, exact_right
+    if pair is not None and pair.ndim in (3, 4) and pair.shape[-1] == pair.shape[-2] >= 2:
+        both = pair.tolist() if pair.ndim == 4 else [[matrix] for matrix in pair.tolist()]
+        if _counts_problem(both[0] + both[1]) is None:
+            shape = pair.shape[1:]
+            return _clipped(both[0]), _clipped(both[1]), (shape, shape)
+    exact_left, left_shape = _matrix_lists(left, "left confusion")
+    exact_right, right_shape = _matrix_lists(right, "right confusion")
+    left_stack = (len(exact_left), len(exact_left[0]), len(exact_left[0]))
+    right_stack = (len(exact_right), len(exact_right[0]), len(exact_right[0]))
+    if left_stack != right_stack:
+        raise ValueError(f"left and right must have the same shape, got {left_stack} and {right_stack}")
+    return exact_left, exact_right, (left_shape, right_shape)
 
 
 def _shown_together(
-    exact_left: np.ndarray, exact_right: np.ndarray, keep_grid: bool
-) -> tuple[int, np.ndarray, np.ndarray]:
-    """`display_decimals` of two checked stacks, with both stacks rounded to them (rounded together)."""
+    exact_left: Stack, exact_right: Stack, keep_grid: bool
+) -> tuple[int, UnitStack, UnitStack]:
+    """`display_decimals` of two checked stacks, with both stacks rounded to them (rounded together), in
+    display units."""
     at_least = 0
     if keep_grid:
         left_carries, right_carries = _carried(exact_left), _carried(exact_right)
         if left_carries is not None and right_carries is not None:
             at_least = max(left_carries, right_carries)
-    difference = exact_left - exact_right
-    wanted = np.where(np.abs(difference) <= SAME_COUNT_ATOL, 0.0, np.sign(difference))
-    n_matrices = exact_left.shape[0]
-    both = np.concatenate((exact_left, exact_right))
+    wanted = [
+        0 if abs(difference) <= SAME_COUNT_ATOL else (1 if difference > 0.0 else -1)
+        for difference in map(operator.sub, _flat(exact_left), _flat(exact_right))
+    ]
+    n_matrices = len(exact_left)
     for decimals in (precision for precision in DISPLAY_DECIMALS if precision >= at_least):
-        shown = _rounded(both, decimals)
+        shown = _rounded(exact_left + exact_right, decimals)
         shown_left, shown_right = shown[:n_matrices], shown[n_matrices:]
-        if (np.sign(shown_left - shown_right) == wanted).all():  # one shape: np.array_equal's test
+        # Counts in units compare as the counts do (dividing by the unit keeps distinct counts apart).
+        signs = [
+            (one > two) - (one < two) for one, two in zip(_flat(shown_left), _flat(shown_right), strict=True)
+        ]
+        if signs == wanted:
             break
     # Past every precision that keeps the order, the last (most precise) one is shown.
     return decimals, shown_left, shown_right
+
+
+def _flat(matrices: Sequence[Sequence[Sequence[float]]]) -> list[float]:
+    """Every cell of the matrices, matrix by matrix and row by row."""
+    return [value for matrix in matrices for row in matrix for value in row]
 
 
 def _population_label(population: str) -> str:

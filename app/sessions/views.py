@@ -9,7 +9,7 @@ import numpy as np
 
 from elicitation import Sphere
 
-from ..charts.comparison import displayed_counts
+from ..charts.comparison import displayed_numbers
 from ..explain import MetricWords
 from ..metric_views import stated_intervals
 from ..models import ElicitationSession, Result, SessionStatus, Study
@@ -73,13 +73,13 @@ class SessionView:
             left, right = self.comparison["left"], self.comparison["right"]
             # The counts exactly as the page shows them (its own rounding), so that any front end shows
             # the pair the elicitor learns from.
-            shown_left, shown_right, decimals = displayed_counts(left["confusion"], right["confusion"])
+            shown_left, shown_right, decimals = displayed_numbers(left["confusion"], right["confusion"])
             query = {
                 "seq": self.comparison["seq"],
                 "practice": self.comparison["practice"],
                 "decimals": decimals,
-                "first": {**left, "shown": _as_shown(shown_left, decimals)},
-                "second": {**right, "shown": _as_shown(shown_right, decimals)},
+                "first": {**left, "shown": shown_left},
+                "second": {**right, "shown": shown_right},
             }
         result = None
         if self.result is not None:
@@ -105,13 +105,6 @@ class SessionView:
             "query": query,
             "result": result,
         }
-
-
-def _as_shown(counts: np.ndarray, decimals: int) -> list[Any]:
-    """Displayed counts as JSON numbers: whole people as integers, else rounded to ``decimals`` places."""
-    rounded = np.round(counts, decimals)
-    shown: list[Any] = rounded.astype(np.int64).tolist() if decimals == 0 else rounded.tolist()
-    return shown
 
 
 def shown_side(runtime: StudyRuntime, rates: np.ndarray) -> dict[str, Any]:

@@ -618,7 +618,9 @@ def _pinned_pairs(rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray
             first, other = grid.snap(center + rng.normal(scale=0.08, size=(2, *grid.shape)), space.sphere)
         except InvalidConfigError:
             continue
-        near = np.clip(first + rng.normal(scale=0.002, size=grid.shape) * (rng.random(grid.shape) < 0.5), 0, 1)
+        near = np.clip(
+            first + rng.normal(scale=0.002, size=grid.shape) * (rng.random(grid.shape) < 0.5), 0, 1
+        )
         second = [other, near, first][trial % 3]
         if trial % 5 == 0:
             first = np.clip(first + rng.normal(scale=0.01, size=grid.shape), 0.0, 1.0)
@@ -662,7 +664,9 @@ def test_displayed_counts_stay_bit_for_bit_what_they_were() -> None:
             "right": shown_right.tolist(),
             "faithful": comparison_charts.display_decimals(left, right, keep_grid=False),
             "carried": [comparison_charts.carried_decimals(side) for side in (left, right)],
-            "rounded": [comparison_charts.rounded_counts(left, places).tolist() for places in DISPLAY_DECIMALS],
+            "rounded": [
+                comparison_charts.rounded_counts(left, places).tolist() for places in DISPLAY_DECIMALS
+            ],
         }
         digest.update(json.dumps(numbers).encode())
         digest.update(orjson.dumps(view.to_api()["query"]))

@@ -10,7 +10,7 @@ import pytest
 
 from elicitation import InvalidConfigError, Query, Sphere, run
 from elicitation.catalogue import Setting, get_algorithm
-from elicitation.display import DisplayGrid, apportion, shown
+from elicitation.display import DisplayGrid, apportion, float_sum, shown
 from elicitation.families import Draw
 from elicitation.lpme import lpme, robust_step
 from elicitation.oracles import ExactOracle, random_linear_metric, random_quadratic_metric
@@ -52,6 +52,23 @@ def test_apportion_rounds_exactly_as_on_arrays() -> None:
         for values in np.concatenate((shares, ties, noisy, close)):
             for total in {round(values.sum()) + step for step in (-2, -1, 0, 1, 2)}:
                 assert apportion(values, total).tobytes() == _apportion_on_arrays(values, total).tobytes()
+
+
+def test_float_sum_adds_as_numpy_sums_bit_for_bit() -> None:
+    # Every length numpy sums one by one, in 8 partial sums or in halves; signs, zeros and magnitudes mixed
+    # so that any other order of the additions would show in the last bits.
+    rng = np.random.default_rng(26)
+    for count in [*range(0, 140), 255, 256, 257, 600]:
+        for _ in range(20):
+            values = (
+                rng.random(count) * 10.0 ** rng.integers(-6, 6, size=count) * rng.choice([-1.0, 1.0], count)
+            )
+            values[rng.random(count) < 0.2] = rng.choice([0.0, -0.0])
+            expected = values.sum()
+            assert np.array([float_sum(values.tolist())]).tobytes() == np.array([expected]).tobytes()
+            rows = values[: count - count % 3].reshape(3, -1) if count >= 3 else values.reshape(1, -1)
+            assert [float_sum(row) for row in rows.tolist()] == rows.sum(axis=1).tolist()
+    assert np.signbit(float_sum([-0.0, -0.0])) == np.signbit(np.array([-0.0, -0.0]).sum())
 
 
 def test_keys_are_the_pairs_keys_both_ways_and_distance_broadcasts_either_pair() -> None:
