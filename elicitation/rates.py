@@ -214,11 +214,17 @@ def confusion_from_rates(rates: npt.ArrayLike, priors: npt.ArrayLike) -> FloatAr
     if k < 2:
         raise InvalidConfigError(f"priors must describe at least 2 classes, got {k}")
     p = _check_priors(priors, k, 1)[0]
-    r = check_rates(rates, (k,))
-    off = (1.0 - r) / (k - 1)
+    return _confusion(check_rates(rates, (k,)), p)
+
+
+def _confusion(rates: FloatArray, priors: FloatArray) -> FloatArray:
+    """`confusion_from_rates` of checked rates and priors (`check_rates`, `_check_priors`): a space checked
+    its priors once, and checking them again on every question cost more than the matrix."""
+    k = rates.shape[0]
+    off = (1.0 - rates) / (k - 1)
     matrix = np.repeat(off[:, None], k, axis=1)
-    np.fill_diagonal(matrix, r)
-    result: FloatArray = CONFUSION_TOTAL * p[:, None] * matrix
+    np.fill_diagonal(matrix, rates)
+    result: FloatArray = CONFUSION_TOTAL * priors[:, None] * matrix
     return result
 
 
@@ -364,12 +370,10 @@ class SyntheticSpace(SpaceBase):
         shape = np.shape(rates)
         if self._n_groups > 1 and shape == (self._n_groups, self._n_classes):
             r = check_rates(rates, shape)
-            stacked: FloatArray = np.stack(
-                [confusion_from_rates(r[g], self._priors[g]) for g in range(self._n_groups)]
-            )
+            stacked: FloatArray = np.stack([_confusion(r[g], self._priors[g]) for g in range(self._n_groups)])
             return stacked
         if self._n_groups == 1 and shape == (self._n_classes,):
-            return confusion_from_rates(rates, self._priors[0])
+            return _confusion(check_rates(rates, shape), self._priors[0])
         raise InvalidConfigError(f"rates must have shape {self.rate_shape}, got {shape}")
 
     def to_dict(self) -> dict[str, Any]:
