@@ -31,6 +31,7 @@ paper              code
 
 from __future__ import annotations
 
+import array
 import functools
 import math
 from collections.abc import Callable, Generator, Sequence
@@ -214,6 +215,12 @@ class DisplayGrid:
         return self.steps
 
     @functools.cached_property
+    def _class_sizes(self) -> list[list[int]]:
+        """`class_steps` as Python integers, one row per group (`shown_pair`'s arithmetic)."""
+        sizes: list[list[int]] = self.class_steps.tolist()
+        return sizes
+
+    @functools.cached_property
     def _step(self) -> float:
         """Length of one display step in every class at once, at the smallest class sizes (`snap`'s pull)."""
         return float(np.linalg.norm(1.0 / self.class_steps.min(axis=0)))
@@ -300,6 +307,59 @@ class DisplayGrid:
         result: FloatArray = snapped.reshape(shape)
         return result
 
+    def shown_pair(
+        self, first: FloatArray, second: FloatArray, sphere: Sphere
+    ) -> tuple[FloatArray, FloatArray, bytes, bytes]:
+        """A query's two sides as shown, `snap` of each inside ``sphere`` (read-only), and `keys` of them.
+
+        `shown` asks this of every step of a search: two rate vectors, for which array calls cost several
+        times the arithmetic. So each row is snapped, pulled in and counted on Python floats, by the same
+        operations in the same order as `snap` and `counts` (`float_sum` for the lengths): the same bits.
+        """
+        if first.shape != self.shape or second.shape != self.shape:
+            return self._shown_by_arrays(first, second, sphere)
+        center: list[float] = sphere.center.tolist()
+        limit = sphere.radius * _INSIDE
+        sides = []
+        counts: list[int] = []
+        for rates in (first, second):
+            rows = rates.tolist() if self.n_groups > 1 else [rates.tolist()]
+            shown_rows = []
+            for row, sizes in zip(rows, self._class_sizes, strict=True):
+                snapped = self._snapped_row(row, sizes, center, limit)
+                if snapped is None:
+                    return self._shown_by_arrays(first, second, sphere)  # raises snap's error
+                shown_rows.append(snapped)
+                counts.extend(
+                    math.floor(value * size + 0.5) for value, size in zip(snapped, sizes, strict=True)
+                )
+            side = np.array(shown_rows if self.n_groups > 1 else shown_rows[0], dtype=np.float64)
+            side.setflags(write=False)
+            sides.append(side)
+        half = len(counts) // 2
+        one, two = array.array("q", counts[:half]).tobytes(), array.array("q", counts[half:]).tobytes()
+        return sides[0], sides[1], one + b"|" + two, two + b"|" + one
+
+    def _shown_by_arrays(
+        self, first: FloatArray, second: FloatArray, sphere: Sphere
+    ) -> tuple[FloatArray, FloatArray, bytes, bytes]:
+        """`shown_pair` by `snap` and `keys` themselves."""
+        snapped_first, snapped_second = self.snap(np.stack((first, second)), sphere)
+        return snapped_first, snapped_second, *self.keys(snapped_first, snapped_second)
+
+    def _snapped_row(
+        self, row: list[float], sizes: list[int], center: list[float], limit: float
+    ) -> list[float] | None:
+        """One row of `snap` (one group's rates, that group's class sizes), None where `snap` gives up."""
+        snapped = [math.floor(value * size + 0.5) / size for value, size in zip(row, sizes, strict=True)]
+        for _ in range(_SNAP_ROUNDS):
+            if _row_length(snapped, center) <= limit:
+                return snapped
+            shrink = max(1.0 - 0.5 * self._step / max(_row_length(row, center), 1e-300), 0.0)
+            row = [middle + (value - middle) * shrink for value, middle in zip(row, center, strict=True)]
+            snapped = [math.floor(value * size + 0.5) / size for value, size in zip(row, sizes, strict=True)]
+        return snapped if _row_length(snapped, center) <= limit else None
+
     def _spheres(self, sphere: Sphere | Sequence[Sphere]) -> tuple[Sphere, ...]:
         """One sphere for all groups, or one per group (checked)."""
         if isinstance(sphere, Sphere):
@@ -378,6 +438,12 @@ def _lengths(rows: FloatArray) -> FloatArray:
     return result
 
 
+def _row_length(row: list[float], center: list[float]) -> float:
+    """`_lengths` of one row's offset from ``center``, on Python floats."""
+    offset = [value - middle for value, middle in zip(row, center, strict=True)]
+    return math.sqrt(float_sum([part * part for part in offset]))
+
+
 class DisplayedElicitor(Elicitor[Elicitation[Any]]):
     """An elicitor whose queries are the displayed ones; other attributes come from the wrapped elicitor."""
 
@@ -401,9 +467,8 @@ def _shown_steps(
     try:
         query = next(inner)
         while True:
-            # Both sides snapped and counted at once (each row as alone), the pair's key read both ways.
-            first, second = grid.snap(np.stack((query.first, query.second)), sphere)
-            key, reverse = grid.keys(first, second)
+            # Both sides snapped and counted, the pair's key read both ways.
+            first, second, key, reverse = grid.shown_pair(query.first, query.second, sphere)
             if key == reverse and isinstance(query, SearchStep):
                 # The search has reached what the chart can show: it ends here with the bracket it has.
                 skipped["ended"] += 1

@@ -4,6 +4,7 @@ search whose next step cannot be shown ends there."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -69,6 +70,40 @@ def test_float_sum_adds_as_numpy_sums_bit_for_bit() -> None:
             rows = values[: count - count % 3].reshape(3, -1) if count >= 3 else values.reshape(1, -1)
             assert [float_sum(row) for row in rows.tolist()] == rows.sum(axis=1).tolist()
     assert np.signbit(float_sum([-0.0, -0.0])) == np.signbit(np.array([-0.0, -0.0]).sum())
+
+
+def test_shown_pair_is_snap_and_keys_bit_for_bit() -> None:
+    # Sides inside the sphere, on it and beyond it (pulled in), spheres too small to hold a displayed point
+    # (the same error), one to three groups and every grid precision.
+    rng = np.random.default_rng(26)
+    outcomes = set()
+    for trial in range(1500):
+        k, n_groups = int(rng.integers(2, 6)), int(rng.integers(1, 4)) if trial % 3 == 0 else 1
+        try:
+            grid = DisplayGrid.from_priors(rng.dirichlet(np.full(k, 3.0), size=n_groups), trial % 3)
+        except InvalidConfigError:
+            continue
+        radius = min(1.0 / k, float(rng.choice([0.4 / k, 0.05, 0.01, 0.002])))
+        sphere = Sphere(np.full(k, 1.0 / k) + rng.normal(scale=0.01, size=k) * (trial % 2), radius)
+        directions = rng.normal(size=(2, *grid.shape))
+        directions /= np.linalg.norm(directions, axis=-1, keepdims=True)
+        scale = rng.choice([0.3, 0.99, 1.0, 1.2], size=(2, *grid.shape[:-1], 1))
+        first, second = np.broadcast_to(sphere.center, grid.shape) + directions * radius * scale
+        try:
+            expected_first, expected_second = grid.snap(np.stack((first, second)), sphere)
+        except InvalidConfigError as error:
+            with pytest.raises(InvalidConfigError, match=re.escape(str(error))):
+                grid.shown_pair(first, second, sphere)
+            outcomes.add("error")
+            continue
+        shown_first, shown_second, key, reverse = grid.shown_pair(first, second, sphere)
+        assert shown_first.tobytes() == expected_first.tobytes() and shown_first.shape == expected_first.shape
+        assert shown_second.tobytes() == expected_second.tobytes() and not shown_first.flags.writeable
+        assert (key, reverse) == grid.keys(expected_first, expected_second)
+        nearest = np.floor(first * grid.class_steps + 0.5) / grid.class_steps
+        pulled = grid.snap(first, sphere).tobytes() != nearest.tobytes()
+        outcomes.add("pulled in" if pulled else "snapped")
+    assert outcomes == {"error", "pulled in", "snapped"}
 
 
 def test_keys_are_the_pairs_keys_both_ways_and_distance_broadcasts_either_pair() -> None:
