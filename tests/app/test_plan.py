@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, replace
 from types import SimpleNamespace
 
@@ -20,6 +21,7 @@ from app.plan import (
     Section,
     SessionPlan,
     elicitor_choice,
+    evaluation_progress,
     wilson_interval,
 )
 from elicitation import FairQuadraticMetric, LinearMetric, QuadraticMetric, Query, Sphere
@@ -462,3 +464,142 @@ def test_pairs_come_from_each_groups_own_sphere_when_the_questions_do() -> None:
 def test_a_section_shows_every_field_in_the_api() -> None:
     section = Section("questions", "Questions", 3, 20, True)
     assert section.to_api() == asdict(section)
+
+
+class _Weights:
+    """A person's metric for the evaluation pairs: a weighted sum of the rates (any group shape)."""
+
+    def __init__(self, weights: np.ndarray) -> None:
+        self.weights = weights
+
+    def prefers(self, first: np.ndarray, second: np.ndarray) -> bool:
+        return float(np.sum(self.weights * first)) >= float(np.sum(self.weights * second))
+
+
+def _scripted_session_digest(script: SessionPlan, seed: int, budget: int) -> str:
+    """A short sha256 of everything ``script`` shows over one simulated session of ``budget`` elicitor
+    questions (each often a few people from the one before, as a search's are): every step's phase,
+    index, exact rates, labels, side and check, the progress sections and total, the evaluation progress and
+    the tie coins; the person answers at random, agreeing with their metric on most final comparisons."""
+    rng = np.random.default_rng(seed)
+    metric = _Weights(rng.uniform(0.0, 1.0, size=script.grid.shape))
+    digest = hashlib.sha256(repr((script.check_kinds, script.check_slots)).encode())
+    pending: Query | None = script.practice_query(10_000 + seed)
+    rows: list[SimpleNamespace] = []
+    while True:
+        elicited = sum(r.phase == Phase.ELICITATION.value for r in rows)
+        finished = elicited >= budget
+        step = script.next_step(rows, None if finished else pending, metric if finished else None)
+        evaluation = evaluation_progress(rows, metric if finished else None)
+        sections = [part.to_api() for part in script.sections(rows, budget, finished, step, evaluation)]
+        total = script.estimated_total(elicited, budget, finished, evaluation)
+        digest.update(repr((evaluation, sections, total)).encode())
+        if step is None:
+            break
+        query = step.query
+        digest.update(query.first.tobytes() + query.second.tobytes())
+        fields = (
+            step.phase,
+            step.phase_index,
+            query.search,
+            query.kind,
+            query.step,
+            step.swapped,
+            step.check,
+        )
+        digest.update(repr(fields).encode())
+        if step.phase is Phase.EVALUATION and rng.random() < 0.85:
+            choice = "first" if metric.prefers(query.first, query.second) else "second"
+            preferred = elicitor_choice(choice, step.swapped).value
+        else:
+            preferred = str(rng.choice(["first", "second", "tie"], p=[0.45, 0.45, 0.1]))
+        if preferred == "tie":
+            digest.update(bytes([script.tie_break(len(rows))]))
+        rows.append(row(len(rows), step.phase, query, step.swapped, preferred))
+        if step.phase is Phase.ELICITATION:
+            people = rng.integers(-2, 3, size=script.grid.shape) / 100.0
+            nearby = Query(
+                first=script.grid.snap(query.first + people, script.region),
+                second=script.grid.snap(query.second - people, script.region),
+                search="qpme",
+            )
+            fresh = script.practice_query(int(rng.integers(20_000, 30_000)))
+            pending = nearby if rng.random() < 0.7 else Query(fresh.first, fresh.second, search="qpme")
+    return digest.hexdigest()[:16]
+
+
+def _pinned_plan(seed: int, config: str) -> SessionPlan:
+    screens, n_classes, n_groups, precision, small = config.split("-")
+    space = SyntheticSpace(int(n_classes), radius=0.2, n_groups=int(n_groups))
+    region = Sphere(space.sphere.center, 0.03) if small == "small" else None
+    return SessionPlan(
+        space=space,
+        seed=seed,
+        practice_queries=2,
+        dominance_checks=2,
+        repeat_checks=2,
+        evaluation_queries=15,
+        expected_queries=12,
+        evaluation_precision=None if precision == "all" else float(precision),
+        region=region,
+        screens=Screens[screens],
+    )
+
+
+#: Digests of `_scripted_session_digest` for seeds 0-3 of each configuration (screens, classes, groups,
+#: evaluation precision, query region), recorded before the plan's draws were made cheaper: a session's
+#: script must never change, or sessions stored before would resume onto other screens.
+PINNED_SCRIPTS: dict[str, tuple[str, ...]] = {
+    "DISTINCT-2-1-all-wide": ("f0966965d6d8cead", "5ce07a0d7c3c1780", "a2484fcf8c3680f0", "94f1c906c8964a12"),
+    "DISTINCT-2-1-0.15-wide": (
+        "df126cec740e8404",
+        "f2cb1fd04b60992d",
+        "d575ff4f91a2406f",
+        "9e0b1909075e242a",
+    ),
+    "FRESH-2-1-all-wide": ("bbb007a4ec9b4dd8", "2093cf0317d81be6", "8395244d9a4d8ca5", "0e864f26a1f629d7"),
+    "FRESH-2-1-0.15-wide": ("821e864d43192be4", "b9ebb47a8d968d6b", "43058ed1132c61d0", "7e7a77b06251730b"),
+    "NEIGHBOURS-2-1-all-wide": (
+        "729b8e17ad0072b1",
+        "5abc7b3f64b4e89f",
+        "8395244d9a4d8ca5",
+        "9c3c454e9a01ecf4",
+    ),
+    "NEIGHBOURS-2-1-0.15-wide": (
+        "c212ee32792ac2a5",
+        "47c25048812fcc43",
+        "43058ed1132c61d0",
+        "b6d10dcfab85fd7e",
+    ),
+    "DISTINCT-3-2-0.15-wide": (
+        "1e35017b9dfcdc6a",
+        "69522601bd5bce3c",
+        "8161d575975b411c",
+        "c03069462fc9af8a",
+    ),
+    "FRESH-3-2-0.15-wide": ("a8f5c3783e820d65", "6cf6d2d270960b25", "93582121eff8130d", "6b828755f20a3695"),
+    "NEIGHBOURS-3-2-0.15-wide": (
+        "01561292a46870f6",
+        "a5fc5db4f0b23241",
+        "93582121eff8130d",
+        "6b828755f20a3695",
+    ),
+    "DISTINCT-3-1-0.15-small": (
+        "8bbdb867bad65938",
+        "c2ea6b9a75f3feda",
+        "90e99c94d84be9a2",
+        "2130233ec6e9d276",
+    ),
+    "NEIGHBOURS-3-1-0.15-small": (
+        "637e35a71eac7ad0",
+        "855e4a861b305aae",
+        "384d3481a8f54ae9",
+        "802dc1a0ece54006",
+    ),
+}
+
+
+@pytest.mark.parametrize("config", sorted(PINNED_SCRIPTS))
+def test_the_plan_shows_exactly_the_screens_it_always_showed(config: str) -> None:
+    digests = tuple(_scripted_session_digest(_pinned_plan(seed, config), seed, 12) for seed in range(4))
+    assert digests == PINNED_SCRIPTS[config]
