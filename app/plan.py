@@ -26,7 +26,7 @@ import functools
 import math
 import operator
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -78,6 +78,9 @@ EVALUATION_AGREEMENT_PRIOR = 0.9
 _PAIR_DRAWS = 16
 #: With `Screens.NEIGHBOURS`: draws tried for a pair apart from the screens on both sides of it.
 _NEIGHBOURS_PAIR_DRAWS = 64
+#: Plan pairs first drawn and judged at once, twice as many each time none of them is usable (a final
+#: comparison's first draw is often decided by dominance, a practice pair's seldom unusable).
+_PAIR_BATCH = 2
 
 
 def wilson_interval(agreed: int, decided: int, z: float = WILSON_Z) -> tuple[float, float]:
@@ -220,8 +223,23 @@ class Step:
         return self.query.first if self.swapped else self.query.second
 
 
+def _words(value: int) -> list[int]:
+    """A non-negative integer as `numpy.random.SeedSequence` reads it from an entropy list: its 32-bit
+    words, lowest first (``[0]`` for 0)."""
+    words = [value & 0xFFFFFFFF]
+    value >>= 32
+    while value:
+        words.append(value & 0xFFFFFFFF)
+        value >>= 32
+    return words
+
+
 def _rng(seed: int, purpose: _Purpose, index: int) -> np.random.Generator:
-    return np.random.default_rng([seed, int(purpose), index])
+    """The generator ``np.random.default_rng([seed, purpose, index])``, its entropy handed to the
+    `numpy.random.SeedSequence` as the uint32 words it would make of that list (the same stream, without
+    numpy's conversion of each Python integer: this runs on every answer)."""
+    entropy = np.array([*_words(seed), int(purpose), *_words(index)], dtype=np.uint32)
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
 
 
 def _ball_point(rng: np.random.Generator, sphere: Sphere, radius: float) -> np.ndarray:
@@ -234,7 +252,8 @@ def _ball_point(rng: np.random.Generator, sphere: Sphere, radius: float) -> np.n
 
 
 class SessionPlan:
-    """The deterministic script of one session (study settings + space + seed); holds no mutable state."""
+    """The deterministic script of one session (study settings + space + seed); holds no state beyond
+    memos of what it computed (the same for the same inputs)."""
 
     def __init__(
         self,
@@ -279,6 +298,10 @@ class SessionPlan:
         self.check_slots: tuple[int, ...] = self._schedule(len(kinds), max(1, expected_queries))
         # Memo of the seeded left/right coin per position (a plan lives as long as its study's runtime).
         self._swaps: dict[int, bool] = {}
+        # Memo of `_verdict` per evaluation row object: (row, metric, verdict), used only while the same row
+        # and metric objects come back (the session cache keeps both from one answer to the next); emptied
+        # when the session is complete, so that a finished session's plan holds no log rows.
+        self._verdicts: dict[int, tuple[LoggedAnswer, Metric, bool | None]] = {}
 
     @property
     def n_checks(self) -> int:
@@ -320,14 +343,23 @@ class SessionPlan:
         beside it); with `fresh_screens` plainly apart from them and, if ``scored``, not decided by
         dominance."""
         rng = _rng(self.seed, purpose, index)
-        for _ in range(self._pair_draws):
-            first = self.grid.snap(self._random_rates(rng), self.region)
-            second = self.grid.snap(self._random_rates(rng), self.region)
-            alike = self.grid.same(first, second) or self._displays_like(first, second, avoid)
-            obvious = self.fresh_screens and scored and bool(self.grid.dominated(first, second))
-            if not alike and not obvious:
-                break
-        return Query(first=first, second=second, search=label, kind=label, step=index)
+        drawn, batch = 0, _PAIR_BATCH
+        while True:
+            # The draws are judged a few at a time, all at once (the generator is drawn in the same order,
+            # and what a batch draws beyond the pair taken is thrown away with it): the first usable pair
+            # wins, else the last one drawn.
+            size = min(batch, self._pair_draws - drawn)
+            rates = np.array([self._random_rates(rng) for _ in range(2 * size)])
+            pairs = self.grid.snap(rates, self.region).reshape((size, 2, *self.grid.shape))
+            first, second = pairs[:, 0], pairs[:, 1]
+            unusable = (self.grid.gap(first, second) == 0) | self._alike(first, second, avoid)
+            if self.fresh_screens and scored:
+                unusable |= self.grid.dominated(first, second)
+            usable = np.flatnonzero(~unusable).tolist()
+            drawn, batch = drawn + size, 2 * batch
+            if usable or drawn == self._pair_draws:
+                pick = usable[0] if usable else size - 1
+                return Query(first=first[pick], second=second[pick], search=label, kind=label, step=index)
 
     def _displays_like(self, first: np.ndarray, second: np.ndarray, others: Sequence[Query]) -> bool:
         """Whether the pair displays like one of ``others`` in either order (with `fresh_screens`: within
@@ -357,16 +389,13 @@ class SessionPlan:
         left, right = (
             (previous.second, previous.first) if before.swapped else (previous.first, previous.second)
         )
-        # How far each side of ``query`` looks from each side before, in displayed people: gaps[i, j] is
-        # the largest difference of a count between its side i (first, second) and (right, left)[j].
-        new = self.grid.counts(np.stack((query.first, query.second)))
-        old = self.grid.counts(np.stack((right, left)))
-        difference = np.abs(new[:, np.newaxis] - old[np.newaxis, :])
-        gaps = difference.reshape(2, 2, -1).max(axis=2).tolist()
+        # The displayed counts of both sides of ``query`` and of the screen before, in one call.
+        counts = self.grid.counts(np.array((query.first, query.second, right, left)))
+        first, second, old_right, old_left = counts.reshape(4, -1).tolist()
         unit = 10**self.grid.decimals
         # Kept: first left beside the right before, second right beside the left before; turned: crossed.
-        kept = min(gaps[0][0] / unit, gaps[1][1] / unit)
-        turned = min(gaps[1][0] / unit, gaps[0][1] / unit)
+        kept = min(_gap(first, old_right) / unit, _gap(second, old_left) / unit)
+        turned = min(_gap(second, old_right) / unit, _gap(first, old_left) / unit)
         if min(kept, turned) >= FRESH_CELL_GAP or kept == turned:
             return default
         return bool(turned > kept)
@@ -468,13 +497,32 @@ class SessionPlan:
             query = self.evaluation_query(index, beside)
             swapped = self.side(self.swapped(position), query, before, previous)
             return Step(Phase.EVALUATION, index, query, swapped)
+        self._verdicts.clear()
         return None
 
     def _evaluation_settled(self, rows: Sequence[LoggedAnswer], metric: Metric | None) -> bool:
         """True once enough evaluation pairs pin the elicited metric's agreement to `evaluation_precision`."""
         if metric is None or self.evaluation_precision is None:
             return False
-        return _settled(*evaluation_agreement(rows, metric), self.evaluation_precision)
+        return _settled(*evaluation_agreement(rows, metric, self._verdict), self.evaluation_precision)
+
+    def evaluation_progress(
+        self, rows: Sequence[LoggedAnswer], metric: Metric | None
+    ) -> tuple[int, int, int]:
+        """`evaluation_progress` of ``rows``, each evaluation answer judged once per row and metric object
+        (every answer of the final comparisons judges them all again)."""
+        return evaluation_progress(rows, metric, self._verdict)
+
+    def _verdict(self, row: LoggedAnswer, metric: Metric) -> bool | None:
+        """`_verdict`, memoised by the row object (and checked to be the same row and metric objects)."""
+        noted = self._verdicts.get(id(row))
+        if noted is not None and noted[0] is row and noted[1] is metric:
+            return noted[2]
+        verdict = _verdict(row, metric)
+        if len(self._verdicts) > 2 * self.evaluation_queries:
+            self._verdicts.clear()  # many answers undone: keep those of the log as it stands
+        self._verdicts[id(row)] = (row, metric, verdict)
+        return verdict
 
     def _check_step(
         self,
@@ -596,35 +644,56 @@ class SessionPlan:
         return [part for part in parts if part.total > 0]
 
 
+def _gap(counts: list[int], others: list[int]) -> int:
+    """How far one side looks from another, in display steps: the largest difference of a count."""
+    return max(abs(count - other) for count, other in zip(counts, others, strict=True))
+
+
 def _logged_query(row: LoggedAnswer) -> Query | None:
     """The pair a log row showed (None for a row without one)."""
     return None if row.query is None else decode_query(row.query)
 
 
-def evaluation_agreement(rows: Sequence[LoggedAnswer], metric: Metric) -> tuple[int, int]:
-    """(agreed, decided) over the logged evaluation answers: how often ``metric`` picks what the person did.
+def _verdict(row: LoggedAnswer, metric: Metric) -> bool | None:
+    """Whether ``metric`` picks what the person did on an evaluation answer; None for any other row, and
+    for an answer "about the same" or without its query (left out, as in the reported measure M)."""
+    if row.phase != Phase.EVALUATION or row.preferred is None or row.swapped is None:
+        return None
+    choice = elicitor_choice(row.preferred, row.swapped)
+    query = _logged_query(row)
+    if choice is Choice.TIE or query is None:
+        return None
+    return metric.prefers(query.first, query.second) == (choice is Choice.FIRST)
+
+
+def evaluation_agreement(
+    rows: Sequence[LoggedAnswer],
+    metric: Metric,
+    verdict: Callable[[LoggedAnswer, Metric], bool | None] = _verdict,
+) -> tuple[int, int]:
+    """(agreed, decided) over the logged evaluation answers: how often ``metric`` picks what the person did
+    (``verdict`` of each row: `_verdict`, or a plan's memo of it).
 
     "About the same" answers are left out, as in the reported measure M.
     """
-    agreed = decided = 0
-    for row in rows:
-        if row.phase != Phase.EVALUATION or row.preferred is None or row.swapped is None:
-            continue
-        choice = elicitor_choice(row.preferred, row.swapped)
-        query = _logged_query(row)
-        if choice is Choice.TIE or query is None:
-            continue
-        decided += 1
-        agreed += metric.prefers(query.first, query.second) == (choice is Choice.FIRST)
-    return agreed, decided
+    verdicts = [
+        judged
+        for row in rows
+        if row.phase == Phase.EVALUATION and (judged := verdict(row, metric)) is not None
+    ]
+    return sum(verdicts), len(verdicts)
 
 
-def evaluation_progress(rows: Sequence[LoggedAnswer], metric: Metric | None) -> tuple[int, int, int]:
+def evaluation_progress(
+    rows: Sequence[LoggedAnswer],
+    metric: Metric | None,
+    verdict: Callable[[LoggedAnswer, Metric], bool | None] = _verdict,
+) -> tuple[int, int, int]:
     """(agreed, decided, asked) of the evaluation pairs in ``rows``, as `SessionPlan.estimated_total`
     takes them; without the elicited metric (or the rows' queries) the answers so far count as agreeing,
     which is what an evaluation still under way most likely means."""
-    asked = sum(1 for row in rows if row.phase == Phase.EVALUATION)
+    asked = list(map(_PHASE_OF, rows)).count(Phase.EVALUATION)
     if metric is None or asked == 0:
         return asked, asked, asked
-    agreed, decided = evaluation_agreement(rows, metric)
+    agreed, decided = evaluation_agreement(rows, metric, verdict)
     return agreed, decided, asked

@@ -8,6 +8,7 @@ the last elicitor answer match the log, so correctness never depends on it.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import uuid
 from dataclasses import dataclass, field
@@ -217,8 +218,9 @@ class _Context:
             self.session = stored
         return self.session
 
-    @property
+    @functools.cached_property
     def plan(self) -> SessionPlan:
+        """The session's script (looked up in the runtime once per request: the view asks for it thrice)."""
         return self.runtime.plan(self.session.seed, self.session.algorithm_version)
 
     def append(self, row: repo.LogEntry) -> None:
@@ -312,11 +314,12 @@ class _Context:
         n_elicited = len(self.elicitation)
         elicitor_total, finished = _elicitor_progress(self.runtime, self.state, n_elicited)
         self.cache.note_progress(self.session.id, *_cache_key(self.elicitation), elicitor_total, finished)
-        metric = self.state.result.metric if isinstance(self.state, Done) else None
-        evaluation = evaluation_progress(self.effective, metric)
+        evaluation = (0, 0, 0)  # read (by the sections) only while a step is left
         if status is SessionStatus.DONE or (status is SessionStatus.ACTIVE and step is None):
             total = len(self.effective)  # nothing is left: the count is what was asked
         else:
+            metric = self.state.result.metric if isinstance(self.state, Done) else None
+            evaluation = self.plan.evaluation_progress(self.effective, metric)
             total = max(
                 self.plan.estimated_total(n_elicited, elicitor_total, finished, evaluation),
                 len(self.effective) + 1,
