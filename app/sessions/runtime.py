@@ -22,6 +22,7 @@ from elicitation import Done, ElicitationError, Pending
 
 from .. import repository as repo
 from ..algorithms import AlgorithmSpec, get_algorithm
+from ..charts.comparison import displayed_numbers
 from ..errors import NotFoundError
 from ..explain import MetricWords
 from ..i18n import ENGLISH, Translator
@@ -53,7 +54,8 @@ RESUME_SOURCES = ("cache", "checkpoint", "replay")
 #: while the participant thought (`app.sessions.speculation`), or in the answer's own request.
 AHEAD = "ahead"
 IN_REQUEST = "in_request"
-#: Confusion matrices remembered per study (two per query; a session has a few hundred queries).
+#: Confusion matrices remembered per study (two per query; a session has a few hundred queries), and as many
+#: questions' displayed counts.
 CONFUSION_MEMO_SIZE = 4096
 #: Open studies whose runtimes a process builds when it starts (`SessionCache.warm_up`), newest first.
 WARM_STUDIES = 32
@@ -117,6 +119,9 @@ class StudyRuntime:
     config_version: int = 0
     _confusions: dict[bytes, list[Any]] = field(default_factory=dict, repr=False, compare=False)
     _plans: dict[tuple[int, Screens], SessionPlan] = field(default_factory=dict, repr=False, compare=False)
+    _shown: dict[bytes, tuple[list[Any], list[Any], int]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def confusion(self, rates: np.ndarray) -> list[Any]:
         """The space's confusion matrix for ``rates`` as nested lists, memoised.
@@ -131,6 +136,22 @@ class StudyRuntime:
             if len(self._confusions) >= CONFUSION_MEMO_SIZE:
                 self._confusions.clear()
             self._confusions[key] = cached
+        return cached
+
+    def displayed(self, left: np.ndarray, right: np.ndarray) -> tuple[list[Any], list[Any], int]:
+        """A question's two classifiers' counts as it shows them, as JSON numbers, and their decimals
+        (`displayed_numbers` of their `confusion` matrices), memoised like them.
+
+        Participants of a study are asked many of the same pairs (the elicitor's early questions, and a
+        grid's few points later), and rounding a pair together costs more than the rest of its view.
+        """
+        key = left.tobytes() + right.tobytes() + bytes(str(left.shape), "ascii")
+        cached = self._shown.get(key)
+        if cached is None:
+            cached = displayed_numbers(self.confusion(left), self.confusion(right))
+            if len(self._shown) >= CONFUSION_MEMO_SIZE:
+                self._shown.clear()
+            self._shown[key] = cached
         return cached
 
     def elicitor(self, seed: int, version: str | None) -> Any:

@@ -9,7 +9,6 @@ import numpy as np
 
 from elicitation import Sphere
 
-from ..charts.comparison import displayed_numbers
 from ..explain import MetricWords
 from ..metric_views import stated_intervals
 from ..models import ElicitationSession, Result, SessionStatus, Study
@@ -73,7 +72,7 @@ class SessionView:
             left, right = self.comparison["left"], self.comparison["right"]
             # The counts exactly as the page shows them (its own rounding), so that any front end shows
             # the pair the elicitor learns from.
-            shown_left, shown_right, decimals = displayed_numbers(left["confusion"], right["confusion"])
+            shown_left, shown_right, decimals = self.comparison["shown"]
             query = {
                 "seq": self.comparison["seq"],
                 "practice": self.comparison["practice"],
@@ -115,11 +114,13 @@ def shown_side(runtime: StudyRuntime, rates: np.ndarray) -> dict[str, Any]:
 def comparison_model(
     runtime: StudyRuntime, *, seq: int, left: np.ndarray, right: np.ndarray, practice: bool
 ) -> dict[str, Any]:
-    """One question as shown: both classifiers' rates and confusion matrices, and the names to label them."""
+    """One question as shown: both classifiers' rates and confusion matrices, the names to label them, and
+    ``shown``, their counts as the question shows them and the decimals (`StudyRuntime.displayed`)."""
     return {
         "seq": seq,
         "left": shown_side(runtime, left),
         "right": shown_side(runtime, right),
+        "shown": runtime.displayed(np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64)),
         "class_names": list(runtime.space.class_names),
         "group_names": list(runtime.space.group_names),
         "population": runtime.config.population,

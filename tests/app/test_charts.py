@@ -654,6 +654,7 @@ def test_displayed_counts_stay_bit_for_bit_what_they_were() -> None:
                 "practice": False,
                 "left": {"confusion": nested_left},
                 "right": {"confusion": nested_right},
+                "shown": comparison_charts.displayed_numbers(nested_left, nested_right),
             },
             result=None,
             can_undo=True,
