@@ -242,6 +242,74 @@ def _rng(seed: int, purpose: _Purpose, index: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
 
 
+#: numpy's `SeedSequence` (a pool of four 32-bit words) and `PCG64` constants, for `_coin`.
+_MASK32, _MASK64, _MASK128 = (1 << 32) - 1, (1 << 64) - 1, (1 << 128) - 1
+_HASH_INIT_A, _HASH_MULT_A = 0x43B0D7E5, 0x931E8875
+_HASH_INIT_B, _HASH_MULT_B = 0x8B51F9DD, 0x58F38DED
+_MIX_MULT_L, _MIX_MULT_R = 0xCA01F9DD, 0x4973F715
+_POOL_SIZE = 4
+_PCG_MULTIPLIER = 0x2360ED051FC65DA44385DF649FCCF645
+
+
+def _hashmix(value: int, constant: int, multiplier: int) -> tuple[int, int]:
+    """`SeedSequence`'s hash of one 32-bit word, and the hash constant after it."""
+    value ^= constant
+    constant = constant * multiplier & _MASK32
+    value = value * constant & _MASK32
+    return value ^ value >> 16, constant
+
+
+def _mix(x: int, y: int) -> int:
+    """`SeedSequence`'s mix of two 32-bit words."""
+    result = (_MIX_MULT_L * x - _MIX_MULT_R * y) & _MASK32
+    return result ^ result >> 16
+
+
+def _first_word(seed: int, purpose: _Purpose, index: int) -> int:
+    """The first 64-bit word of ``_rng(seed, purpose, index)``'s bit generator, computed on Python integers
+    as numpy computes it: `SeedSequence` hashes the entropy words into a pool of four and draws PCG64's
+    128-bit state and increment from it, and PCG64 seeds itself and steps once before its first output
+    (numpy's stream compatibility keeps both; `tests/app/test_plan.py` checks the words against numpy's).
+    A left/right coin needs only this word, and within a request building numpy's generator for it costs
+    about twice as much."""
+    entropy = [*_words(seed), int(purpose), *_words(index)]
+    constant = _HASH_INIT_A
+    pool = []
+    for word in entropy[:_POOL_SIZE] + [0] * (_POOL_SIZE - len(entropy)):
+        word, constant = _hashmix(word, constant, _HASH_MULT_A)
+        pool.append(word)
+    for source in range(_POOL_SIZE):
+        for target in range(_POOL_SIZE):
+            if source != target:
+                word, constant = _hashmix(pool[source], constant, _HASH_MULT_A)
+                pool[target] = _mix(pool[target], word)
+    for extra in entropy[_POOL_SIZE:]:
+        for target in range(_POOL_SIZE):
+            word, constant = _hashmix(extra, constant, _HASH_MULT_A)
+            pool[target] = _mix(pool[target], word)
+    # generate_state(4, np.uint64): eight 32-bit words, each pair read as one 64-bit word (low word first).
+    constant = _HASH_INIT_B
+    words = []
+    for i in range(2 * _POOL_SIZE):
+        word, constant = _hashmix(pool[i % _POOL_SIZE], constant, _HASH_MULT_B)
+        words.append(word)
+    seeds = [low | high << 32 for low, high in zip(words[::2], words[1::2], strict=True)]
+    initial, increment = seeds[0] << 64 | seeds[1], ((seeds[2] << 64 | seeds[3]) << 1 | 1) & _MASK128
+    # PCG64 seeding (one step from 0, add the initial state, another step), then the first step and output.
+    state = (increment + initial) & _MASK128
+    for _ in range(2):
+        state = (state * _PCG_MULTIPLIER + increment) & _MASK128
+    high, low = state >> 64, state & _MASK64
+    rotation, word = high >> 58, high ^ low
+    return (word >> rotation | word << (64 - rotation)) & _MASK64
+
+
+def _coin(seed: int, purpose: _Purpose, index: int) -> bool:
+    """``_rng(seed, purpose, index).random() < 0.5``: its first double is the first word's top 53 bits
+    over 2**53, below one half exactly when the word's top bit is clear."""
+    return _first_word(seed, purpose, index) >> 63 == 0
+
+
 def _ball_point(rng: np.random.Generator, sphere: Sphere, radius: float) -> np.ndarray:
     """A uniform random point of the ball of ``radius`` around the sphere's centre."""
     k = sphere.n_classes
@@ -323,13 +391,13 @@ class SessionPlan:
         """Whether the comparison at effective ``position`` shows the elicitor's first option on the right."""
         cached = self._swaps.get(position)
         if cached is None:
-            cached = bool(_rng(self.seed, _Purpose.POSITION, position).random() < 0.5)
+            cached = _coin(self.seed, _Purpose.POSITION, position)
             self._swaps[position] = cached
         return cached
 
     def tie_break(self, position: int) -> bool:
         """The recorded coin for an "about the same" answer at effective ``position`` (True: first)."""
-        return bool(_rng(self.seed, _Purpose.TIE_BREAK, position).random() < 0.5)
+        return _coin(self.seed, _Purpose.TIE_BREAK, position)
 
     def _random_rates(self, rng: np.random.Generator) -> np.ndarray:
         if self.n_groups == 1:

@@ -20,6 +20,9 @@ from app.plan import (
     Screens,
     Section,
     SessionPlan,
+    _coin,
+    _first_word,
+    _Purpose,
     elicitor_choice,
     evaluation_progress,
     wilson_interval,
@@ -603,3 +606,24 @@ PINNED_SCRIPTS: dict[str, tuple[str, ...]] = {
 def test_the_plan_shows_exactly_the_screens_it_always_showed(config: str) -> None:
     digests = tuple(_scripted_session_digest(_pinned_plan(seed, config), seed, 12) for seed in range(4))
     assert digests == PINNED_SCRIPTS[config]
+
+
+def test_the_left_right_coin_is_the_first_word_of_the_seeded_generator() -> None:
+    # Seeds of one and two 32-bit words, indices of one and two (numpy pads and mixes both differently).
+    seeds = [
+        0,
+        1,
+        7,
+        2**32 - 1,
+        2**32,
+        2**63 - 1,
+        *np.random.default_rng(0).integers(0, 2**63, size=20).tolist(),
+    ]
+    indices = [0, 1, 2, 77, 2**32 - 1, 2**32, 2**40 + 3, *range(3, 40, 7)]
+    for seed in seeds:
+        for purpose in _Purpose:
+            for index in indices:
+                generator = np.random.default_rng([seed, int(purpose), index])
+                assert _first_word(seed, purpose, index) == int(generator.bit_generator.random_raw())
+                generator = np.random.default_rng([seed, int(purpose), index])
+                assert _coin(seed, purpose, index) == bool(generator.random() < 0.5)
