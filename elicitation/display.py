@@ -320,20 +320,20 @@ class DisplayGrid:
             return self._shown_by_arrays(first, second, sphere)
         center: list[float] = sphere.center.tolist()
         limit = sphere.radius * _INSIDE
+        groups = self._class_sizes
         sides = []
         counts: list[int] = []
         for rates in (first, second):
-            rows = rates.tolist() if self.n_groups > 1 else [rates.tolist()]
+            rows = rates.tolist() if len(groups) > 1 else [rates.tolist()]
             shown_rows = []
-            for row, sizes in zip(rows, self._class_sizes, strict=True):
+            for row, sizes in zip(rows, groups, strict=True):
                 snapped = self._snapped_row(row, sizes, center, limit)
                 if snapped is None:
                     return self._shown_by_arrays(first, second, sphere)  # raises snap's error
-                shown_rows.append(snapped)
-                counts.extend(
-                    math.floor(value * size + 0.5) for value, size in zip(snapped, sizes, strict=True)
-                )
-            side = np.array(shown_rows if self.n_groups > 1 else shown_rows[0], dtype=np.float64)
+                # `counts` of a snapped rate ``n / size`` is its ``n`` (a product within an ulp or two of it).
+                counts += snapped[0]
+                shown_rows.append(snapped[1])
+            side = np.array(shown_rows if len(groups) > 1 else shown_rows[0], dtype=np.float64)
             side.setflags(write=False)
             sides.append(side)
         half = len(counts) // 2
@@ -349,16 +349,17 @@ class DisplayGrid:
 
     def _snapped_row(
         self, row: list[float], sizes: list[int], center: list[float], limit: float
-    ) -> list[float] | None:
-        """One row of `snap` (one group's rates, that group's class sizes), None where `snap` gives up."""
-        snapped = [math.floor(value * size + 0.5) / size for value, size in zip(row, sizes, strict=True)]
-        for _ in range(_SNAP_ROUNDS):
+    ) -> tuple[list[int], list[float]] | None:
+        """One row of `snap` (one group's rates, that group's class sizes) as display steps and rates, None
+        where `snap` gives up."""
+        for _ in range(_SNAP_ROUNDS + 1):
+            units = [math.floor(value * size + 0.5) for value, size in zip(row, sizes, strict=True)]
+            snapped = [whole / size for whole, size in zip(units, sizes, strict=True)]
             if _row_length(snapped, center) <= limit:
-                return snapped
+                return units, snapped
             shrink = max(1.0 - 0.5 * self._step / max(_row_length(row, center), 1e-300), 0.0)
             row = [middle + (value - middle) * shrink for value, middle in zip(row, center, strict=True)]
-            snapped = [math.floor(value * size + 0.5) / size for value, size in zip(row, sizes, strict=True)]
-        return snapped if _row_length(snapped, center) <= limit else None
+        return None
 
     def _spheres(self, sphere: Sphere | Sequence[Sphere]) -> tuple[Sphere, ...]:
         """One sphere for all groups, or one per group (checked)."""
@@ -440,8 +441,8 @@ def _lengths(rows: FloatArray) -> FloatArray:
 
 def _row_length(row: list[float], center: list[float]) -> float:
     """`_lengths` of one row's offset from ``center``, on Python floats."""
-    offset = [value - middle for value, middle in zip(row, center, strict=True)]
-    return math.sqrt(float_sum([part * part for part in offset]))
+    squares = [(value - middle) * (value - middle) for value, middle in zip(row, center, strict=True)]
+    return math.sqrt(float_sum(squares))
 
 
 class DisplayedElicitor(Elicitor[Elicitation[Any]]):
