@@ -457,7 +457,9 @@ class SessionPlan:
         left, right = (
             (previous.second, previous.first) if before.swapped else (previous.first, previous.second)
         )
-        first, second, old_right, old_left = map(self._counts, (query.first, query.second, right, left))
+        first, second, old_right, old_left = map(
+            self.grid.flat_counts, (query.first, query.second, right, left)
+        )
         unit = 10**self.grid.decimals
         # Kept: first left beside the right before, second right beside the left before; turned: crossed.
         kept = min(_gap(first, old_right) / unit, _gap(second, old_left) / unit)
@@ -465,21 +467,6 @@ class SessionPlan:
         if min(kept, turned) >= FRESH_CELL_GAP or kept == turned:
             return default
         return bool(turned > kept)
-
-    @functools.cached_property
-    def _class_sizes(self) -> list[int]:
-        """The grid's class sizes in display steps, every group's in a row, as Python integers."""
-        sizes: list[int] = self.grid.class_steps.ravel().tolist()
-        return sizes
-
-    def _counts(self, rates: np.ndarray) -> list[int]:
-        """`DisplayGrid.counts` of one rate array, flattened, on Python floats: the same product, sum and
-        floor of each rate, so the same integers, without the array calls that cost far more than this
-        arithmetic on a handful of rates (`side` counts four on every answer)."""
-        sizes = self._class_sizes
-        return [
-            math.floor(rate * size + 0.5) for rate, size in zip(rates.ravel().tolist(), sizes, strict=True)
-        ]
 
     def practice_query(self, index: int, avoid: Sequence[Query] = ()) -> Query:
         return self._random_pair(_Purpose.PRACTICE, index, "practice", avoid)

@@ -144,6 +144,12 @@ def float_sum(values: Sequence[float]) -> float:
     return float_sum(values[:half]) + float_sum(values[half:])
 
 
+def _row_units(row: list[float], sizes: list[int]) -> list[int]:
+    """`DisplayGrid.counts` of rates given as Python floats with their class sizes: ``floor(r * size + 0.5)``
+    each, the same integers as the array arithmetic."""
+    return [math.floor(value * size + 0.5) for value, size in zip(row, sizes, strict=True)]
+
+
 @dataclass(frozen=True, eq=False)
 class DisplayGrid:
     """The rates a chart can show: ``r_i = n_i / N_i`` with ``N_i`` people of class ``i`` of 100.
@@ -221,6 +227,12 @@ class DisplayGrid:
         return sizes
 
     @functools.cached_property
+    def _flat_class_sizes(self) -> list[int]:
+        """`class_steps` as Python integers, every group's in a row (`flat_counts`)."""
+        sizes: list[int] = self.class_steps.ravel().tolist()
+        return sizes
+
+    @functools.cached_property
     def _step(self) -> float:
         """Length of one display step in every class at once, at the smallest class sizes (`snap`'s pull)."""
         return float(np.linalg.norm(1.0 / self.class_steps.min(axis=0)))
@@ -250,6 +262,13 @@ class DisplayGrid:
         counts = np.floor(rows * self.class_steps + 0.5).astype(np.int64)
         result: npt.NDArray[np.int64] = counts.reshape(shape)
         return result
+
+    def flat_counts(self, rates: FloatArray) -> list[int]:
+        """`counts` of one classifier's rates (this grid's shape), flattened, on Python floats: the same
+        integers without the array calls, which cost far more than the arithmetic on a handful of rates."""
+        if rates.shape != self.shape:
+            raise InvalidConfigError(f"rates must have shape {self.shape}, got {rates.shape}")
+        return _row_units(rates.ravel().tolist(), self._flat_class_sizes)
 
     def snap(self, rates: npt.ArrayLike, sphere: Sphere | Sequence[Sphere]) -> FloatArray:
         """The displayable rates nearest to ``rates`` inside ``sphere`` (any leading axes; each row inside).
@@ -353,7 +372,7 @@ class DisplayGrid:
         """One row of `snap` (one group's rates, that group's class sizes) as display steps and rates, None
         where `snap` gives up."""
         for _ in range(_SNAP_ROUNDS + 1):
-            units = [math.floor(value * size + 0.5) for value, size in zip(row, sizes, strict=True)]
+            units = _row_units(row, sizes)
             snapped = [whole / size for whole, size in zip(units, sizes, strict=True)]
             if _row_length(snapped, center) <= limit:
                 return units, snapped

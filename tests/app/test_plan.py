@@ -627,25 +627,3 @@ def test_the_left_right_coin_is_the_first_word_of_the_seeded_generator() -> None
                 assert _first_word(seed, purpose, index) == int(generator.bit_generator.random_raw())
                 generator = np.random.default_rng([seed, int(purpose), index])
                 assert _coin(seed, purpose, index) == bool(generator.random() < 0.5)
-
-
-@pytest.mark.parametrize(("n_classes", "n_groups"), [(2, 1), (3, 1), (5, 1), (2, 2), (3, 3)])
-def test_the_plans_counts_are_the_display_grids(n_classes: int, n_groups: int) -> None:
-    rng = np.random.default_rng(n_classes * 10 + n_groups)
-    space = SyntheticSpace(n_classes, radius=0.1, n_groups=n_groups)
-    script = SessionPlan(
-        space=space,
-        seed=1,
-        practice_queries=0,
-        dominance_checks=0,
-        repeat_checks=0,
-        evaluation_queries=0,
-        expected_queries=1,
-    )
-    steps = script.grid.class_steps.reshape(script.grid.shape)
-    for _ in range(300):
-        rates = rng.uniform(0.0, 1.0, size=script.grid.shape)
-        # Half-way between two displayed counts too, where the rounding is decided.
-        halfway = (np.floor(rates * steps) + 0.5) / steps
-        for sample in (rates, halfway):
-            assert script._counts(sample) == script.grid.counts(sample).ravel().tolist()

@@ -106,6 +106,22 @@ def test_shown_pair_is_snap_and_keys_bit_for_bit() -> None:
     assert outcomes == {"error", "pulled in", "snapped"}
 
 
+@pytest.mark.parametrize(("n_classes", "n_groups"), [(2, 1), (3, 1), (5, 1), (2, 2), (3, 3)])
+def test_flat_counts_are_counts_bit_for_bit(n_classes: int, n_groups: int) -> None:
+    rng = np.random.default_rng(n_classes * 10 + n_groups)
+    for decimals in (0, 1, 2):
+        grid = DisplayGrid.from_priors(rng.dirichlet(np.full(n_classes, 3.0), size=n_groups), decimals)
+        steps = grid.class_steps.reshape(grid.shape)
+        for _ in range(100):
+            rates = rng.uniform(0.0, 1.0, size=grid.shape)
+            # Half-way between two displayed counts too, where the rounding is decided.
+            halfway = (np.floor(rates * steps) + 0.5) / steps
+            for sample in (rates, halfway):
+                assert grid.flat_counts(sample) == grid.counts(sample).ravel().tolist()
+    with pytest.raises(InvalidConfigError, match="rates must have shape"):
+        grid.flat_counts(np.zeros(n_classes + 1))
+
+
 def test_keys_are_the_pairs_keys_both_ways_and_distance_broadcasts_either_pair() -> None:
     grid = DisplayGrid.from_priors([[0.6, 0.4], [0.3, 0.7]])
     rng = np.random.default_rng(5)
