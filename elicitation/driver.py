@@ -256,5 +256,6 @@ def _check_log(
     if index is not None:
         raise ReplayMismatchError(
             f"replayed query {index} ({regenerated[index].search or name}) differs from the logged one; "
-            "the session was recorded with a different configuration or algorithm version"
+            "the session was recorded with a different configuration or algorithm version, or with a "
+            "numerical library (BLAS) that rounds differently"
         )

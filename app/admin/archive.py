@@ -262,6 +262,7 @@ class StudyIn(_Strict):
 class ArchiveIn(_Strict):
     format: Literal["elicitation-study-archive"]
     version: Literal[1]
+    numerics: Text200 | None = None
     study: StudyIn
     sessions: list[SessionIn] = Field(max_length=1_000_000)
 

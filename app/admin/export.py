@@ -51,6 +51,7 @@ from ..outcome import AGREEMENT_KEYS, agreement_interval
 from ..panels import PanelConfig, preset_of
 from ..sessions import SessionCache, StudyRuntime, study_runtime
 from ..sessions.displayed import session_version
+from ..sessions.replay import numeric_platform
 from ..study_config import config_hash
 from .archive import ARCHIVE_FORMAT, ARCHIVE_VERSION, parse_archive
 from .auth import AdminError
@@ -533,6 +534,7 @@ def _archive_head(db: Session, study: Study) -> dict[str, Any]:
         "format": ARCHIVE_FORMAT,
         "version": ARCHIVE_VERSION,
         "exported_at": iso_utc(datetime.now(UTC)),
+        "numerics": numeric_platform(),
         "study": {
             "id": str(study.id),
             "name": study.name,
@@ -736,7 +738,11 @@ def import_archive(
                 version=item.algorithm_version,
             )
             if not check["ok"]:
-                raise AdminError(f"session {item.id}: {check['message']}", status_code=422, code="replay")
+                raise AdminError(
+                    f"session {item.id}: {check['message']}{_elsewhere(parsed.numerics)}",
+                    status_code=422,
+                    code="replay",
+                )
             verified += result is not None
             exclusions = [
                 {**exclusion.model_dump(mode="python"), "session_id": item.id}
@@ -747,6 +753,17 @@ def import_archive(
         cache.clear()
     _write_import(db, study, owner_id, data.status.value, data.seconds_per_query, prepared)
     return study, verified
+
+
+def _elsewhere(numerics: str | None) -> str:
+    """What a refused replay may owe to the computer the archive came from, when the archive says it."""
+    here = numeric_platform()
+    if numerics is None or numerics == here:
+        return ""
+    return (
+        f". The archive was made on a server that computed with {numerics}: the active elicitors replay "
+        "exactly only on a computer with the same numerical library and CPU family, so import it on one"
+    )
 
 
 def _write_import(

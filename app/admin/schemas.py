@@ -303,6 +303,11 @@ class ArchiveOut(_Out):
     format: Literal["elicitation-study-archive"]
     version: int
     exported_at: Timestamp
+    numerics: str | None = Field(
+        default=None,
+        description="the numerical library the exporting server computed with (numpy, BLAS kernels): "
+        "active elicitors replay exactly only where it is the same",
+    )
     study: ArchiveStudyOut
     sessions: list[ArchiveSessionOut]
 

@@ -65,6 +65,7 @@ from ..codec import CodecError, decode_metric, encode_metric, to_jsonable
 from ..json_input import JSONInputError, decode_json
 from ..metric_views import rate_text, text_lines
 from ..sessions.displayed import build_session_elicitor
+from ..sessions.replay import numeric_platform
 
 __all__ = [
     "BENCHMARKS",
@@ -530,7 +531,9 @@ def _run_replay(args: argparse.Namespace) -> int:
         sys.stderr.write(
             f"elicit replay: REPLAY MISMATCH in {args.file}: {exc}\n"
             "The log does not match what this version of the code asks: it was recorded with another "
-            "configuration or algorithm version, or edited.\n"
+            "configuration or algorithm version, on a computer whose numerical library rounds differently "
+            f"(the active elicitors' questions depend on it; this one computes with {numeric_platform()}), "
+            "or edited.\n"
         )
         return EXIT_FAILED
     except ValueError as exc:  # InvalidConfigError, InvalidAnswerError, pydantic's ValidationError

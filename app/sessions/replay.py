@@ -12,8 +12,12 @@ is always reported as a mismatch, never as the elicitor's failure.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_info  # type: ignore[import-untyped]
 
 from elicitation import (
     CheckpointError,
@@ -28,7 +32,20 @@ from elicitation import (
 from ..codec import CodecError, decode_query
 from .runtime import ElicitorState, Failed
 
-__all__ = ["replay_verified"]
+__all__ = ["numeric_platform", "replay_verified"]
+
+
+@functools.cache
+def numeric_platform() -> str:
+    """The numerical library this process computes with, as a person reads it (``numpy 2.3.5, openblas
+    SkylakeX``): the active elicitors' questions depend on its kernels, which OpenBLAS picks by CPU, so a
+    replay elsewhere may ask differently (docs/active-elicitation.md, "Determinism")."""
+    blas = {  # numpy and scipy may each bring the same library: named once
+        f"{library['internal_api']} {library.get('architecture') or ''}".strip(): None
+        for library in threadpool_info()
+        if library["user_api"] == "blas"
+    }
+    return ", ".join([f"numpy {np.__version__}", *blas])
 
 
 def replay_verified(
@@ -109,5 +126,6 @@ def _check_replayed(log: Sequence[tuple[Query, bool]], rows: Sequence[Any]) -> N
     if index is not None:
         raise ReplayMismatchError(
             f"replayed query {index} (log seq {rows[index].seq}) differs from the logged one; the session "
-            "was recorded with a different configuration or algorithm version"
+            "was recorded with a different configuration or algorithm version, or on a computer whose "
+            f"numerical library rounds differently (this one computes with {numeric_platform()})"
         )

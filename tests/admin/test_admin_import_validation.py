@@ -177,3 +177,38 @@ def test_import_fuzzed_archives_never_5xx_and_refusals_store_nothing(
     else:
         assert stored.status_code == 404
     assert client.get("/api/v1/studies", headers=bearer(token)).status_code == 200
+
+
+def _drifted(archive: dict[str, Any], numerics: str) -> dict[str, Any]:
+    """The archive with its first logged elicitor question moved, as another computer's rounding could have
+    asked it, and said to come from a server computing with ``numerics``."""
+    body = _fresh_ids(archive)
+    body["numerics"] = numerics
+    answer = next(row for row in _session(body, True)["answers"] if row["phase"] == "elicitation")
+    answer["query"]["first"] = [round(rate * 0.9, 6) for rate in answer["query"]["first"]]
+    return body
+
+
+def test_a_refused_replay_names_the_numerical_libraries_when_the_archive_came_from_another(
+    client: TestClient, accounts: dict[str, Any], archive: dict[str, Any]
+) -> None:
+    """An active elicitor's questions depend on the BLAS kernels the CPU gets: the refusal says so, and
+    names both computers' libraries when the archive says which one it came from."""
+    from app.sessions.replay import numeric_platform
+
+    token = accounts["alice"]["token"]
+    here = numeric_platform()
+    assert archive["numerics"] == here and here.startswith("numpy ")
+    elsewhere = _drifted(archive, "numpy 2.0.0, openblas Zen")
+    response = client.post("/api/v1/studies/import", json=elsewhere, headers=bearer(token))
+    assert response.status_code == 422, response.text
+    message = response.json()["message"]
+    assert "differs from the logged one" in message
+    assert f"rounds differently (this one computes with {here})" in message
+    assert "made on a server that computed with numpy 2.0.0, openblas Zen: the active elicitors" in message
+    assert "same numerical library and CPU family" in message
+    same_place = client.post(
+        "/api/v1/studies/import", json=_drifted(archive, here), headers=bearer(token)
+    ).json()["message"]
+    assert f"rounds differently (this one computes with {here})" in same_place
+    assert "made on a server" not in same_place
