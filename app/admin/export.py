@@ -739,7 +739,7 @@ def import_archive(
             )
             if not check["ok"]:
                 raise AdminError(
-                    f"session {item.id}: {check['message']}{_elsewhere(parsed.numerics)}",
+                    f"session {item.id}: {check['message']}{_elsewhere(parsed.numerics, check['message'])}",
                     status_code=422,
                     code="replay",
                 )
@@ -755,14 +755,17 @@ def import_archive(
     return study, verified
 
 
-def _elsewhere(numerics: str | None) -> str:
-    """What a refused replay may owe to the computer the archive came from, when the archive says it."""
+def _elsewhere(numerics: str | None, refusal: str) -> str:
+    """What a ``refusal`` of a session's replay may owe to the computer the archive came from, when the
+    archive says which library that computed with (this computer's is named unless the refusal does)."""
     here = numeric_platform()
     if numerics is None or numerics == here:
         return ""
+    ours = "" if here in refusal else f", this one with {here}"
     return (
-        f". The archive was made on a server that computed with {numerics}: the active elicitors replay "
-        "exactly only on a computer with the same numerical library and CPU family, so import it on one"
+        f". The archive was made on a server that computed with {numerics}{ours}: the active elicitors "
+        "replay exactly only on a computer with the same numerical library and CPU family, so import it "
+        "on one"
     )
 
 

@@ -212,3 +212,13 @@ def test_a_refused_replay_names_the_numerical_libraries_when_the_archive_came_fr
     ).json()["message"]
     assert f"rounds differently (this one computes with {here})" in same_place
     assert "made on a server" not in same_place
+    # The same questions to another metric (a last near-tie gone the other way): both libraries named.
+    other_metric = _fresh_ids(archive)
+    other_metric["numerics"] = "numpy 2.0.0, openblas Zen"
+    metric = _session(other_metric, True)["result"]["metric"]
+    metric["a"] = [round(weight * 0.8, 6) for weight in metric["a"]]
+    message = client.post("/api/v1/studies/import", json=other_metric, headers=bearer(token)).json()[
+        "message"
+    ]
+    assert "replay gives a different metric" in message
+    assert f"computed with numpy 2.0.0, openblas Zen, this one with {here}: the active elicitors" in message
