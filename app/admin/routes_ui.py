@@ -21,6 +21,7 @@ from elicitation.region import region_summary
 from .. import repository as repo
 from ..algorithms import REGISTRY
 from ..deps import CacheDep, DbSessionDep, SettingsDep
+from ..models import SessionStatus
 from ..panels import PanelConfig, panel_link, preset_of
 from ..planning import study_plan
 from ..study_config import (
@@ -517,6 +518,9 @@ def show_results(
         "results.html",
         study=study,
         rows=finished,
+        # Everyone who finished is listed, also when their answers gave no metric: they were shown a
+        # completion code, and the coordinator approves them by it.
+        done=[row for row in rows if row["status"] == SessionStatus.DONE.value],
         columns=export.result_columns(study),
         figures=[
             *monitor.coefficient_figures(study, finished),

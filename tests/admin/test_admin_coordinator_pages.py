@@ -56,6 +56,32 @@ def test_results_page_without_finished_participants_says_so(
     assert 'data-testid="results-table"' not in page.text
 
 
+def test_results_page_lists_a_finisher_whose_answers_gave_no_metric(
+    client: TestClient, accounts: dict[str, Any]
+) -> None:
+    """They were shown a completion code and are approved by it: the table lists them, said plainly, and
+    the page never claims that nobody has finished."""
+    from app.models import Result
+
+    study_id = _open_study(client, accounts["alice"]["token"])
+    created = client.post(
+        f"/api/v1/studies/{study_id}/sessions", json={"consent": True, "participant_code": "P9"}
+    )
+    done = Participant(METRIC).finish(client, created.json()["token"])
+    assert done["status"] == "done"
+    code = done["result"]["completion_code"]
+    with client.app.state.sessionmaker() as db:  # type: ignore[attr-defined]
+        result = db.query(Result).one()
+        result.metric = {"type": "failed", "reason": "the answers contradict each other"}
+        db.commit()
+    login(client, "alice@example.org")
+    page = client.get(f"/admin/studies/{study_id}/results").text
+    assert 'data-testid="results-empty"' not in page and 'data-testid="results-table"' in page
+    assert f"<code>{code}</code>" in page and ">P9<" in page
+    assert 'data-testid="row-no-metric">answers did not add up to one metric<' in page
+    assert "0 elicited metrics" in page  # nothing drawn or ranked from it
+
+
 def test_session_page_of_an_active_elicitor_draws_no_binary_search_chart(
     client: TestClient, accounts: dict[str, Any]
 ) -> None:
