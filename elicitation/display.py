@@ -228,9 +228,8 @@ class DisplayGrid:
 
     @functools.cached_property
     def _flat_class_sizes(self) -> list[int]:
-        """`class_steps` as Python integers, every group's in a row (`flat_counts`)."""
-        sizes: list[int] = self.class_steps.ravel().tolist()
-        return sizes
+        """`_class_sizes` with every group's in a row (`flat_counts`)."""
+        return [size for sizes in self._class_sizes for size in sizes]
 
     @functools.cached_property
     def _step(self) -> float:

@@ -124,7 +124,7 @@ def _matrix_lists(confusion: npt.ArrayLike, name: str) -> tuple[Stack, tuple[int
 
 def _counts_problem(matrices: Stack) -> str | None:
     """What is wrong with square matrices as counts out of 100."""
-    values = [value for matrix in matrices for row in matrix for value in row]
+    values = _flat(matrices)
     if not all(map(math.isfinite, values)) or min(values) < -TOTAL_ATOL:
         return "must contain finite, non-negative counts"
     totals = [_matrix_total(matrix) for matrix in matrices]
@@ -140,7 +140,7 @@ def _clipped(matrices: Stack) -> Stack:
 
 def _matrix_total(matrix: Matrix) -> float:
     """A matrix's total, summed as ``matrix.sum()`` sums it (one contiguous run of ``k * k`` counts)."""
-    return float_sum([value for row in matrix for value in row])
+    return float_sum(_flat([matrix]))
 
 
 def rounded_counts(confusion: npt.ArrayLike, decimals: int = 0) -> np.ndarray:
